@@ -14,7 +14,8 @@ same SNLI prompts with the same model, four ways:
   left padding to the batch's longest, position ids from the mask, full logits.
 
 Prints examples/s, tokens/s, achieved model FLOP/s against the measured dense-matmul FLOP/s of
-the device, the largest per-example difference against resplit float32 and Spearman's rho.
+the device (and, on a known NVIDIA card, against its data-sheet bf16 / fp32 peak: model FLOP
+utilisation), the largest per-example difference against resplit float32 and Spearman's rho.
 
     python benchmarks/scoring.py --n 1000            # this machine's CPU
     python benchmarks/scoring.py --n 5000 --device cuda
@@ -67,6 +68,32 @@ def matmul_flops(device: str, dtype: torch.dtype, size: int = 2048, repeats: int
         a @ b
     _sync(device)
     return 2 * size ** 3 * repeats / (time.perf_counter() - start)
+
+
+# Dense peak FLOP/s from the vendors' data sheets (no sparsity): (bf16/fp16 tensor cores, plain fp32).
+# Matched by substring of torch.cuda.get_device_name(); the first match wins.
+CARD_PEAKS = (
+    ("H200", 989e12, 67e12),
+    ("H100 PCIe", 756e12, 51e12),
+    ("H100", 989e12, 67e12),
+    ("A100", 312e12, 19.5e12),
+    ("L40S", 362e12, 91.6e12),
+    ("L4", 121e12, 30.3e12),
+    ("A10G", 70e12, 31.2e12),
+    ("V100", 125e12, 15.7e12),
+    ("T4", 65e12, 8.1e12),
+)
+
+
+def card_peak(device: str, dtype_name: str) -> tuple[str, float] | None:
+    """(card name, data-sheet dense peak) for a CUDA device, or None on a CPU / an unknown card."""
+    if device != "cuda":
+        return None
+    name = torch.cuda.get_device_name()
+    for key, half_peak, fp32_peak in CARD_PEAKS:
+        if key in name:
+            return name, (fp32_peak if dtype_name == "float32" else half_peak)
+    return None
 
 
 def _sync(device: str) -> None:
@@ -196,6 +223,9 @@ def main(argv=None) -> int:
         results[name] = {"seconds": seconds, "ex_per_s": args.n / seconds, "tokens_per_s": tokens / seconds,
                          "model_flops_per_s": flops / seconds, "matmul_peak_flops_per_s": peak[dtype],
                          "mfu": flops / seconds / peak[dtype]}
+        card = card_peak(device, dtype)
+        if card is not None:
+            results[name].update(card=card[0], card_peak_flops_per_s=card[1], mfu_vs_card_peak=flops / seconds / card[1])
         print(f"  {name:<16} {seconds:7.1f} s", file=sys.stderr, flush=True)
 
     base = scores["resplit_fp32"]
@@ -212,6 +242,10 @@ def main(argv=None) -> int:
               f"{r['model_flops_per_s'] / 1e9:>10.1f}{100 * r['mfu']:>8.1f}%{diff:>19.2e}{rho:>10.5f}")
     print(f"(speed-up relative to evaluate_method; peak = measured {device} dense matmul: "
           + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in peak.items()) + ")")
+    for name, r in results.items():
+        if "card" in r:
+            print(f"{name:<18} model FLOP utilisation vs the {r['card']} data-sheet peak "
+                  f"({r['card_peak_flops_per_s'] / 1e12:.0f} TFLOP/s): {100 * r['mfu_vs_card_peak']:.1f}%")
     # Ground truth for the examples where resplit and evaluate's method disagree most: float64.
     float64_check = {}
     if "evaluate_method" in scores:

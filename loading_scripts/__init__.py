@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loading_scripts import boolq, snli
+from loading_scripts import boolq, nqg, snli
 from loading_scripts.files import read_table, table_format
 from loading_scripts.hub import load_hub_splits
 from loading_scripts.source import Source, with_row_numbers
@@ -34,8 +34,8 @@ def _detect_task(columns: list[str]) -> str | None:
 
 
 def load_source(source: str, *, prompt_field: str | None = None, query_field: str | None = None,
-                label_field: str | None = None, task: str | None = None,
-                revision: str | None = None) -> Source:
+                label_field: str | None = None, target_field: str | None = None,
+                task: str | None = None, revision: str | None = None) -> Source:
     """Read ``source`` into canonical rows.
 
     Parameters
@@ -46,6 +46,10 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
     prompt_field, query_field, label_field : str, optional
         Field names for generic tables. Not needed for the named sources or for the official
         SNLI / BoolQ file layouts, which are recognised by their columns.
+    target_field : str, optional
+        The target program of a semantic-parsing source (for the atom constraint). A headerless
+        two-column TSV (the NQG format, ``input TAB target``) is read as columns ``input`` and
+        ``target``.
     task : {"snli", "boolq"}, optional
         Read a local file with that dataset's reader (field names, filter, prompt template).
     revision : str, optional
@@ -53,7 +57,7 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
     """
     if task is not None and task not in TASKS:
         raise InvalidParameterError(f"unknown task {task!r}; known tasks: {', '.join(TASKS)}")
-    explicit_fields = prompt_field is not None or query_field is not None
+    explicit_fields = prompt_field is not None or query_field is not None or target_field is not None
     if source == "snli-sample":
         return snli.sample()
     if source in ("snli", "boolq") and not Path(source).exists():
@@ -63,6 +67,10 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
     if path.exists():
         if table_format(path) is None:
             raise SourceLoadError(f"cannot read {source!r}: not a CSV/TSV/JSONL/JSON/Parquet file")
+        if table_format(path) == "tsv" and nqg.looks_headerless(path, (prompt_field, query_field, label_field)):
+            return Source(nqg.read_dataset(path), name=source, prompt_field=prompt_field,
+                          query_field=query_field or nqg.COLUMNS[0], label_field=label_field,
+                          target_field=target_field or nqg.COLUMNS[1], source_id_note=nqg.SOURCE_ID_NOTE)
         table = read_table(path)
         detected = task or (None if explicit_fields else _detect_task(table.column_names))
         if detected == "snli":
@@ -90,4 +98,5 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
         raise FieldError("(none given)", dataset.column_names, role="query",
                          source=f"{name}: pass --query-field")
     return Source(dataset, name=name, prompt_field=prompt_field, query_field=query_field,
-                  label_field=label_field, revision=revision, source_id_note=note)
+                  label_field=label_field, target_field=target_field, revision=revision,
+                  source_id_note=note)

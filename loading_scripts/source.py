@@ -34,6 +34,9 @@ class Source:
         The text that is scored and whose length is measured.
     label_field : str or None
         The label used to balance evaluation sets; None for no balancing.
+    target_field : str or None
+        The target program of a semantic-parsing row (SQL, FunQL, ...); its atoms drive the
+        atom constraint.
     source_id_note : str
         What ``source_id`` means for this source (shown in the card).
     revision : str or None
@@ -47,6 +50,7 @@ class Source:
     prompt_field: str | None
     query_field: str
     label_field: str | None = None
+    target_field: str | None = None
     task: str | None = None
     source_id_note: str = "0-based row number in the input file"
     revision: str | None = None
@@ -57,7 +61,7 @@ class Source:
     def __post_init__(self):
         columns = self.dataset.column_names
         for role, name in (("prompt", self.prompt_field), ("query", self.query_field),
-                           ("label", self.label_field)):
+                           ("label", self.label_field), ("target", self.target_field)):
             if name is not None and name not in columns:
                 raise FieldError(name, columns, role=role, source=self.name)
         if "source_id" not in columns:

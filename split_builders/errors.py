@@ -52,3 +52,11 @@ class OutputExistsError(ResplitError, FileExistsError):
 
 class PublishError(ResplitError, RuntimeError):
     """Publishing to the Hub failed or was refused; the message says what to do next."""
+
+
+class UnparseableProgramError(ResplitError, ValueError):
+    """A target program (SQL, FunQL, ...) that its parser cannot read."""
+
+
+class AtomConstraintError(ResplitError, ValueError):
+    """Some evaluation atoms cannot be brought into train (the atom constraint cannot be met)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from split_builders.atom_constraint import balance_atoms
 from split_builders.errors import InvalidParameterError
 from split_builders.lengths import quantile_buckets
 from split_builders.partition import (
@@ -86,7 +87,7 @@ class LikelihoodSplitter:
             params.update(dev_size=self.dev_size, test_size=self.test_size)
         return params
 
-    def split(self, scores, labels=None, lengths=None):
+    def split(self, scores, labels=None, lengths=None, atoms=None):
         """Return the row numbers of train, validation and test.
 
         Parameters
@@ -97,6 +98,12 @@ class LikelihoodSplitter:
             Labels to balance the evaluation sets over (classification mode only).
         lengths : array-like of int, shape (n_rows,), optional
             Word-token lengths; required with ``length_buckets``.
+        atoms : sequence of set, shape (n_rows,), optional
+            ``train_size`` mode only: the atoms of each row's target program. Rows are then
+            swapped until every evaluation atom occurs in train (Shaw et al.'s
+            :func:`~split_builders.atom_constraint.balance_atoms`, offering the least likely
+            train rows and the most likely evaluation rows first); ``atom_swaps_`` holds the
+            number of swaps.
 
         Returns
         -------
@@ -120,10 +127,15 @@ class LikelihoodSplitter:
         key = -scores if self.reverse else scores
         order = np.argsort(-key, kind="stable")  # most likely first, ties in row order
         rng = np.random.default_rng(self.random_state)
+        if atoms is not None:
+            if self.train_size is None:
+                raise InvalidParameterError("the atom constraint (atoms=...) needs train_size mode")
+            if len(atoms) != n_rows:
+                raise InvalidParameterError(f"atoms has {len(atoms)} rows, expected {n_rows}")
         if self.train_size is not None:
             if labels is not None:
                 raise InvalidParameterError("labels cannot be balanced in train_size mode; pass labels=None")
-            return self._split_train_size(key, order, lengths, rng)
+            return self._split_train_size(key, order, lengths, rng, atoms)
 
         dev_size, test_size = resolve_size(self.dev_size, n_rows), resolve_size(self.test_size, n_rows)
         if dev_size + test_size >= n_rows:
@@ -172,7 +184,7 @@ class LikelihoodSplitter:
             evaluation = evaluation[moved:]
         return train, evaluation
 
-    def _split_train_size(self, key, order, lengths, rng):
+    def _split_train_size(self, key, order, lengths, rng, atoms):
         n_rows = order.size
         train_size = resolve_size(self.train_size, n_rows)
         if not 0 < train_size < n_rows - 1:
@@ -196,8 +208,10 @@ class LikelihoodSplitter:
                 moved = len(train) - train_size
                 evaluation = np.concatenate([train[:moved], evaluation])
                 train = train[moved:]
-        # (The atom constraint of the semantic-parsing datasets swaps rows here; it comes with
-        # the semantic-parsing readers.)
+        self.atom_swaps_ = 0
+        if atoms is not None:
+            train, evaluation, self.atom_swaps_ = balance_atoms(train, evaluation, atoms)
+            evaluation = np.asarray(evaluation, dtype=np.int64)
         n_dev = len(evaluation) // 2
         shuffled = evaluation[rng.permutation(len(evaluation))]
         return tuple(np.sort(part).astype(np.int64) for part in (train, shuffled[:n_dev], shuffled[n_dev:]))
@@ -210,12 +224,13 @@ def _sorted_by(key, rows, *, descending):
 
 
 def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "prompted", dev_size=0.1,
-                       test_size=0.1, train_size=None, length_buckets=None, random_state=42):
+                       test_size=0.1, train_size=None, length_buckets=None, atoms=None, random_state=42):
     """The configs this method contributes to a release.
 
     ``setting`` is ``"prompted"`` (scores from a frozen, prompted LM: ``ll_split_pt*``) or
     ``"given"`` (scores supplied by the user: ``ll_split*``). Classification mode adds the paper's
-    ``random`` and ``length`` baselines with the same evaluation sizes and seed.
+    ``random`` and ``length`` baselines with the same evaluation sizes and seed. ``atoms`` (one
+    set per row, ``train_size`` mode) applies the atom constraint to every config.
     """
     from split_builders.baselines import LengthSplitter, RandomSplitter
     from split_builders.release import ConfigSplit
@@ -233,10 +248,14 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
     configs = []
     for variant, buckets, reverse, what in variants:
         splitter = LikelihoodSplitter(**sizes, length_buckets=buckets, reverse=reverse, random_state=random_state)
-        train, dev, test = splitter.split(scores, balance, lengths)
+        train, dev, test = splitter.split(scores, balance, lengths, atoms)
         balanced = ", label-balanced" if balance is not None else ""
+        parameters = {**splitter.get_params(), "setting": setting}
+        if atoms is not None:
+            parameters["atom_swaps"] = splitter.atom_swaps_
+            what += f"; atom constraint met after {splitter.atom_swaps_} swap(s)"
         configs.append(ConfigSplit(names[variant], {"train": train, "validation": dev, "test": test},
-                                   method="likelihood", parameters={**splitter.get_params(), "setting": setting},
+                                   method="likelihood", parameters=parameters,
                                    description=f"Likelihood split: {what}{balanced}."))
     if train_size is None:
         random_split = RandomSplitter(dev_size=dev_size, test_size=test_size, random_state=random_state)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from loading_scripts import NAMED_SOURCES, TASKS
+from split_builders.atoms import ATOM_FUNCTIONS
 from split_builders.prompts import NAMED_TEMPLATES
 
 
@@ -32,6 +33,8 @@ def add_parsers(subparsers) -> None:
     src.add_argument("--prompt-field", help="field the LM is conditioned on (generic tables)")
     src.add_argument("--query-field", help="field that is scored and measured (generic tables)")
     src.add_argument("--label-field", help="field to balance evaluation sets over (omit: no balancing)")
+    src.add_argument("--target-field", help="target program field of a semantic-parsing source (a headerless "
+                                            "NQG TSV 'input<TAB>target' has 'input' and 'target')")
     src.add_argument("--task", choices=TASKS, help="read a local file with this dataset's reader")
     src.add_argument("--limit", type=int, help="use only the first N rows (quick runs)")
     sig = parser.add_argument_group("signal")
@@ -54,6 +57,9 @@ def add_parsers(subparsers) -> None:
     spl.add_argument("--test-size", type=size, default=0.1, help="count or fraction (default 0.1)")
     spl.add_argument("--train-size", type=size,
                      help="semantic-parsing mode: fixed train size, the rest halved into dev/test")
+    spl.add_argument("--atoms", choices=sorted(ATOM_FUNCTIONS),
+                     help="atom constraint of the target programs (with --train-size): every validation/test "
+                          "atom occurs in train (sql: sqlparse tokens; funql: program tokens)")
     spl.add_argument("--length-buckets", type=int,
                      help="buckets of the length-controlled config (default 4 when scoring; with --scores "
                           "the ll_split_len config is built only when this is given)")
@@ -70,7 +76,8 @@ def run(args) -> int:
 
     result = build_likelihood(
         args.source, out=args.out, lm=args.lm, lm_revision=args.lm_revision, scores=args.scores,
-        prompt_field=args.prompt_field, query_field=args.query_field, label_field=args.label_field, task=args.task,
+        prompt_field=args.prompt_field, query_field=args.query_field, label_field=args.label_field,
+        target_field=args.target_field, atoms=args.atoms, task=args.task,
         template=args.template, dev_size=args.dev_size, test_size=args.test_size, train_size=args.train_size,
         length_buckets=args.length_buckets if args.length_buckets is not None else "auto", seed=args.seed,
         dtype=args.dtype, device=args.device, batch_size=args.batch_size, max_batch_tokens=args.max_batch_tokens,
@@ -78,6 +85,10 @@ def run(args) -> int:
     if result.out is None:  # not the main process: the main one reports
         return 0
     print(f"\n{result.rows} rows, {result.scored}")
+    if result.unparseable:
+        shown = ", ".join(str(sid) for sid, _ in result.unparseable[:20])
+        print(f"excluded {len(result.unparseable)} row(s) whose target program does not parse: source_id {shown}"
+              + (" ..." if len(result.unparseable) > 20 else "") + " (reasons in the card)")
     print(f"{'config':<22}{'train':>8}{'validation':>12}{'test':>8}{'KS score':>10}{'KS length':>11}")
     for name in result.configs:
         sizes, summary = result.sizes[name], result.summaries.get(name, {})

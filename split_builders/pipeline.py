@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from loading_scripts import load_source
+from loading_scripts import load_source, nqg
 from split_builders import card
-from split_builders.errors import InvalidParameterError
+from split_builders.atoms import atom_function, atoms_by_row
+from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.lengths import quantile_buckets, word_lengths
 from split_builders.likelihood import likelihood_configs
 from split_builders.models import cache_root, resolve_model
@@ -39,6 +40,7 @@ class BuildResult:
     rows: int
     scored: str
     summaries: dict = field(default_factory=dict)
+    unparseable: list = field(default_factory=list)
 
 
 def resolve_dtype(dtype: str, device: str | None) -> str:
@@ -86,7 +88,8 @@ def _info_buckets(lengths, labels, n_buckets) -> np.ndarray:
 
 def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None, scores=None,
                      prompt_field: str | None = None, query_field: str | None = None, label_field: str | None = None,
-                     task: str | None = None, template: str | None = None, dev_size=0.1, test_size=0.1,
+                     target_field: str | None = None, atoms: str | None = None, task: str | None = None,
+                     template: str | None = None, dev_size=0.1, test_size=0.1,
                      train_size=None, length_buckets="auto", seed: int = 42, dtype: str = "auto",
                      device: str | None = None, batch_size: int = 32, max_batch_tokens: int = 8192,
                      limit: int | None = None, cache_dir=None, overwrite: bool = False,
@@ -107,6 +110,12 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
         ``ll_split*`` instead of ``ll_split_pt*``.
     dev_size, test_size, train_size, seed
         As :class:`~split_builders.likelihood.LikelihoodSplitter`.
+    target_field : str, optional
+        The target program column (a headerless NQG TSV has ``target``).
+    atoms : {"sql", "funql"}, optional
+        Semantic-parsing mode's atom constraint (needs ``train_size``): rows are swapped until every
+        evaluation atom occurs in train. Rows whose program cannot be parsed are excluded and listed
+        by ``source_id`` in the card and in ``BuildResult.unparseable``.
     length_buckets : int, None or "auto"
         Buckets of the length-controlled config; "auto" is 4 when scoring, none with ``scores``.
     dtype : {"auto", "float32", "bfloat16", "float16"}
@@ -117,15 +126,22 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
     """
     from accelerate import PartialState
 
+    if atoms is not None:
+        atom_function(atoms)  # an unknown target language fails before anything is read
+        if train_size is None:
+            raise InvalidParameterError("the atom constraint (--atoms) is for semantic parsing: give --train-size too")
     src = load_source(source, prompt_field=prompt_field, query_field=query_field, label_field=label_field,
-                      task=task)
+                      target_field=target_field, task=task)
     if limit is not None:
         if limit < 3:
             raise InvalidParameterError(f"limit must be at least 3 rows, got {limit}")
         src.dataset = src.dataset.select(range(min(limit, len(src.dataset))))
     src.check_queries()
-    queries_raw = src.texts(src.query_field)
-    lengths = word_lengths(queries_raw)
+    row_atoms, unparseable = None, []
+    if atoms is not None:
+        row_atoms, unparseable = _parse_targets(src, atoms)
+    # Length is measured on the question (a Spider NQG input's "db_id:" prefix is not part of it).
+    lengths = word_lengths(nqg.questions(src.texts(src.query_field)))
     labels = src.labels()
     if length_buckets == "auto":
         length_buckets = None if scores is not None else DEFAULT_LENGTH_BUCKETS
@@ -152,12 +168,12 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
 
     configs = likelihood_configs(values, labels=labels, lengths=lengths, setting=setting, dev_size=dev_size,
                                  test_size=test_size, train_size=train_size, length_buckets=length_buckets,
-                                 random_state=seed)
+                                 atoms=row_atoms, random_state=seed)
     sizes = {c.name: {s: int(len(c.indices[s])) for s in SPLITS} for c in configs}
     state = PartialState()
     if not state.is_main_process:
         state.wait_for_everyone()
-        return BuildResult(None, [c.name for c in configs], sizes, len(src), scored)
+        return BuildResult(None, [c.name for c in configs], sizes, len(src), scored, unparseable=unparseable)
 
     rows = src.dataset.add_column("score", values.tolist()).add_column("length", lengths.tolist())
     rows = rows.add_column("length_bucket", _info_buckets(lengths, labels, length_buckets or DEFAULT_LENGTH_BUCKETS).tolist())
@@ -174,7 +190,7 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
             card.plot_config(staging / figure, per_split, title=config.name, signal_label="s(x), log-likelihood (nats)")
             sections.append(card.config_section(config.name, config.description, summaries[config.name],
                                                 signal="score", figure=figure))
-        return _card_body(src, signal, configs, sizes, sections, length_buckets)
+        return _card_body(src, signal, configs, sizes, sections, length_buckets, atoms, unparseable)
 
     provenance = {
         "method": "likelihood",
@@ -182,18 +198,54 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
         "seed": seed,
         "source": {"name": src.name, "rows": len(src), "revision": src.revision, "content_sha256": src.content_hash(),
                    "filtered": src.filtered, "source_id": src.source_id_note, "limit": limit},
-        "fields": {"prompt": src.prompt_field, "query": src.query_field, "label": src.label_field},
+        "fields": {"prompt": src.prompt_field, "query": src.query_field, "label": src.label_field,
+                   "target": src.target_field},
         "signal": signal,
         "length": {"unit": "NLTK word tokens of the query (NLTKWordTokenizer)",
                    "length_bucket_column": f"quantile bucket within the row's class, {length_buckets or DEFAULT_LENGTH_BUCKETS} buckets"},
     }
+    if atoms is not None:
+        provenance["atom_constraint"] = {
+            "target_language": atoms, "definition": atom_function(atoms).__doc__.strip().splitlines()[0],
+            "unparseable_source_ids": [sid for sid, _ in unparseable]}
     written_out = write_release(out, rows, configs, provenance=provenance, render_card=render, license=src.license,
                                 pretty_name=f"Likelihood Splits of {src.name}", overwrite=overwrite)
     state.wait_for_everyone()
-    return BuildResult(written_out, [c.name for c in configs], sizes, len(src), scored, summaries)
+    return BuildResult(written_out, [c.name for c in configs], sizes, len(src), scored, summaries, unparseable)
 
 
-def _card_body(src, signal, configs, sizes, sections, length_buckets) -> str:
+def _atom_lines(src, configs, atoms, unparseable) -> list[str]:
+    if atoms is None:
+        return []
+    swaps = ", ".join(f"`{c.name}` {c.parameters.get('atom_swaps', 0)}" for c in configs if "atom_swaps" in c.parameters)
+    lines = [f"Atom constraint ({atoms} atoms of `{src.target_field}`): every atom of a validation or test "
+             f"program occurs in some train program; rows swapped to meet it: {swaps}."]
+    if unparseable:
+        shown = "; ".join(f"source_id {sid}: {reason}" for sid, reason in unparseable[:20])
+        more = f"; and {len(unparseable) - 20} more" if len(unparseable) > 20 else ""
+        lines.append(f"Excluded: {len(unparseable)} row(s) whose program does not parse ({shown}{more}).")
+    return lines
+
+
+def _parse_targets(src, target_language: str):
+    """Atoms of every row's target program; rows that do not parse are excluded from the source
+    (counted in ``src.filtered``) and returned as ``(source_id, reason)`` pairs."""
+    target = src.target_field
+    if target is None:
+        raise FieldError("(none given)", src.dataset.column_names, role="target",
+                         source=f"{src.name}: pass --target-field for the atom constraint")
+    parsed = atoms_by_row(src.texts(target), target_language)
+    ids = src.source_ids
+    unparseable = [(int(ids[row]), reason) for row, reason in parsed.unparseable]
+    if unparseable:
+        keep = parsed.parsed_rows
+        src.dataset = src.dataset.select(keep)
+        src.filtered = {**src.filtered, f"unparseable {target_language} program": len(unparseable)}
+        return [parsed.atoms[row] for row in keep], unparseable
+    return parsed.atoms, unparseable
+
+
+def _card_body(src, signal, configs, sizes, sections, length_buckets, atoms=None, unparseable=()) -> str:
     first = configs[0].name
     lines = [
         f"# Likelihood Splits of {src.name}",
@@ -229,6 +281,7 @@ def _card_body(src, signal, configs, sizes, sections, length_buckets) -> str:
         f"Every row keeps `source_id` ({src.source_id_note}), `score`, `length` (NLTK word tokens of the "
         f"query) and `length_bucket`. Evaluation sets are {'balanced over `' + src.label_field + '`' if src.label_field else 'not label-balanced (no label field)'}.",
         f"Rows dropped by the source filter: {src.filtered or 'none'}.",
+        *_atom_lines(src, configs, atoms, unparseable),
         "The YAML header records every parameter, the seed, the source content hash, the model revision "
         "and the sha256 of every data file.",
         "",

@@ -1,0 +1,80 @@
+"""Headerless two-column TSV files: the NQG format of the semantic-parsing datasets.
+
+Shaw et al.'s NQG code (and the Likelihood Splits and TMCD code built on it) keeps a dataset as
+one example per line, ``input TAB target`` (GeoQuery: ``question TAB FunQL``; Spider:
+``db_id: question TAB sql``). The lines are split by hand rather than with a CSV reader: SQL
+targets hold double quotes that a CSV reader would take for quoting.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import datasets
+
+from loading_scripts.files import open_text
+from split_builders.errors import SourceLoadError
+
+COLUMNS = ("input", "target")
+SOURCE_ID_NOTE = "0-based line number in the input file"
+
+
+def read_pairs(path: str | Path) -> list[tuple[str, str]]:
+    """``(input, target)`` per line, in file order; a line without exactly one TAB is an error."""
+    path = Path(path)
+    if not path.is_file():
+        raise SourceLoadError(f"source file {str(path)!r} does not exist")
+    pairs = []
+    with open_text(path) as handle:
+        for line_number, line in enumerate(handle):
+            fields = line.rstrip("\r\n").split("\t")
+            if len(fields) != 2:
+                raise SourceLoadError(
+                    f"{path}: line {line_number + 1} has {len(fields)} tab-separated field(s); the "
+                    f"NQG format is one 'input<TAB>target' pair per line")
+            pairs.append((fields[0], fields[1]))
+    if not pairs:
+        raise SourceLoadError(f"{path} holds no rows")
+    return pairs
+
+
+def read_dataset(path: str | Path) -> datasets.Dataset:
+    """The file as a Dataset with columns ``source_id`` (line number), ``input`` and ``target``."""
+    pairs = read_pairs(path)
+    return datasets.Dataset.from_dict({
+        "source_id": list(range(len(pairs))),
+        COLUMNS[0]: [p[0] for p in pairs],
+        COLUMNS[1]: [p[1] for p in pairs],
+    })
+
+
+def looks_headerless(path: str | Path, wanted_fields=()) -> bool:
+    """True for a TSV whose first line is data, not a header naming the fields asked for.
+
+    A file is taken as NQG-format when every line checked has exactly two fields and its first
+    line does not name any of ``wanted_fields`` (so ``input<TAB>target`` as a first line is a
+    header, as is any first line naming a requested field).
+    """
+    with open_text(Path(path)) as handle:
+        first_lines = [line.rstrip("\r\n") for _, line in zip(range(5), handle)]
+    if not first_lines or any(len(line.split("\t")) != 2 for line in first_lines):
+        return False
+    header = set(first_lines[0].split("\t"))
+    return not (header & ({*COLUMNS} | {f for f in wanted_fields if f}))
+
+
+_DB_PREFIX = re.compile(r"^[A-Za-z0-9_]+:\s")
+
+
+def questions(inputs: list[str]) -> list[str]:
+    """The natural-language question of each NQG input.
+
+    Spider's NQG inputs read ``db_id: question`` (optionally followed by `` | schema``). When
+    *every* input has such a prefix, it is removed (and a schema suffix cut off), as the
+    Likelihood Splits code does before measuring length; otherwise inputs are returned as is
+    (GeoQuery's inputs are plain questions).
+    """
+    if not inputs or not all(_DB_PREFIX.match(text) for text in inputs):
+        return list(inputs)
+    return [text.split(":", 1)[1].split(" | ", 1)[0].strip() for text in inputs]
