@@ -80,6 +80,17 @@ def funql_atoms(program: str) -> frozenset[str]:
     return frozenset(token for token in program.split() if token not in FUNQL_PUNCTUATION)
 
 
+def brackets_balance(tokens) -> bool:
+    """True when every ``(`` token is closed by a later ``)`` token and no ``)`` comes unopened."""
+    depth = 0
+    for token in tokens:
+        depth += token == "("
+        depth -= token == ")"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def sql_tokens(sql: str) -> list[str]:
     """The SQL tokens Shaw et al. use: ``sqlparse`` tokens of the lowercased query, no spaces."""
     import sqlparse  # local: only SQL datasets need it
@@ -99,13 +110,7 @@ def sql_atoms(sql: str) -> frozenset[str]:
     ``sqlparse`` accepts any text, so this is the check that catches a truncated program.
     """
     tokens = sql_tokens(sql)
-    depth = 0
-    for token in tokens:
-        depth += token == "("
-        depth -= token == ")"
-        if depth < 0:
-            break
-    if depth != 0:
+    if not brackets_balance(tokens):
         raise UnparseableProgramError(f"SQL query {sql!r} has unbalanced brackets")
     for quote in ("'", '"'):
         if any(token.startswith(quote) and (len(token) < 2 or not token.endswith(quote)) for token in tokens):
@@ -191,13 +196,7 @@ def cogs_atoms(logical_form: str) -> frozenset[str]:
     """Atoms of a COGS logical form: predicate, role and constant names (no variables, brackets
     or connectives); the brackets must balance."""
     tokens = logical_form.split()
-    depth = 0
-    for token in tokens:
-        depth += token == "("
-        depth -= token == ")"
-        if depth < 0:
-            break
-    if not tokens or depth != 0:
+    if not tokens or not brackets_balance(tokens):
         raise UnparseableProgramError(f"COGS logical form {logical_form!r} is empty or has unbalanced brackets")
     return frozenset(t for t in tokens if t not in COGS_SYMBOLS and not t.isdigit())
 

@@ -20,6 +20,9 @@ SUBCOMMAND_MODULES = (
     "split_builders.metrics_cli",
     "split_builders.publish_cli",
     "split_builders.behavioural_cli",
+    "split_builders.compositional_cli",
+    "split_builders.curriculum_cli",
+    "split_builders.pvi_cli",
 )
 
 

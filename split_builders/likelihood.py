@@ -29,6 +29,13 @@ from split_builders.partition import (
 CONFIG_NAMES = {
     "prompted": {"plain": "ll_split_pt", "length": "ll_split_pt_len", "reverse": "ll_split_pt_reverse"},
     "given": {"plain": "ll_split", "length": "ll_split_len", "reverse": "ll_split_reverse"},
+    "finetuned": {"plain": "ll_split", "length": "ll_split_len", "reverse": "ll_split_reverse"},
+}
+# Whose likelihood a config's description speaks of, by scoring setting.
+SETTING_SCORES = {
+    "prompted": "a frozen, prompted LM",
+    "given": "the given scores",
+    "finetuned": "an LM fine-tuned on the other folds (k-fold cross-fitting)",
 }
 
 
@@ -224,12 +231,14 @@ def _sorted_by(key, rows, *, descending):
 
 
 def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "prompted", dev_size=0.1,
-                       test_size=0.1, train_size=None, length_buckets=None, atoms=None, random_state=42):
+                       test_size=0.1, train_size=None, length_buckets=None, atoms=None, random_state=42,
+                       baselines: bool = True):
     """The configs this method contributes to a release.
 
     ``setting`` is ``"prompted"`` (scores from a frozen, prompted LM: ``ll_split_pt*``) or
-    ``"given"`` (scores supplied by the user: ``ll_split*``). Classification mode adds the paper's
-    ``random`` and ``length`` baselines with the same evaluation sizes and seed. ``atoms`` (one
+    ``"given"`` (scores supplied by the user: ``ll_split*``) or ``"finetuned"`` (k-fold cross-fitted
+    fine-tuned scores: ``ll_split*``). Classification mode adds the paper's ``random`` and
+    ``length`` baselines with the same evaluation sizes and seed (unless ``baselines=False``). ``atoms`` (one
     set per row, ``train_size`` mode) applies the atom constraint to every config.
     """
     from split_builders.baselines import LengthSplitter, RandomSplitter
@@ -256,8 +265,8 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
             what += f"; atom constraint met after {splitter.atom_swaps_} swap(s)"
         configs.append(ConfigSplit(names[variant], {"train": train, "validation": dev, "test": test},
                                    method="likelihood", parameters=parameters,
-                                   description=f"Likelihood split: {what}{balanced}."))
-    if train_size is None:
+                                   description=f"Likelihood split ({SETTING_SCORES[setting]}): {what}{balanced}."))
+    if train_size is None and baselines:
         random_split = RandomSplitter(dev_size=dev_size, test_size=test_size, random_state=random_state)
         train, dev, test = random_split.split(len(scores), labels)
         configs.append(ConfigSplit("random", {"train": train, "validation": dev, "test": test}, method="random",

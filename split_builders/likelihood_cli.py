@@ -52,6 +52,21 @@ def add_parsers(subparsers) -> None:
     sig.add_argument("--batch-size", type=int, default=32)
     sig.add_argument("--max-batch-tokens", type=int, default=8192)
     sig.add_argument("--cache-dir", help="score cache folder (default: $RESPLIT_CACHE/scores)")
+    ft = parser.add_argument_group("fine-tuned setting (the paper's ll_split)")
+    ft.add_argument("--finetune", action="store_true",
+                    help="also fine-tune the LM with k-fold cross-fitting and build ll_split, ll_split_len, "
+                         "ll_split_reverse from the held-out scores (beside the prompted ll_split_pt*)")
+    ft.add_argument("--folds", type=int, default=3, help="k of the cross-fitting (default 3)")
+    ft.add_argument("--finetune-seed", type=int, default=0, help="seed of the folds and of training (default 0)")
+    ft.add_argument("--max-steps", type=int,
+                    help="most optimizer steps per fold (default per dataset: snli 3000, boolq 1000, other 1000)")
+    ft.add_argument("--finetune-batch-size", type=int, default=32,
+                    help="global batch (default 32); with N processes each takes batch/N, which must divide")
+    ft.add_argument("--learning-rate", type=float, default=2e-5, help="constant learning rate (default 2e-5)")
+    ft.add_argument("--eval-steps", type=int, default=64, help="evaluate every N steps (default 64)")
+    ft.add_argument("--patience", type=int, default=10, help="early-stopping patience in evaluations (default 10)")
+    ft.add_argument("--keep-models", action="store_true", help="keep each fold's best model in the work folder")
+    ft.add_argument("--finetune-dir", help="fold checkpoints (default: $RESPLIT_CACHE/finetune)")
     spl = parser.add_argument_group("split")
     spl.add_argument("--dev-size", type=size, default=0.1, help="count or fraction (default 0.1)")
     spl.add_argument("--test-size", type=size, default=0.1, help="count or fraction (default 0.1)")
@@ -72,7 +87,14 @@ def add_parsers(subparsers) -> None:
 
 
 def run(args) -> int:
-    from split_builders.pipeline import build_likelihood
+    from split_builders.pipeline import FinetuneOptions, build_likelihood
+
+    finetune = None
+    if args.finetune:
+        finetune = FinetuneOptions(k=args.folds, seed=args.finetune_seed, max_steps=args.max_steps,
+                                   batch_size=args.finetune_batch_size, learning_rate=args.learning_rate,
+                                   eval_steps=args.eval_steps, patience=args.patience,
+                                   keep_models=args.keep_models, work_dir=args.finetune_dir)
 
     result = build_likelihood(
         args.source, out=args.out, lm=args.lm, lm_revision=args.lm_revision, scores=args.scores,
@@ -81,7 +103,8 @@ def run(args) -> int:
         template=args.template, dev_size=args.dev_size, test_size=args.test_size, train_size=args.train_size,
         length_buckets=args.length_buckets if args.length_buckets is not None else "auto", seed=args.seed,
         dtype=args.dtype, device=args.device, batch_size=args.batch_size, max_batch_tokens=args.max_batch_tokens,
-        limit=args.limit, cache_dir=args.cache_dir, overwrite=args.overwrite, progress=not args.no_progress)
+        limit=args.limit, cache_dir=args.cache_dir, overwrite=args.overwrite, progress=not args.no_progress,
+        finetune=finetune)
     if result.out is None:  # not the main process: the main one reports
         return 0
     print(f"\n{result.rows} rows, {result.scored}")

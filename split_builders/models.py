@@ -163,13 +163,23 @@ class LoadedModel:
     tokenizer: object
 
 
+def ensure_local(ref: ModelRef) -> Path:
+    """Make sure ``ref.path`` holds a ``transformers`` folder (converting the GGUF default once).
+
+    Returns ``ref.path``; callers that load the model their own way (for training, say) call
+    this first.
+    """
+    if ref.gguf_file is not None and not (ref.path / "config.json").is_file():
+        _convert_gguf(Path(ref.gguf_file), ref.path)
+    return ref.path
+
+
 def load_model(ref: ModelRef, *, dtype=None, device=None) -> LoadedModel:
     """Load a resolved model for inference (``eval()``, no gradients, never remote code)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if ref.gguf_file is not None and not (ref.path / "config.json").is_file():
-        _convert_gguf(Path(ref.gguf_file), ref.path)
+    ensure_local(ref)
     try:
         tokenizer = AutoTokenizer.from_pretrained(ref.path, trust_remote_code=False)
         model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=dtype or torch.float32,

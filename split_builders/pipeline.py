@@ -19,13 +19,15 @@ from split_builders import card
 from split_builders.atoms import atom_function, atoms_by_row
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.lengths import quantile_buckets, word_lengths
-from split_builders.likelihood import likelihood_configs
+from split_builders.likelihood import CONFIG_NAMES, likelihood_configs
 from split_builders.models import cache_root, resolve_model
 from split_builders.prompts import render_all, resolve_template
 from split_builders.release import SPLITS, write_release
 from split_builders.scoring import SCORER_VERSION, compute_scores
 
 DEFAULT_LENGTH_BUCKETS = 4
+# The fine-tuned setting's template per task: no label in the prompt (the paper's ll_split).
+FINETUNE_TEMPLATE = {"snli": "snli", "boolq": "boolq"}
 PAPER = ("Ameya Godbole and Robin Jia. 2023. *Benchmarking Long-tail Generalization with Likelihood "
          "Splits.* Findings of EACL 2023.")
 
@@ -41,6 +43,78 @@ class BuildResult:
     scored: str
     summaries: dict = field(default_factory=dict)
     unparseable: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FinetuneOptions:
+    """The fine-tuned (``ll_split``) setting: k-fold cross-fitting and the paper's training defaults
+    (see :func:`split_builders.finetune.finetune_scores`, which validates them)."""
+
+    k: int = 3
+    seed: int = 0
+    max_steps: int | None = None
+    batch_size: int = 32
+    learning_rate: float = 2e-5
+    eval_steps: int = 64
+    eval_fraction: float = 0.1
+    patience: int = 10
+    keep_models: bool = False
+    work_dir: str | None = None
+
+
+@dataclass
+class _Tuned:
+    run: object
+    scores: np.ndarray
+    signal: dict
+
+    def describe(self) -> str:
+        steps = ", ".join(str(r["steps"]) for r in self.run.fold_reports)
+        resumed = f", {self.run.resumed_folds} fold(s) resumed" if self.run.resumed_folds else ""
+        return f"steps per fold {steps}{resumed}"
+
+
+def _finetuned_scores(src, options: FinetuneOptions, *, template, lm, lm_revision, dtype, device, progress) -> _Tuned:
+    """k-fold cross-fitted fine-tuned scores. The template is the task's unconditioned one (the
+    fine-tuned LM learns the dataset, so SNLI's prompt does not name the label), or ``template``."""
+    from split_builders.finetune import default_max_steps, finetune_scores
+
+    name = template if template is not None else FINETUNE_TEMPLATE.get(src.task)
+    chosen = resolve_template(name, task=src.task, prompt_field=src.prompt_field, query_field=src.query_field)
+    prompts, queries = render_all(chosen, src)
+    ref = resolve_model(lm, revision=lm_revision)
+    dtype = resolve_dtype(dtype, device)
+    max_steps = options.max_steps if options.max_steps is not None else default_max_steps(src.task)
+    work_dir = Path(options.work_dir) if options.work_dir else cache_root() / "finetune"
+    run = finetune_scores(prompts, queries, model_ref=ref, work_dir=work_dir, k=options.k, seed=options.seed,
+                          task=src.task, max_steps=max_steps, batch_size=options.batch_size,
+                          learning_rate=options.learning_rate, eval_steps=options.eval_steps,
+                          eval_fraction=options.eval_fraction, patience=options.patience, dtype=dtype,
+                          device=device, keep_models=options.keep_models, progress=progress)
+    signal = {"kind": "log-likelihood s(x) under an LM fine-tuned on the other folds (k-fold cross-fitting)",
+              "model": ref.name, "model_revision": ref.revision, "dtype": dtype, "template": chosen.describe(),
+              "k": options.k, "seed": options.seed, "max_steps": max_steps, "batch_size": options.batch_size,
+              "learning_rate": options.learning_rate, "lr_schedule": "constant, no warmup (AdamW)",
+              "eval_steps": options.eval_steps, "eval_fraction": options.eval_fraction,
+              "patience": options.patience, "work_key": run.work_dir.name,
+              "folds": [{key: report[key] for key in ("fold", "rows", "train_rows", "eval_rows", "steps",
+                                                      "best_step", "best_eval_loss")}
+                        for report in run.fold_reports]}
+    return _Tuned(run, np.asarray(run.scores, dtype=np.float64), signal)
+
+
+def _compare_signals(prompted: np.ndarray, tuned: np.ndarray, configs) -> dict:
+    """Pearson correlation of the two signals and, per variant, the overlap of the evaluation sets
+    (validation + test) their configs hold out: |both| / |eval|."""
+    by_name = {c.name: c for c in configs}
+    overlaps = {}
+    for variant, tuned_name in CONFIG_NAMES["finetuned"].items():
+        prompted_name = CONFIG_NAMES["prompted"][variant]
+        if tuned_name in by_name and prompted_name in by_name:
+            held = [set(np.concatenate([by_name[n].indices["validation"], by_name[n].indices["test"]]).tolist())
+                    for n in (prompted_name, tuned_name)]
+            overlaps[f"{prompted_name} vs {tuned_name}"] = len(held[0] & held[1]) / max(len(held[1]), 1)
+    return {"pearson": float(np.corrcoef(prompted, tuned)[0, 1]), "eval_overlap": overlaps}
 
 
 def resolve_dtype(dtype: str, device: str | None) -> str:
@@ -93,7 +167,8 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
                      train_size=None, length_buckets="auto", seed: int = 42, dtype: str = "auto",
                      device: str | None = None, batch_size: int = 32, max_batch_tokens: int = 8192,
                      limit: int | None = None, cache_dir=None, overwrite: bool = False,
-                     progress: bool = True, lm_revision: str | None = None) -> BuildResult:
+                     progress: bool = True, lm_revision: str | None = None,
+                     finetune: FinetuneOptions | None = None) -> BuildResult:
     """Build a Likelihood Splits release folder.
 
     Parameters
@@ -123,9 +198,16 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
         opt-in fast mode on CPUs with AMX: it keeps the ranking, not the exact scores).
     limit : int, optional
         Use only the first ``limit`` rows of the source (quick runs).
+    finetune : FinetuneOptions, optional
+        Also build the paper's fine-tuned configs (``ll_split``, ``ll_split_len``,
+        ``ll_split_reverse``) from k-fold cross-fitted fine-tuned scores
+        (:func:`split_builders.finetune.finetune_scores`), beside the prompted ones; the card
+        compares the two signals. Not with ``scores``.
     """
     from accelerate import PartialState
 
+    if finetune is not None and scores is not None:
+        raise InvalidParameterError("fine-tuning scores the rows itself: give either --finetune or --scores, not both")
     if atoms is not None:
         atom_function(atoms)  # an unknown target language fails before anything is read
         if train_size is None:
@@ -166,9 +248,20 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
         setting = "prompted"
         scored = f"{'cached' if run.from_cache else 'scored'} with {ref.name} ({dtype}, {run.num_processes} process(es))"
 
-    configs = likelihood_configs(values, labels=labels, lengths=lengths, setting=setting, dev_size=dev_size,
-                                 test_size=test_size, train_size=train_size, length_buckets=length_buckets,
-                                 atoms=row_atoms, random_state=seed)
+    split_options = dict(labels=labels, lengths=lengths, dev_size=dev_size, test_size=test_size,
+                         train_size=train_size, length_buckets=length_buckets, atoms=row_atoms, random_state=seed)
+    configs = likelihood_configs(values, setting=setting, **split_options)
+    config_scores = {c.name: values for c in configs}
+    tuned = None
+    if finetune is not None:
+        tuned = _finetuned_scores(src, finetune, template=template, lm=lm, lm_revision=lm_revision,
+                                  dtype=dtype, device=device, progress=progress)
+        tuned_configs = likelihood_configs(tuned.scores, setting="finetuned", baselines=False, **split_options)
+        config_scores.update({c.name: tuned.scores for c in tuned_configs})
+        configs = [*configs[:-2], *tuned_configs, *configs[-2:]] if train_size is None else [*configs, *tuned_configs]
+        signal = {"prompted": signal, "finetuned": tuned.signal,
+                  "comparison": _compare_signals(values, tuned.scores, configs)}
+        scored += f"; fine-tuned {finetune.k}-fold ({tuned.describe()})"
     sizes = {c.name: {s: int(len(c.indices[s])) for s in SPLITS} for c in configs}
     state = PartialState()
     if not state.is_main_process:
@@ -176,13 +269,16 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
         return BuildResult(None, [c.name for c in configs], sizes, len(src), scored, unparseable=unparseable)
 
     rows = src.dataset.add_column("score", values.tolist()).add_column("length", lengths.tolist())
+    if tuned is not None:
+        rows = rows.add_column("score_finetuned", tuned.scores.tolist()).add_column("fold", tuned.run.folds.tolist())
     rows = rows.add_column("length_bucket", _info_buckets(lengths, labels, length_buckets or DEFAULT_LENGTH_BUCKETS).tolist())
     summaries = {}
 
     def render(staging: Path, written) -> str:
         sections = []
         for config in configs:
-            per_split = {s: {"signal": values[config.indices[s]], "length": lengths[config.indices[s]],
+            signal_values = config_scores[config.name]
+            per_split = {s: {"signal": signal_values[config.indices[s]], "length": lengths[config.indices[s]],
                              "labels": None if labels is None else [labels[i] for i in config.indices[s]]}
                          for s in SPLITS}
             summaries[config.name] = card.split_summary(per_split, "score", labels=labels)
@@ -212,6 +308,26 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
                                 pretty_name=f"Likelihood Splits of {src.name}", overwrite=overwrite)
     state.wait_for_everyone()
     return BuildResult(written_out, [c.name for c in configs], sizes, len(src), scored, summaries, unparseable)
+
+
+def _finetune_lines(tuned, comparison) -> list[str]:
+    if tuned is None:
+        return []
+    folds = "; ".join(f"fold {f['fold']}: {f['steps']} steps, best at step {f['best_step']} "
+                      f"(held-out loss {f['best_eval_loss']:.4f}), trained on {f['train_rows']} rows"
+                      for f in tuned["folds"])
+    overlaps = ", ".join(f"{name} {100 * share:.1f}%" for name, share in comparison.get("eval_overlap", {}).items())
+    return [
+        "",
+        f"Fine-tuned scores (`ll_split*`, column `score_finetuned`, fold in `fold`): {tuned['model']} fine-tuned "
+        f"with k = {tuned['k']} cross-fitting (each row scored by a model trained on the other folds), template "
+        f"`{tuned['template']['name']}`, batch {tuned['batch_size']}, constant learning rate "
+        f"{tuned['learning_rate']:g}, evaluation every {tuned['eval_steps']} steps on "
+        f"{100 * tuned['eval_fraction']:.0f}% of the training folds, best checkpoint by held-out perplexity, "
+        f"early stopping patience {tuned['patience']}, at most {tuned['max_steps']} steps. {folds}.",
+        f"Prompted vs fine-tuned scores: Pearson correlation **{comparison.get('pearson', float('nan')):.3f}**; "
+        f"shared evaluation rows (validation + test): {overlaps or 'n/a'}.",
+    ]
 
 
 def _atom_lines(src, configs, atoms, unparseable) -> list[str]:
@@ -267,6 +383,9 @@ def _card_body(src, signal, configs, sizes, sections, length_buckets, atoms=None
     for config in configs:
         s = sizes[config.name]
         lines.append(f"| `{config.name}` | {s['train']} | {s['validation']} | {s['test']} | {config.description} |")
+    tuned, comparison = signal.get("finetuned"), signal.get("comparison")
+    if tuned is not None:
+        signal = signal["prompted"]
     if "model" in signal:
         how = (f"Scores s(x): log-likelihood of the query `{src.query_field}` given the prompt, from "
                f"{signal['model']} (revision `{signal['model_revision'][:19]}`, {signal['dtype']}), template "
@@ -282,6 +401,7 @@ def _card_body(src, signal, configs, sizes, sections, length_buckets, atoms=None
         f"query) and `length_bucket`. Evaluation sets are {'balanced over `' + src.label_field + '`' if src.label_field else 'not label-balanced (no label field)'}.",
         f"Rows dropped by the source filter: {src.filtered or 'none'}.",
         *_atom_lines(src, configs, atoms, unparseable),
+        *_finetune_lines(tuned, comparison),
         "The YAML header records every parameter, the seed, the source content hash, the model revision "
         "and the sha256 of every data file.",
         "",

@@ -38,7 +38,9 @@ SPLITS = ("train", "validation", "test")
 class ConfigSplit:
     """One config of a release: row positions per split, and how they were chosen.
 
-    ``indices`` are positions in the release's rows (not source ids).
+    ``indices`` are positions in the release's rows (not source ids), or in ``rows`` when the
+    config brings its own table (a release of several datasets, such as CURRICULUM's phenomena,
+    whose columns differ per config).
     """
 
     name: str
@@ -46,12 +48,21 @@ class ConfigSplit:
     method: str
     parameters: dict = field(default_factory=dict)
     description: str = ""
+    rows: datasets.Dataset | None = None
+
+    @property
+    def splits(self) -> tuple:
+        """The config's splits in release order (``validation`` is optional: compositional
+        splits such as TMCD have only train and test)."""
+        return tuple(s for s in SPLITS if s in self.indices)
 
     def check(self, n_rows: int) -> None:
-        if set(self.indices) != set(SPLITS):
-            raise InvalidParameterError(f"config {self.name!r} must have splits {SPLITS}, has {sorted(self.indices)}")
+        # train plus at least one evaluation split: TMCD has train/test, CURRICULUM train/validation.
+        if not ("train" in self.indices and len(self.indices) >= 2 and set(self.indices) <= set(SPLITS)):
+            raise InvalidParameterError(f"config {self.name!r} must have split train and at least one of "
+                                        f"validation and test, has {sorted(self.indices)}")
         seen = np.zeros(n_rows, dtype=np.int64)
-        for split in SPLITS:
+        for split in self.splits:
             idx = np.asarray(self.indices[split])
             if idx.size and (idx.min() < 0 or idx.max() >= n_rows):
                 raise InvalidParameterError(f"config {self.name!r} split {split!r} has row numbers outside 0..{n_rows - 1}")
@@ -101,9 +112,10 @@ def _take(rows: datasets.Dataset, indices: np.ndarray) -> datasets.Dataset:
 
 
 def _write_config(rows: datasets.Dataset, config: ConfigSplit, staging: Path) -> dict:
+    rows = config.rows if config.rows is not None else rows
     written = {}
     (staging / config.name).mkdir(parents=True)
-    for split in SPLITS:
+    for split in config.splits:
         subset = _take(rows, np.sort(np.asarray(config.indices[split], dtype=np.int64)))
         data = parquet_bytes(subset)
         digest = hashlib.sha256(data).hexdigest()
@@ -114,7 +126,7 @@ def _write_config(rows: datasets.Dataset, config: ConfigSplit, staging: Path) ->
 
 
 def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance) -> dict:
-    features = rows.features._to_yaml_list
+    features = rows.features._to_yaml_list if rows is not None else None
     metadata = {}
     if license:
         metadata["license"] = license
@@ -122,13 +134,14 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance) 
         metadata["pretty_name"] = pretty_name
     metadata["configs"] = [
         {"config_name": c.name, **({"default": True} if i == 0 else {}),
-         "data_files": [{"split": s, "path": written[c.name][s].path} for s in SPLITS]}
+         "data_files": [{"split": s, "path": written[c.name][s].path} for s in c.splits]}
         for i, c in enumerate(configs)
     ]
     metadata["dataset_info"] = [
-        {"config_name": c.name, "features": features(),  # a fresh list each: no YAML anchors
+        {"config_name": c.name,  # a fresh list each: no YAML anchors
+         "features": c.rows.features._to_yaml_list() if c.rows is not None else features(),
          "splits": [{"name": s, "num_bytes": written[c.name][s].num_bytes,
-                     "num_examples": written[c.name][s].num_examples} for s in SPLITS]}
+                     "num_examples": written[c.name][s].num_examples} for s in c.splits]}
         for c in configs
     ]
     metadata["resplit"] = {
@@ -136,15 +149,15 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance) 
         **provenance,
         "configs": {
             c.name: {"method": c.method, "parameters": c.parameters,
-                     "rows": {s: written[c.name][s].num_examples for s in SPLITS},
-                     "sha256": {s: written[c.name][s].sha256 for s in SPLITS}}
+                     "rows": {s: written[c.name][s].num_examples for s in c.splits},
+                     "sha256": {s: written[c.name][s].sha256 for s in c.splits}}
             for c in configs
         },
     }
     return metadata
 
 
-def write_release(out_dir, rows: datasets.Dataset, configs: list[ConfigSplit], *, provenance: dict,
+def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSplit], *, provenance: dict,
                   render_card, license: str | None = None, pretty_name: str | None = None,
                   overwrite: bool = False) -> Path:
     """Write ``configs`` of ``rows`` as a Hub-style dataset folder at ``out_dir``.
@@ -153,8 +166,9 @@ def write_release(out_dir, rows: datasets.Dataset, configs: list[ConfigSplit], *
     ----------
     out_dir : path
         The folder to create. It must not exist unless ``overwrite``.
-    rows : datasets.Dataset
-        Every row of the release (canonical fields plus per-example signal columns).
+    rows : datasets.Dataset or None
+        Every row of the release (canonical fields plus per-example signal columns); None when
+        every config brings its own ``rows``.
     configs : list of ConfigSplit
     provenance : dict
         Recorded under ``resplit:`` in the README's YAML (source, signal, seed, ...).
@@ -173,7 +187,9 @@ def write_release(out_dir, rows: datasets.Dataset, configs: list[ConfigSplit], *
     if len(set(names)) != len(names):
         raise InvalidParameterError(f"config names repeat: {names}")
     for config in configs:
-        config.check(len(rows))
+        if config.rows is None and rows is None:
+            raise InvalidParameterError(f"config {config.name!r} has no rows of its own and the release has none")
+        config.check(len(config.rows if config.rows is not None else rows))
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))

@@ -71,3 +71,25 @@ def local_metric():
         return evaluate.load(str(REPO / "metrics" / name), keep_in_memory=True)
 
     return load
+
+
+
+def run_two_processes(worker: str, *args, out: Path) -> list:
+    """Run ``tests/<worker>`` under ``torchrun --nproc_per_node 2`` (gloo, one thread each); the
+    worker writes ``out/rank<r>.json``. Returns the two reports, rank 0 first."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
+               str(repo / "tests" / worker), *map(str, args)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in (0, 1)]

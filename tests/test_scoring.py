@@ -1,16 +1,12 @@
 """The scoring engine with the real SmolLM2-135M: exactness, invariances, cache, resume, processes."""
 
-import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from conftest import run_two_processes
 from loading_scripts import load_source
 from split_builders.errors import EmptyTextError, InvalidParameterError
 from split_builders.models import resolve_model
@@ -108,23 +104,10 @@ def test_an_interrupted_run_resumes_and_gives_the_same_scores(pairs, tmp_path):
     assert not list((tmp_path / "b").glob("*.partial/*.npy"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_processes_give_the_same_scores_as_one(pairs, tmp_path):
     n_rows = 24
     out = tmp_path / "reports"
-    out.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-               str(_free_port()), str(REPO / "tests" / "distributed_worker.py"), str(tmp_path / "cache2"),
-               str(out), str(n_rows)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    reports = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    reports = run_two_processes("distributed_worker.py", tmp_path / "cache2", out, n_rows, out=out)
     assert [r["rank"] for r in reports] == [0, 1]
     assert all(r["num_processes"] == 2 == r["run_num_processes"] for r in reports)
     assert all("gloo" in r["backend"] for r in reports)

@@ -1,0 +1,168 @@
+"""How fast resplit fine-tunes, and what the paper's ``ll_split`` setting costs at full scale.
+
+1. A measurement: the default model (SmolLM2-135M) is fine-tuned for ``--steps`` optimizer steps
+   of ``--batch`` SNLI examples on this machine, with the same encoding, collator (loss on the
+   query + EOS only, position ids from the mask) and optimizer settings as
+   :func:`split_builders.finetune.finetune_scores` (AdamW, constant 2e-5). Prints training
+   tokens/s (real, unpadded tokens), examples/s, and the model FLOP/s that implies
+   (6 x parameters x tokens).
+2. An estimate (arithmetic, nothing run): GPT-2 medium (355M parameters), k=3 cross-fitted
+   fine-tuning on SNLI's 570,152 pairs, on 8 GPUs. Tokens per example are measured on the SNLI
+   sample with the ``snli`` template (the one the fine-tuned setting scores), tokenised with the
+   SmolLM2 tokenizer as a proxy for GPT-2's (both are byte-level BPE over English; GPT-2's
+   tokenizer is not available offline here). FLOPs: training 6 x N x tokens per step x steps
+   x k; held-out evaluation (every ``eval_steps`` on 10% of the training folds) and scoring
+   2 x N x tokens; at an assumed 40% model FLOP utilisation of the dense bf16 peak
+   (A100 312 TFLOP/s, H100 SXM 989 TFLOP/s). Step counts are upper bounds: early stopping can
+   end a fold sooner.
+
+    python benchmarks/finetune.py                     # 10 steps of 8 on this CPU, then the table
+    python benchmarks/finetune.py --steps 20 --batch 16 --device cuda
+    python benchmarks/finetune.py --json              # last line: one JSON object
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from loading_scripts import load_source  # noqa: E402
+from split_builders.finetune import DEFAULT_MAX_STEPS, _Collator, _Examples  # noqa: E402
+from split_builders.models import ensure_local, resolve_model  # noqa: E402
+from split_builders.prompts import render_all, resolve_template  # noqa: E402
+from split_builders.scoring import encode, model_context_length  # noqa: E402
+
+SNLI_PAIRS = 570_152  # train 550,152 + validation 10,000 + test 10,000
+GPT2_MEDIUM_PARAMS = 355e6
+PEAKS = {"A100 (312 TFLOP/s bf16)": 312e12, "H100 SXM (989 TFLOP/s bf16)": 989e12}
+MFU = 0.40
+GPUS = 8
+K = 3
+BATCH = 32
+EVAL_STEPS = 64
+EVAL_FRACTION = 0.1
+
+
+def snli_encoded(n: int | None, tokenizer, max_length: int):
+    source = load_source("snli-sample")
+    if n is not None:
+        source.dataset = source.dataset.select(range(min(n, len(source))))
+    prompts, queries = render_all(resolve_template("snli", task="snli", prompt_field=None, query_field=None), source)
+    return encode(tokenizer, prompts, queries, max_length=max_length)
+
+
+def measure(*, steps: int, batch: int, device: str, threads: int | None) -> dict:
+    """Fine-tune SmolLM2 for ``steps`` steps; tokens/s and examples/s of the training loop alone."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if threads:
+        torch.set_num_threads(threads)
+    path = ensure_local(resolve_model(None))
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device).train()
+    encoded = snli_encoded(None, tokenizer, model_context_length(model))
+    rows = np.random.default_rng(0).permutation(len(encoded))
+    rows = np.resize(rows, (steps + 1) * batch)  # one warm-up step, then the timed ones
+    dataset, collate = _Examples(encoded, rows), _Collator(tokenizer.pad_token_id)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.0)
+    tokens = padded = 0
+    for step in range(steps + 1):
+        if step == 1:
+            started = time.perf_counter()
+        features = [dataset[i] for i in range(step * batch, (step + 1) * batch)]
+        inputs = {name: value.to(device) for name, value in collate(features).items()}
+        loss = model(**inputs).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if step >= 1:
+            tokens += int(inputs["attention_mask"].sum())
+            padded += inputs["attention_mask"].numel()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - started
+    params = sum(p.numel() for p in model.parameters())
+    return {"model": "SmolLM2-135M-Instruct", "parameters": params, "device": device,
+            "threads": torch.get_num_threads(), "steps": steps, "batch": batch, "seconds": round(seconds, 2),
+            "tokens_per_s": round(tokens / seconds, 1), "padded_tokens_per_s": round(padded / seconds, 1),
+            "examples_per_s": round(steps * batch / seconds, 2),
+            "achieved_flop_per_s": round(6 * params * tokens / seconds, 1), "final_loss": round(loss.item(), 4)}
+
+
+def tokens_per_example() -> float:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(ensure_local(resolve_model(None)))
+    encoded = snli_encoded(None, tokenizer, 1024)
+    return float(np.mean([len(e.ids) for e in encoded]))
+
+
+def estimate(tokens: float, *, max_steps: int) -> dict:
+    """FLOPs and hours of GPT-2 medium k-fold fine-tuning + scoring of SNLI on 8 GPUs."""
+    n = GPT2_MEDIUM_PARAMS
+    eval_rows = SNLI_PAIRS * (K - 1) / K * EVAL_FRACTION
+    evaluations = -(-max_steps // EVAL_STEPS)
+    flops = {
+        "training": 6 * n * tokens * BATCH * max_steps * K,
+        "held-out evaluation": 2 * n * tokens * eval_rows * evaluations * K,
+        "scoring (each pair once)": 2 * n * tokens * SNLI_PAIRS,
+    }
+    flops["total"] = sum(flops.values())
+    hours = {gpu: {part: value / (GPUS * MFU * peak) / 3600 for part, value in flops.items()}
+             for gpu, peak in PEAKS.items()}
+    # Not FLOPs but often the real bottleneck: every evaluation writes a float32 checkpoint.
+    checkpoint_bytes = 4 * n * evaluations * K
+    return {"checkpoint_bytes_written": checkpoint_bytes, "tokens_per_example": round(tokens, 1), "params": n, "pairs": SNLI_PAIRS, "k": K, "batch": BATCH,
+            "max_steps_per_fold": max_steps, "eval_every": EVAL_STEPS, "eval_rows_per_evaluation": int(eval_rows),
+            "evaluations_per_fold": evaluations, "gpus": GPUS, "mfu": MFU, "flops": flops, "hours": hours}
+
+
+def table(result: dict) -> str:
+    lines = [f"| part | FLOPs | {' | '.join(f'hours, 8x {gpu}' for gpu in result['hours'])} |",
+             "|---|---:|" + "---:|" * len(result["hours"])]
+    for part, value in result["flops"].items():
+        cells = " | ".join(f"{result['hours'][gpu][part]:.3f}" for gpu in result["hours"])
+        lines.append(f"| {part} | {value:.2e} | {cells} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (CPU)")
+    parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS["snli"],
+                        help="optimizer steps per fold in the estimate (resplit's SNLI default cap)")
+    parser.add_argument("--json", action="store_true", help="also print one JSON object as the last line")
+    args = parser.parse_args(argv)
+
+    measured = measure(steps=args.steps, batch=args.batch, device=args.device, threads=args.threads)
+    print(f"measured: {measured['model']} ({measured['parameters'] / 1e6:.0f}M), {measured['steps']} steps of "
+          f"{measured['batch']} on {measured['device']} ({measured['threads']} threads): "
+          f"{measured['tokens_per_s']:.0f} tokens/s, {measured['examples_per_s']:.2f} examples/s, "
+          f"{measured['achieved_flop_per_s'] / 1e9:.1f} GFLOP/s (6 N tokens), {measured['seconds']} s")
+    projected = estimate(tokens_per_example(), max_steps=args.max_steps)
+    print(f"estimate: GPT-2 medium (355M), k={K}, SNLI {SNLI_PAIRS:,} pairs, {projected['tokens_per_example']} "
+          f"tokens/pair (snli template, SmolLM2 tokenizer as a proxy for GPT-2's), batch {BATCH}, "
+          f"{args.max_steps} steps/fold max, eval every {EVAL_STEPS} steps on {projected['eval_rows_per_evaluation']:,} "
+          f"rows, {GPUS} GPUs at {MFU:.0%} MFU of the dense bf16 peak")
+    print(table(projected))
+    print(f"not in the FLOPs: {projected['evaluations_per_fold'] * K} checkpoint writes of {4 * GPT2_MEDIUM_PARAMS / 1e9:.2f} GB "
+          f"(float32 weights) = {projected['checkpoint_bytes_written'] / 1e9:.0f} GB written; and {BATCH} pairs of "
+          f"~{projected['tokens_per_example']:.0f} tokens per step is ~{BATCH * projected['tokens_per_example']:.0f} tokens "
+          f"per step over {GPUS} GPUs, far too little work to reach {MFU:.0%} MFU: read the hours as a lower bound")
+    if args.json:
+        print(json.dumps({"measured": measured, "estimate": projected}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""The canonical form of a compositional-generalisation dataset (GeoQuery, Spider, SCAN, COGS).
+
+Rows are ``source_id``, ``input``, ``target`` (plus reader-specific columns); ``published`` holds
+the splits released with the dataset (train/validation/test row positions) and ``published_from``
+the file each came from, so a release can carry them beside the splits resplit builds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+import numpy as np
+
+from split_builders.errors import SourceLoadError
+
+
+@dataclass
+class CompositionalSource:
+    """Rows of one dataset, its target language and its published splits."""
+
+    rows: datasets.Dataset
+    name: str
+    target_language: str
+    source_id_note: str
+    published: dict = field(default_factory=dict)
+    published_from: dict = field(default_factory=dict)
+    license: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def source_ids(self) -> list:
+        return self.rows["source_id"]
+
+    @property
+    def inputs(self) -> list[str]:
+        return self.rows["input"]
+
+    @property
+    def targets(self) -> list[str]:
+        return self.rows["target"]
+
+
+def rows_dataset(inputs, targets, **extra) -> datasets.Dataset:
+    """``source_id`` = 0-based position, then ``input``, ``target`` and any extra columns."""
+    return datasets.Dataset.from_dict({"source_id": list(range(len(inputs))), "input": list(inputs),
+                                       "target": list(targets), **{k: list(v) for k, v in extra.items()}})
+
+
+def read_id_split(path: Path, n_rows: int, keys: dict) -> dict:
+    """A published JSON split of row ids, ``keys`` mapping our split names to the file's keys;
+    ids outside the dataset are an error (a split file for another version of the data)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise SourceLoadError(f"cannot read published split {str(path)!r}: {error}") from None
+    split = {}
+    for ours, theirs in keys.items():
+        if theirs not in data:
+            continue
+        ids = np.asarray(data[theirs], dtype=np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= n_rows):
+            raise SourceLoadError(f"{path}: {theirs!r} holds ids outside 0..{n_rows - 1}; the split does not "
+                                  "belong to this copy of the dataset")
+        split[ours] = ids
+    return split
+
+
+def attach_nqg_splits(source: CompositionalSource, folder: Path, names) -> CompositionalSource:
+    """Add Shaw et al.'s published ``splits_nqg/<name>.json`` files found in ``folder`` as
+    ``published_<name>`` configs (train/test ids of the source's rows)."""
+    for name in names:
+        split_file = Path(folder) / "splits_nqg" / f"{name}.json"
+        if split_file.is_file():
+            source.published[f"published_{name}"] = read_id_split(split_file, len(source), {"train": "train", "test": "test"})
+            source.published_from[f"published_{name}"] = f"Shaw et al. (2021) splits_nqg/{name}.json"
+    return source
+
+
+# Column pairs (input, target) of the usual Hub copies of these datasets, tried in order.
+HUB_COLUMNS = (("input", "target"), ("commands", "actions"), ("source", "target"), ("input", "output"))
+
+
+def guess_target_language(targets) -> str:
+    """The atom/compound definition a target column most likely needs (``--target-language``
+    overrides): SQL starts with ``select``, SCAN actions are ``I_*`` tokens, COGS logical forms use
+    ``x _ <n>`` variables, anything else is taken as FunQL."""
+    first = [t.strip() for t in list(targets)[:50] if t and t.strip()]
+    if first and all(t.lower().startswith("select") for t in first):
+        return "sql"
+    if first and all(token.startswith("I_") for t in first for token in t.split()):
+        return "scan"
+    if any(" x _ " in f" {t} " for t in first):
+        return "cogs"
+    return "funql"
+
+
+def from_hub(repo_id: str, *, revision: str | None = None) -> CompositionalSource:
+    """A compositional dataset from the Hub: every split concatenated in the Hub's order.
+
+    Spider-shaped data (``db_id``, ``question``, ``query``) is turned into Shaw et al.'s NQG rows
+    (as :func:`loading_scripts.spider.nqg_examples`: its ``train`` split decides the SSP databases);
+    otherwise the first matching pair of :data:`HUB_COLUMNS` gives ``input`` and ``target``.
+    """
+    from loading_scripts.hub import load_hub_splits
+    from loading_scripts.spider import nqg_examples
+
+    parts = load_hub_splits(repo_id, revision=revision)
+    columns = parts[0][1].column_names
+    order = ", ".join(name for name, _ in parts)
+    if {"db_id", "question", "query"} <= set(columns):
+        train = [row for name, part in parts if name == "train" for row in part]
+        other = [row for name, part in parts if name != "train" for row in part]
+        pairs = nqg_examples(train, other)
+        return CompositionalSource(
+            rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=repo_id, target_language="sql",
+            source_id_note=f"0-based row of the NQG-format Spider built from {repo_id} (splits {order})",
+            license=None)
+    pair = next(((i, t) for i, t in HUB_COLUMNS if {i, t} <= set(columns)), None)
+    if pair is None:
+        raise SourceLoadError(
+            f"{repo_id!r} has none of the column pairs " + ", ".join(f"{i}/{t}" for i, t in HUB_COLUMNS)
+            + f"; its columns: {', '.join(columns)}")
+    inputs = [text for _, part in parts for text in part[pair[0]]]
+    targets = [text for _, part in parts for text in part[pair[1]]]
+    return CompositionalSource(rows_dataset(inputs, targets), name=repo_id,
+                               target_language=guess_target_language(targets),
+                               source_id_note=f"0-based row of {repo_id}'s splits concatenated in order ({order})")

@@ -1,0 +1,251 @@
+"""CURRICULUM (Chen & Gao, 2022): 36 linguistic phenomena recast as NLI, one config each.
+
+The release ships one zip per phenomenon, ``<name>.zip`` holding ``<name>/train.jsonl`` and
+``<name>/val.jsonl`` (fields ``premise``, ``hypothesis``, ``gold_label``, ``idx``; a few add
+``verb_frame``, ``index`` or ``uid``). Zips are read in place with :mod:`zipfile`; macOS ``__MACOSX``
+entries are ignored. Users online can download the original zips from
+``https://github.com/eric11eca/curriculum-ling`` (``tasks/<name>.zip``) and pass their folder.
+
+Canonical rows per phenomenon: ``source_id`` (0-based position in train then validation), ``idx``
+(the release's own id within its file), ``premise``, ``hypothesis``, ``label`` (``ClassLabel``).
+Extra per-phenomenon fields are not carried: ``idx`` and the split join rows back to the release.
+
+Label sets come from ``tasks.json`` (found beside the zips or one folder up) when present, and are
+inferred from the labels otherwise: ``entailed``/``not-entailed`` (2-way) or
+``entailment``/``neutral``/``contradiction`` (3-way). ``monotonicity_infer`` labels train rows
+``entailment``/``neutral`` but validation rows ``entailed``/``not-entailed``; a phenomenon that mixes
+the vocabularies is 2-way, and 3-way names are folded into it (``entailment`` -> ``entailed``, the
+others -> ``not-entailed``), see :func:`loading_scripts.recast.normalise_label`.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+
+from loading_scripts.recast import THREE_WAY, TWO_WAY, normalise_label
+from split_builders.errors import InvalidParameterError, SourceLoadError
+
+URL = "https://github.com/eric11eca/curriculum-ling/raw/main/tasks/{name}.zip"
+LICENSE = "mit"
+SPLIT_FILES = {"train": "train.jsonl", "validation": "val.jsonl"}
+CITATION = (
+    "@inproceedings{chen-gao-2022-curriculum,\n"
+    "  title = {Curriculum: A Broad-Coverage Benchmark for Linguistic Phenomena in Natural Language Understanding},\n"
+    "  author = {Chen, Zeming and Gao, Qiyue},\n  booktitle = {Proceedings of NAACL},\n  year = {2022}\n}"
+)
+# Category and the paper's abbreviation of each released phenomenon (the paper's "atomic" is released
+# as "defeasible"); used when tasks.json is absent.
+CATALOGUE = {
+    "lexical": ("lexical", "lex-ent"), "hypernymy": ("lexical", "hyper"), "hyponymy": ("lexical", "hypo"),
+    "ner": ("lexical", "ner"), "transitive": ("lexical", "transit"),
+    "syntactic_alternation": ("syntactic", "syn-alt"), "verbnet": ("syntactic", "vbn"),
+    "syntactic_variation": ("syntactic", "syn-var"), "verbcorner": ("syntactic", "vbc"),
+    "sentiment": ("semantic", "senti"), "kg_relations": ("semantic", "kg-rel"), "puns": ("semantic", "puns"),
+    "sprl": ("semantic", "sprl"), "context_align": ("semantic", "ctx-align"),
+    "coreference": ("semantic", "coref"), "boolean": ("logical", "bool"), "counting": ("logical", "count"),
+    "conditional": ("logical", "cond"), "comparative": ("logical", "comp"), "negation": ("logical", "negat"),
+    "monotonicity_infer": ("logical", "monot"), "quantifier": ("logical", "quant"),
+    "entailment_tree": ("analytic", "ent-tree"), "analytic": ("analytic", "analytic"),
+    "physicalqa": ("commonsense", "physic"), "socialqa": ("commonsense", "social"),
+    "hellaswag": ("commonsense", "swag"), "cosmoqa": ("commonsense", "cosmo"),
+    "ester": ("comprehension", "ester"), "drop": ("comprehension", "drop"), "logiqa": ("comprehension", "logi"),
+    "control": ("comprehension", "control"), "spatial": ("special", "spat"), "temporal": ("special", "temp"),
+    "defeasible": ("special", "defeas"), "counterfactual": ("special", "counter"),
+}
+
+
+@dataclass
+class Phenomenon:
+    """One phenomenon's rows, label set and data-quality report."""
+
+    name: str
+    category: str | None
+    abbrev: str | None
+    label_set: tuple
+    rows: datasets.Dataset                  # train rows first, then validation rows
+    split_sizes: dict                       # {"train": n, "validation": m}
+    report: dict = field(default_factory=dict)
+
+    def indices(self) -> dict:
+        n_train = self.split_sizes["train"]
+        return {"train": list(range(n_train)), "validation": list(range(n_train, len(self.rows)))}
+
+
+def find_zips(data_dir) -> dict:
+    """``{name: path}`` of the phenomenon zips in ``data_dir`` or its ``tasks/`` subfolder."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise SourceLoadError(f"CURRICULUM folder {str(data_dir)!r} does not exist")
+    for folder in (data_dir, data_dir / "tasks"):
+        zips = {p.stem: p for p in sorted(folder.glob("*.zip"))}
+        if zips:
+            return zips
+    raise SourceLoadError(f"no <phenomenon>.zip files in {str(data_dir)!r} or its tasks/ folder")
+
+
+def read_tasks_json(data_dir) -> dict:
+    """The release's ``tasks.json`` from ``data_dir`` or its parent, or {} when there is none."""
+    data_dir = Path(data_dir)
+    for candidate in (data_dir / "tasks.json", data_dir.parent / "tasks.json"):
+        if candidate.is_file():
+            try:
+                return json.loads(candidate.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as error:
+                raise SourceLoadError(f"cannot parse {candidate}: {error}") from None
+    return {}
+
+
+def _read_jsonl(archive: zipfile.ZipFile, name: str, split_file: str) -> list[dict]:
+    members = [m for m in archive.namelist()
+               if not m.startswith("__MACOSX") and m.rsplit("/", 1)[-1] == split_file]
+    if not members:
+        raise SourceLoadError(f"{archive.filename}: no {split_file} inside (expected {name}/{split_file})")
+    rows = []
+    with archive.open(sorted(members, key=len)[0]) as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise SourceLoadError(f"{archive.filename}:{split_file} line {number}: {error}") from None
+    for column in ("premise", "hypothesis", "gold_label"):
+        if rows and column not in rows[0]:
+            raise SourceLoadError(f"{archive.filename}:{split_file} has no {column!r} field; "
+                                  f"fields: {', '.join(sorted(rows[0]))}")
+    return rows
+
+
+def infer_label_set(labels) -> tuple:
+    """2-way when any 2-way name occurs (3-way names are then folded in), else 3-way."""
+    present = set(labels)
+    if present & set(TWO_WAY):
+        return TWO_WAY
+    if present <= set(THREE_WAY):
+        return THREE_WAY
+    raise InvalidParameterError(f"labels {sorted(present)} are neither {TWO_WAY} nor {THREE_WAY}")
+
+
+def _pair(row) -> tuple:
+    return (row["premise"] or "").strip(), (row["hypothesis"] or "").strip()
+
+
+def leakage_report(raw: dict) -> dict:
+    """Duplicate pairs within and across splits, and empty fields, per split."""
+    pairs = {split: [_pair(r) for r in rows] for split, rows in raw.items()}
+    train, validation = set(pairs["train"]), set(pairs["validation"])
+    report = {"train_validation_duplicate_pairs": len(train & validation),
+              "validation_rows_seen_in_train": sum(p in train for p in pairs["validation"])}
+    for split, split_pairs in pairs.items():
+        report[f"{split}_duplicate_pairs"] = len(split_pairs) - len(set(split_pairs))
+        report[f"{split}_empty_premise"] = sum(not p for p, _ in split_pairs)
+        report[f"{split}_empty_hypothesis"] = sum(not h for _, h in split_pairs)
+    return report
+
+
+def read_phenomenon(path, *, info: dict | None = None) -> Phenomenon:
+    """Read one ``<name>.zip`` into canonical rows (``info``: its tasks.json entry, if any)."""
+    path = Path(path)
+    name = path.stem
+    try:
+        with zipfile.ZipFile(path) as archive:
+            raw = {split: _read_jsonl(archive, name, f) for split, f in SPLIT_FILES.items()}
+    except zipfile.BadZipFile as error:
+        raise SourceLoadError(f"{path}: not a zip file ({error})") from None
+    info = info or {}
+    all_labels = [r["gold_label"] for rows in raw.values() for r in rows]
+    label_set = tuple(info.get("label_set") or infer_label_set(all_labels))
+    original = {split: dict(sorted(Counter(r["gold_label"] for r in rows).items())) for split, rows in raw.items()}
+    records, normalised = [], 0
+    for split, rows in raw.items():
+        for position, row in enumerate(rows):
+            label = normalise_label(row["gold_label"], label_set)
+            normalised += label != row["gold_label"]
+            idx = row.get("idx", row.get("index", position))
+            records.append({"source_id": len(records), "idx": int(idx), "premise": row["premise"] or "",
+                            "hypothesis": row["hypothesis"] or "", "label": label})
+    features = datasets.Features({
+        "source_id": datasets.Value("int64"), "idx": datasets.Value("int64"),
+        "premise": datasets.Value("string"), "hypothesis": datasets.Value("string"),
+        "label": datasets.ClassLabel(names=list(label_set)),
+    })
+    report = leakage_report(raw)
+    report["labels_normalised"] = normalised
+    report["original_labels"] = original
+    category, abbrev = CATALOGUE.get(name, (None, None))
+    return Phenomenon(name=name, category=info.get("category", category), abbrev=info.get("abbrev", abbrev),
+                      label_set=label_set, rows=datasets.Dataset.from_list(records, features=features),
+                      split_sizes={split: len(rows) for split, rows in raw.items()}, report=report)
+
+
+def read_curriculum(data_dir, *, phenomena=None) -> list[Phenomenon]:
+    """Every phenomenon of ``data_dir`` (or the named ``phenomena``), in the order of the zips' names."""
+    zips = find_zips(data_dir)
+    tasks = read_tasks_json(data_dir)
+    if phenomena is not None:
+        unknown = [p for p in phenomena if p not in zips]
+        if unknown:
+            raise InvalidParameterError(f"unknown phenomena {unknown}; available: {', '.join(zips)}")
+        zips = {p: zips[p] for p in phenomena}
+    return [read_phenomenon(path, info=tasks.get(name)) for name, path in zips.items()]
+
+
+HYPOTHESIS_ONLY = "_hypothesis_only"
+
+
+def curriculum_configs(phenomena, *, hypothesis_only: bool = True) -> list:
+    """One config per phenomenon (its own rows, train and validation) and its hypothesis-only variant."""
+    from split_builders.release import ConfigSplit
+
+    configs = []
+    for p in phenomena:
+        params = {"phenomenon": p.name, "category": p.category, "abbrev": p.abbrev, "labels": list(p.label_set)}
+        configs.append(ConfigSplit(p.name, p.indices(), method="curriculum", parameters=params, rows=p.rows,
+                                   description=f"{p.category} / {p.abbrev}"))
+        if hypothesis_only:
+            # The premise column is removed, not blanked: a baseline cannot read it by accident.
+            configs.append(ConfigSplit(p.name + HYPOTHESIS_ONLY, p.indices(), method="curriculum-hypothesis-only",
+                                       parameters=params, rows=p.rows.remove_columns("premise"),
+                                       description=f"{p.name} without the premise (hypothesis-only baseline)"))
+    return configs
+
+
+def card_markdown(phenomena, *, iv: dict | None = None) -> str:
+    """The card: what the release is, the label normalisation, and one line per phenomenon."""
+    lines = [
+        "# CURRICULUM", "",
+        "36 linguistic phenomena recast as NLI (Chen & Gao, NAACL 2022), one config per phenomenon with its "
+        "released `train` and `validation` splits, and a `<phenomenon>_hypothesis_only` variant without the "
+        "premise for the hypothesis-only baseline. `label` is a `ClassLabel`: `entailed`/`not-entailed` (2-way) "
+        "or `entailment`/`neutral`/`contradiction` (3-way). `source_id` is the row's position in train then "
+        "validation; `idx` is the release's own id.", "",
+        "**Label normalisation.** `monotonicity_infer` labels its train rows `entailment`/`neutral` but its "
+        "validation rows `entailed`/`not-entailed`; the phenomenon is 2-way and the train labels are mapped "
+        "`entailment` -> `entailed`, `neutral` (and `contradiction`) -> `not-entailed`. The count of mapped rows "
+        "is in the table. The paper's `atomic` phenomenon is released as `defeasible`.", "",
+        "**Leakage report.** Rows are kept as released. `train∩val` counts distinct (premise, hypothesis) pairs "
+        "found in both splits; `val seen` the validation rows whose pair occurs in train; `dup` duplicate rows "
+        "within a split; `empty` empty premises / hypotheses (train + validation).", "",
+        "| config | category | abbrev | labels | train | validation | train∩val | val seen | dup train/val "
+        "| empty premise/hyp | labels mapped |" + (" I_V (bits) |" if iv else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if iv else ""),
+    ]
+    for p in phenomena:
+        r = p.report
+        cells = [f"`{p.name}`", str(p.category), str(p.abbrev), "/".join(p.label_set),
+                 str(p.split_sizes["train"]), str(p.split_sizes["validation"]),
+                 str(r["train_validation_duplicate_pairs"]), str(r["validation_rows_seen_in_train"]),
+                 f"{r['train_duplicate_pairs']}/{r['validation_duplicate_pairs']}",
+                 f"{r['train_empty_premise'] + r['validation_empty_premise']}/"
+                 f"{r['train_empty_hypothesis'] + r['validation_empty_hypothesis']}",
+                 str(r["labels_normalised"])]
+        if iv:
+            cells.append(f"{iv[p.name]:.3f}" if p.name in iv else "n/a")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## Citation", "", "```bibtex", CITATION, "```"]
+    return "\n".join(lines)

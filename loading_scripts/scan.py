@@ -1,0 +1,75 @@
+"""SCAN (Lake & Baroni 2018): ``IN: <command> OUT: <actions>`` per line of ``tasks.txt``.
+
+The released splits are text files of their own; their lines are mapped back to rows of
+``tasks.txt`` (every command occurs once there). The MCD splits (Keysers et al. 2020) are index
+files (``trainIdxs``/``devIdxs``/``testIdxs``) into ``tasks.txt``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loading_scripts.compositional import CompositionalSource, read_id_split, rows_dataset
+from loading_scripts.files import open_text
+from split_builders.errors import SourceLoadError
+
+TEXT_SPLITS = {
+    "simple": "simple_split/tasks_{}_simple.txt",
+    "length": "length_split/tasks_{}_length.txt",
+    "addprim_jump": "add_prim_split/tasks_{}_addprim_jump.txt",
+    "addprim_turn_left": "add_prim_split/tasks_{}_addprim_turn_left.txt",
+    "template_around_right": "template_split/tasks_{}_template_around_right.txt",
+}
+
+
+def read_tasks(path: Path) -> list[tuple[str, str]]:
+    """``(command, actions)`` per line of a SCAN task file."""
+    pairs = []
+    with open_text(path) as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.strip()
+            if not line:
+                continue
+            if not line.startswith("IN: ") or " OUT: " not in line:
+                raise SourceLoadError(f"{path}: line {number} is not 'IN: ... OUT: ...'")
+            command, actions = line[4:].split(" OUT: ", 1)
+            pairs.append((command.strip(), actions.strip()))
+    return pairs
+
+
+def _find(folder: Path, relative: str) -> Path | None:
+    for candidate in (folder / relative, folder / f"{relative}.gz"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load(folder) -> CompositionalSource:
+    folder = Path(folder)
+    tasks = _find(folder, "tasks.txt")
+    if tasks is None:
+        raise SourceLoadError(f"{folder} holds no tasks.txt(.gz) (SCAN)")
+    pairs = read_tasks(tasks)
+    source = CompositionalSource(rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=str(folder),
+                                 target_language="scan", source_id_note="0-based line of SCAN tasks.txt",
+                                 license="bsd-3-clause")
+    row_of = {pair: row for row, pair in enumerate(pairs)}
+    for name, pattern in TEXT_SPLITS.items():
+        files = {split: _find(folder, pattern.format(split)) for split in ("train", "test")}
+        if None in files.values():
+            continue
+        split = {}
+        for part, path in files.items():
+            missing = [pair for pair in read_tasks(path) if pair not in row_of]
+            if missing:
+                raise SourceLoadError(f"{path}: {len(missing)} line(s) not in tasks.txt, e.g. {missing[0]}")
+            split[part] = [row_of[pair] for pair in read_tasks(path)]
+        source.published[name] = split
+        source.published_from[name] = f"Lake & Baroni (2018) {pattern.format('train|test')}"
+    for k in (1, 2, 3):
+        path = folder / "mcd_split" / f"mcd{k}.json"
+        if path.is_file():
+            source.published[f"mcd{k}"] = read_id_split(
+                path, len(pairs), {"train": "trainIdxs", "validation": "devIdxs", "test": "testIdxs"})
+            source.published_from[f"mcd{k}"] = f"Keysers et al. (2020) mcd_split/mcd{k}.json"
+    return source

@@ -1,0 +1,317 @@
+"""Predictive families for PVI: what ``V`` is in V-information.
+
+A family is an object with
+
+* ``fit(records, labels, n_classes)`` -> a fitted model with ``predict_log_proba(records)``
+  (natural-log probabilities, shape ``(n, n_classes)``), leaving the family itself unchanged;
+* ``fingerprint()`` -> a JSON-able dict that identifies it (the cache key of cross-fitted scores).
+
+``records`` are tuples of text fields (``(premise, hypothesis)`` for NLI); a null input is a tuple
+of empty strings. Two built-ins:
+
+* :class:`HashedNgramFamily` (default): a linear model over hashed, field-tagged word unigrams and
+  bigrams plus premise/hypothesis overlap features, trained with torch on the CPU in seconds.
+  It is much weaker than a fine-tuned transformer, so its I_V values are lower (see the README).
+* :class:`TransformersFamily`: any ``transformers`` sequence classifier fine-tuned with ``Trainer``,
+  the family of the PVI and CURRICULUM papers (use a GPU).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import zlib
+from numbers import Integral, Real
+
+import numpy as np
+
+from split_builders.errors import InvalidParameterError, ModelLoadError
+from split_builders.partition import check_random_state
+
+TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def _check_positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise InvalidParameterError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _check_positive_float(value, name):
+    if isinstance(value, bool) or not isinstance(value, Real) or not value > 0:
+        raise InvalidParameterError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def hashed_features(record, n_buckets: int) -> list[int]:
+    """Bucket ids of one record's features.
+
+    Every field contributes its lowercased word unigrams and bigrams, tagged with the field's
+    position (so "dog" in the premise and in the hypothesis are different features). With two or
+    more fields, the last field's words are also tagged by whether the first field contains them:
+    a bag of words cannot otherwise see the overlap that most NLI heuristics rest on.
+    crc32 rather than ``hash()``: Python salts string hashes per process, which would break
+    determinism across runs.
+    """
+    features = []
+    tokens = [TOKEN.findall(field.lower()) for field in record]
+    for position, words in enumerate(tokens):
+        tag = f"{position}:"
+        features.extend(tag + w for w in words)
+        features.extend(f"{tag}{a} {b}" for a, b in zip(words, words[1:]))
+    if len(tokens) >= 2:
+        first = set(tokens[0])
+        last = tokens[-1]
+        features.extend(("in:" if w in first else "out:") + w for w in last)
+        if last:
+            share = sum(w in first for w in last) / len(last)
+            features.append(f"overlap:{int(share * 4)}")  # quartile of the hypothesis covered
+    return [zlib.crc32(f.encode("utf-8")) % n_buckets for f in features]
+
+
+def _bags(records, n_buckets):
+    """Flat bucket ids and offsets of each record's bag (the EmbeddingBag input format)."""
+    ids, offsets, total = [], [], 0
+    for record in records:
+        offsets.append(total)
+        feats = hashed_features(record, n_buckets)
+        ids.extend(feats)
+        total += len(feats)
+    return np.asarray(ids, dtype=np.int64), np.asarray(offsets, dtype=np.int64)
+
+
+class HashedNgramFamily:
+    """Linear model over hashed n-gram features, trained with torch (the fast CPU family).
+
+    Parameters
+    ----------
+    n_buckets : int, default 2**18
+        Hash buckets of the feature space.
+    epochs : int, default 3
+    batch_size : int, default 64
+    learning_rate : float, default 0.02
+        Adam's step size.
+    weight_decay : float, default 1e-6
+        L2 penalty.
+    calibration_size : float, default 0.1
+        Share of the training rows held out to choose the best epoch and a softmax temperature
+        (both by held-out log-loss); 0 trains on every row for ``epochs`` epochs.
+    random_state : int, default 42
+        Seeds the initialisation and the batch order.
+    """
+
+    def __init__(self, *, n_buckets: int = 2 ** 18, epochs: int = 3, batch_size: int = 64,
+                 learning_rate: float = 0.02, weight_decay: float = 1e-6, calibration_size: float = 0.1,
+                 random_state: int = 42):
+        self.n_buckets = _check_positive_int(n_buckets, "n_buckets")
+        self.epochs = _check_positive_int(epochs, "epochs")
+        self.batch_size = _check_positive_int(batch_size, "batch_size")
+        self.learning_rate = _check_positive_float(learning_rate, "learning_rate")
+        if isinstance(weight_decay, bool) or not isinstance(weight_decay, Real) or weight_decay < 0:
+            raise InvalidParameterError(f"weight_decay must be a number >= 0, got {weight_decay!r}")
+        self.weight_decay = float(weight_decay)
+        if isinstance(calibration_size, bool) or not isinstance(calibration_size, Real) or not 0 <= calibration_size < 1:
+            raise InvalidParameterError(f"calibration_size must be a fraction in [0, 1), got {calibration_size!r}")
+        self.calibration_size = float(calibration_size)
+        self.random_state = check_random_state(random_state)
+
+    def fingerprint(self) -> dict:
+        return {"family": "hashed-ngram-linear", "n_buckets": self.n_buckets, "epochs": self.epochs,
+                "batch_size": self.batch_size, "learning_rate": self.learning_rate,
+                "weight_decay": self.weight_decay, "calibration_size": self.calibration_size,
+                "seed": self.random_state}
+
+    def fit(self, records, labels, n_classes: int) -> "_FittedHashed":
+        import torch
+
+        threads = torch.get_num_threads()
+        # One thread: tiny sparse batches gain nothing from more, they lose a lot on shared cores,
+        # and the result cannot then depend on the machine's core count.
+        torch.set_num_threads(1)
+        try:
+            return self._fit(records, labels, n_classes)
+        finally:
+            torch.set_num_threads(threads)
+
+    def _fit(self, records, labels, n_classes):
+        import torch
+
+        labels = np.asarray(labels, dtype=np.int64)
+        ids, offsets = _bags(records, self.n_buckets)
+        lengths = np.diff(np.append(offsets, ids.size))
+        rng = np.random.RandomState(self.random_state)
+        # A held-out slice of the training rows picks the epoch and a softmax temperature. PVI is a
+        # log-probability: an over-confident linear model turns every error into many negative bits,
+        # so calibration matters more here than accuracy does.
+        shuffled = rng.permutation(labels.size)
+        n_calib = int(round(self.calibration_size * labels.size)) if labels.size >= 20 else 0
+        calib, train = shuffled[:n_calib], shuffled[n_calib:]
+        torch.manual_seed(self.random_state or 0)
+        bag = torch.nn.EmbeddingBag(self.n_buckets, n_classes, mode="sum")
+        torch.nn.init.zeros_(bag.weight)  # zero weights start at the uniform prediction
+        bias = torch.nn.Parameter(torch.zeros(n_classes))
+        optimizer = torch.optim.Adam([bag.weight, bias], lr=self.learning_rate, weight_decay=self.weight_decay)
+        ids_t = torch.from_numpy(ids)
+        best = (np.inf, bag.weight.detach().clone(), bias.detach().clone())
+        for _ in range(self.epochs):
+            order = train[rng.permutation(train.size)]
+            for start in range(0, order.size, self.batch_size):
+                rows = order[start:start + self.batch_size]
+                batch_ids, batch_offsets = _gather(ids_t, offsets, lengths, rows)
+                logits = bag(batch_ids, batch_offsets) + bias
+                loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(labels[rows]))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            if n_calib:
+                nll = _nll(self._logits(bag.weight, bias, ids_t, offsets, lengths, calib), labels[calib], 1.0)
+                if nll < best[0]:
+                    best = (nll, bag.weight.detach().clone(), bias.detach().clone())
+        if not n_calib:
+            return _FittedHashed(self.n_buckets, bag.weight.detach().clone(), bias.detach().clone(), 1.0)
+        _, weight, bias = best
+        logits = self._logits(weight, bias, ids_t, offsets, lengths, calib)
+        temperature = min(TEMPERATURES, key=lambda t: _nll(logits, labels[calib], t))
+        return _FittedHashed(self.n_buckets, weight, bias, float(temperature))
+
+    @staticmethod
+    def _logits(weight, bias, ids_t, offsets, lengths, rows):
+        import torch
+
+        batch_ids, batch_offsets = _gather(ids_t, offsets, lengths, rows)
+        with torch.no_grad():
+            return (torch.nn.functional.embedding_bag(batch_ids, weight, batch_offsets, mode="sum") + bias).double()
+
+
+TEMPERATURES = tuple(float(t) for t in np.exp(np.linspace(np.log(0.25), np.log(20.0), 89)))
+
+
+def _nll(logits, labels, temperature: float) -> float:
+    import torch
+
+    return float(torch.nn.functional.cross_entropy(logits / temperature, torch.from_numpy(labels)))
+
+
+def _gather(ids_t, offsets, lengths, rows):
+    import torch
+
+    parts = [ids_t[offsets[r]:offsets[r] + lengths[r]] for r in rows]
+    batch_offsets = np.concatenate([[0], np.cumsum(lengths[rows])[:-1]])
+    return torch.cat(parts) if parts else ids_t[:0], torch.from_numpy(batch_offsets)
+
+
+class _FittedHashed:
+    def __init__(self, n_buckets, weight, bias, temperature):
+        self.n_buckets, self.weight, self.bias, self.temperature = n_buckets, weight, bias, temperature
+
+    def predict_log_proba(self, records) -> np.ndarray:
+        import torch
+
+        ids, offsets = _bags(records, self.n_buckets)
+        with torch.no_grad():
+            logits = torch.nn.functional.embedding_bag(torch.from_numpy(ids), self.weight,
+                                                       torch.from_numpy(offsets), mode="sum") + self.bias
+            return torch.log_softmax(logits.double() / self.temperature, dim=1).numpy()
+
+
+class TransformersFamily:
+    """A ``transformers`` sequence classifier fine-tuned with ``Trainer`` (the papers' family).
+
+    Each ``fit`` starts from ``model`` with a fresh classification head of ``n_classes`` outputs.
+    Records with two fields are encoded as a text pair (premise, hypothesis), one field as a text.
+    ``trust_remote_code`` is never enabled.
+
+    Parameters
+    ----------
+    model : str
+        Hub id or local folder of a model and its tokenizer (CURRICULUM used
+        ``ynie/roberta-large-snli_mnli_fever_anli_R1_R2_R3-nli``).
+    revision : str, optional
+    epochs : int, default 3
+    batch_size : int, default 8
+    learning_rate : float, default 1e-5
+    max_length : int, default 128
+    random_state : int, default 42
+    """
+
+    def __init__(self, model: str, *, revision: str | None = None, epochs: int = 3, batch_size: int = 8,
+                 learning_rate: float = 1e-5, max_length: int = 128, random_state: int = 42):
+        if not isinstance(model, str) or not model:
+            raise InvalidParameterError(f"model must be a Hub id or a folder, got {model!r}")
+        self.model = model
+        self.revision = revision
+        self.epochs = _check_positive_int(epochs, "epochs")
+        self.batch_size = _check_positive_int(batch_size, "batch_size")
+        self.learning_rate = _check_positive_float(learning_rate, "learning_rate")
+        self.max_length = _check_positive_int(max_length, "max_length")
+        self.random_state = check_random_state(random_state)
+
+    def fingerprint(self) -> dict:
+        return {"family": "transformers", "model": self.model, "revision": self.revision, "epochs": self.epochs,
+                "batch_size": self.batch_size, "learning_rate": self.learning_rate,
+                "max_length": self.max_length, "seed": self.random_state}
+
+    def _load(self, n_classes):
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(self.model, revision=self.revision)
+            model = AutoModelForSequenceClassification.from_pretrained(
+                self.model, revision=self.revision, num_labels=n_classes, ignore_mismatched_sizes=True)
+        except (OSError, ValueError) as error:
+            raise ModelLoadError(f"cannot load sequence classifier {self.model!r}: {error}") from None
+        return tokenizer, model
+
+    def _encode(self, tokenizer, records, labels=None):
+        import datasets
+
+        columns = {f"f{i}": [r[i] for r in records] for i in range(len(records[0]))}
+        if labels is not None:
+            columns["labels"] = [int(v) for v in labels]
+        data = datasets.Dataset.from_dict(columns)
+        fields = [c for c in columns if c != "labels"]
+
+        def tokenize(batch):
+            texts = [batch[f] for f in fields[:2]]
+            return tokenizer(*texts, truncation=True, max_length=self.max_length)
+
+        return data.map(tokenize, batched=True, remove_columns=fields)
+
+    def fit(self, records, labels, n_classes: int) -> "_FittedTransformer":
+        import torch
+        from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+
+        tokenizer, model = self._load(n_classes)
+        output = tempfile.mkdtemp(prefix="resplit-pvi-")
+        args = TrainingArguments(output_dir=output, num_train_epochs=self.epochs,
+                                 per_device_train_batch_size=self.batch_size,
+                                 per_device_eval_batch_size=max(self.batch_size, 32),
+                                 learning_rate=self.learning_rate, seed=self.random_state or 0,
+                                 save_strategy="no", logging_strategy="no", report_to=[],
+                                 disable_tqdm=True, dataloader_pin_memory=torch.cuda.is_available())
+        trainer = Trainer(model=model, args=args, train_dataset=self._encode(tokenizer, records, labels),
+                          data_collator=DataCollatorWithPadding(tokenizer))
+        trainer.train()
+        return _FittedTransformer(self, tokenizer, trainer)
+
+
+class _FittedTransformer:
+    def __init__(self, family, tokenizer, trainer):
+        self.family, self.tokenizer, self.trainer = family, tokenizer, trainer
+
+    def predict_log_proba(self, records) -> np.ndarray:
+        import torch
+
+        logits = self.trainer.predict(self.family._encode(self.tokenizer, records)).predictions
+        return torch.log_softmax(torch.as_tensor(np.asarray(logits), dtype=torch.float64), dim=1).numpy()
+
+
+def make_family(name: str = "hashed", *, model: str | None = None, random_state: int = 42, **options):
+    """A built-in family by name: ``hashed`` (default, CPU) or ``transformers`` (needs ``model``)."""
+    if name == "hashed":
+        return HashedNgramFamily(random_state=random_state, **options)
+    if name == "transformers":
+        if model is None:
+            raise InvalidParameterError("the transformers family needs a model (--model HUB_ID_OR_FOLDER)")
+        return TransformersFamily(model, random_state=random_state, **options)
+    raise InvalidParameterError(f"unknown family {name!r}; known: hashed, transformers")

@@ -1,0 +1,318 @@
+"""TMCD splits: maximum compound divergence under the atom constraint (Shaw et al. 2021).
+
+Two searches over the same state:
+
+* :func:`reference_tmcd` reproduces Shaw et al.'s released procedure choice for choice: Python's
+  ``random.Random(seed).shuffle`` of the rows in file order, train = the first ``train_size``,
+  :func:`~split_builders.atom_constraint.balance_atoms`, then their first-improvement greedy
+  (take the first train row, in list order, whose move to test raises the divergence and that
+  holds no atom occurring in only one train row; then the first test row whose move back keeps
+  the divergence above its value before the swap; swap by delete-and-append; repeat).
+* :class:`TMCDSplitter` (the default) starts from the same balanced split and runs a
+  heat-bath annealing search over swaps. What makes it affordable is that the divergence change
+  of moving a row touches only that row's compounds: with train counts ``a``, test counts ``b``
+  and totals ``A``, ``B``, ``D = 1 - S / (A^0.1 B^0.9)`` with ``S = sum_k a_k^0.1 b_k^0.9``, so
+  the new ``D`` of *every* candidate move is one vectorised pass over the (row, compound) entries.
+  Each step picks the train row to move (a Gumbel-max draw over ``dD / T``, among rows whose
+  atoms all stay in train), applies it, then picks the test row to move back the same way among
+  those keeping atom divergence within the bound, and keeps the best split seen. ``T`` falls
+  geometrically, so the search ends as best-improvement hill climbing. Fixed iteration counts
+  (never wall time) keep it deterministic per seed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from numbers import Integral, Real
+from typing import Sequence
+
+import numpy as np
+
+from split_builders.atom_constraint import balance_atoms
+from split_builders.divergence import ATOM_ALPHA, COMPOUND_ALPHA
+from split_builders.errors import InvalidParameterError
+from split_builders.partition import check_random_state
+
+
+def check_train_size(train_size, n_rows: int) -> int:
+    """``train_size`` as a count strictly between 0 and ``n_rows`` (a fraction in (0, 1) allowed)."""
+    if isinstance(train_size, bool) or not isinstance(train_size, (Integral, Real)):
+        raise InvalidParameterError(f"train_size must be a count or a fraction in (0, 1), got {train_size!r}")
+    if not isinstance(train_size, Integral):
+        if not 0.0 < float(train_size) < 1.0:
+            raise InvalidParameterError(f"train_size as a fraction must be in (0, 1), got {train_size}")
+        train_size = int(round(float(train_size) * n_rows))
+    if not 0 < int(train_size) < n_rows:
+        raise InvalidParameterError(
+            f"train_size must be in (0, {n_rows}) for {n_rows} rows (train and test both non-empty), got {train_size}")
+    return int(train_size)
+
+
+def reference_initial_split(n_rows: int, train_size: int, seed: int) -> tuple[list[int], list[int]]:
+    """Shaw et al.'s start: ``random.seed(seed); random.shuffle(examples)``, train = first N."""
+    order = list(range(n_rows))
+    random.Random(seed).shuffle(order)
+    return order[:train_size], order[train_size:]
+
+
+class _Entries:
+    """(row, item, count) entries of per-row multisets as flat numpy arrays."""
+
+    def __init__(self, per_row: Sequence, counted: bool):
+        vocabulary = sorted({key for items in per_row for key in items}, key=str)
+        index = {key: i for i, key in enumerate(vocabulary)}
+        rows, keys, counts = [], [], []
+        for row, items in enumerate(per_row):
+            for key in sorted(items, key=str):
+                rows.append(row)
+                keys.append(index[key])
+                counts.append(items[key] if counted else 1)
+        self.vocabulary = vocabulary
+        self.row = np.asarray(rows, dtype=np.int64)
+        self.key = np.asarray(keys, dtype=np.int64)
+        self.count = np.asarray(counts, dtype=np.int64)
+        self.n_rows = len(per_row)
+        self.row_total = np.bincount(self.row, weights=self.count, minlength=self.n_rows).astype(np.int64)
+
+    def totals(self, rows_mask: np.ndarray) -> np.ndarray:
+        keep = rows_mask[self.row]
+        return np.bincount(self.key[keep], weights=self.count[keep], minlength=len(self.vocabulary)).astype(np.int64)
+
+
+class _Divergence:
+    """Train/test count vectors of one kind of item with O(entries) evaluation of all moves."""
+
+    def __init__(self, entries: _Entries, in_test: np.ndarray, alpha: float):
+        self.e, self.alpha = entries, alpha
+        self.a = entries.totals(~in_test)
+        self.b = entries.totals(in_test)
+        size = int(entries.count.sum()) + 1
+        grid = np.arange(size, dtype=np.float64)
+        # Powers of integers looked up, not recomputed: counts are small integers.
+        self.pa, self.pb = grid ** alpha, grid ** (1.0 - alpha)
+
+    def value(self) -> float:
+        A, B = self.a.sum(), self.b.sum()
+        if A == 0 or B == 0:
+            return 1.0
+        return 1.0 - float(np.sum(self.pa[self.a] * self.pb[self.b])) / (self.pa[A] * self.pb[B])
+
+    def move_values(self, in_test: np.ndarray) -> np.ndarray:
+        """Divergence after moving each single row to the other side (train->test or test->train)."""
+        e = self.e
+        to_train = in_test[e.row]
+        shift = np.where(to_train, e.count, -e.count)  # change of the train count
+        a_k, b_k = self.a[e.key], self.b[e.key]
+        delta = self.pa[a_k + shift] * self.pb[b_k - shift] - self.pa[a_k] * self.pb[b_k]
+        S = float(np.sum(self.pa[self.a] * self.pb[self.b]))
+        dS = np.bincount(e.row, weights=delta, minlength=e.n_rows)
+        row_shift = np.where(in_test, e.row_total, -e.row_total)
+        A, B = self.a.sum() + row_shift, self.b.sum() - row_shift
+        with np.errstate(divide="ignore", invalid="ignore"):
+            similarity = (S + dS) / (self.pa[A] * self.pb[B])
+        return np.where((A > 0) & (B > 0), 1.0 - similarity, 1.0)
+
+    def move(self, row: int, to_test: bool) -> None:
+        e = self.e
+        start, stop = np.searchsorted(e.row, [row, row + 1])
+        keys, counts = e.key[start:stop], e.count[start:stop]
+        sign = 1 if to_test else -1
+        np.subtract.at(self.a, keys, sign * counts)
+        np.add.at(self.b, keys, sign * counts)
+
+
+class TMCDSplitter:
+    """Target Maximum Compound Divergence split with a train size ``train_size``.
+
+    Parameters
+    ----------
+    train_size : int or float
+        Train rows (a count in (0, rows) or a fraction in (0, 1)); the rest is test.
+    n_iterations : int, default=50000
+        Annealing steps (each is one swap).
+    max_atom_divergence : float, default=0.05
+        Upper bound on the atom divergence (alpha 0.5) of the result.
+    initial_temperature, final_temperature : float
+        Annealing temperatures in units of compound divergence.
+    balance_iterations : int, default=10000
+        Swaps allowed to meet the atom constraint first.
+    random_state : int, default=1
+        Seed of the initial shuffle (the reference's) and of the search (numpy ``default_rng``).
+
+    Attributes (after ``split``)
+    ----------------------------
+    compound_divergence_, atom_divergence_ : float
+    history_ : list of (iteration, compound divergence) at each new best.
+    """
+
+    def __init__(self, *, train_size, n_iterations: int = 50_000, max_atom_divergence: float = 0.05,
+                 initial_temperature: float = 2e-3, final_temperature: float = 1e-5,
+                 balance_iterations: int = 10_000, random_state: int = 1):
+        if isinstance(n_iterations, bool) or not isinstance(n_iterations, Integral) or n_iterations < 0:
+            raise InvalidParameterError(f"n_iterations must be a non-negative integer, got {n_iterations!r}")
+        if not isinstance(max_atom_divergence, Real) or not 0.0 < max_atom_divergence <= 1.0:
+            raise InvalidParameterError(f"max_atom_divergence must be in (0, 1], got {max_atom_divergence!r}")
+        if not 0.0 <= final_temperature <= initial_temperature:
+            raise InvalidParameterError("temperatures must satisfy 0 <= final_temperature <= initial_temperature")
+        if isinstance(train_size, bool) or not isinstance(train_size, (Integral, Real)) or train_size <= 0:
+            raise InvalidParameterError(f"train_size must be a positive count or a fraction in (0, 1), got {train_size!r}")
+        self.train_size = train_size
+        self.n_iterations = int(n_iterations)
+        self.max_atom_divergence = float(max_atom_divergence)
+        self.initial_temperature = float(initial_temperature)
+        self.final_temperature = float(final_temperature)
+        self.balance_iterations = int(balance_iterations)
+        self.random_state = check_random_state(random_state) if random_state is not None else 1
+
+    def get_params(self) -> dict:
+        return {"train_size": self.train_size, "n_iterations": self.n_iterations,
+                "max_atom_divergence": self.max_atom_divergence,
+                "initial_temperature": self.initial_temperature, "final_temperature": self.final_temperature,
+                "balance_iterations": self.balance_iterations, "random_state": self.random_state,
+                "search": "annealed swaps (resplit)"}
+
+    def split(self, atoms: Sequence, compounds: Sequence[Counter]) -> tuple[np.ndarray, np.ndarray]:
+        """Index arrays (train, test), each sorted.
+
+        ``atoms[row]`` is the set of atoms of a row, ``compounds[row]`` a Counter of its compounds.
+        Raises :class:`~split_builders.errors.AtomConstraintError` (naming the atoms) when no
+        split of this size can hold every test atom in train.
+        """
+        n_rows = len(atoms)
+        if len(compounds) != n_rows:
+            raise InvalidParameterError(f"{len(atoms)} atom sets but {len(compounds)} compound tables")
+        train_size = check_train_size(self.train_size, n_rows)
+        train, test = reference_initial_split(n_rows, train_size, self.random_state)
+        train, test, self.atom_swaps_ = balance_atoms(train, test, atoms, max_iterations=self.balance_iterations)
+        in_test = np.zeros(n_rows, dtype=bool)
+        in_test[test] = True
+        in_test = self._anneal(in_test, _Entries(atoms, counted=False), _Entries(compounds, counted=True))
+        return np.flatnonzero(~in_test), np.flatnonzero(in_test)
+
+    def _anneal(self, in_test, atom_entries, compound_entries) -> np.ndarray:
+        rng = np.random.default_rng(self.random_state)
+        cd = _Divergence(compound_entries, in_test, COMPOUND_ALPHA)
+        ad = _Divergence(atom_entries, in_test, ATOM_ALPHA)
+        current = cd.value()
+        atom_bound = max(self.max_atom_divergence, ad.value())  # never worse than the start
+        best, best_value = in_test.copy(), (current if ad.value() <= self.max_atom_divergence else -1.0)
+        self.history_ = [(0, current)]
+        n = self.n_iterations
+        ratio = (self.final_temperature / self.initial_temperature) if self.initial_temperature > 0 else 0.0
+        for step in range(n):
+            temperature = self.initial_temperature * ratio ** (step / max(n - 1, 1)) if self.initial_temperature else 0.0
+            # 1. a train row whose atoms all occur in another train row too (atom constraint kept)
+            train_atom_counts = ad.a
+            lone = np.bincount(atom_entries.row, weights=train_atom_counts[atom_entries.key] < 2,
+                               minlength=len(in_test)) > 0
+            values = cd.move_values(in_test)
+            candidates = ~in_test & ~lone
+            if not candidates.any():
+                break
+            out_row = self._draw(values - current, candidates, temperature, rng)
+            in_test[out_row] = True
+            cd.move(out_row, to_test=True)
+            ad.move(out_row, to_test=True)
+            # 2. a test row to bring back, keeping atom divergence within the bound
+            values = cd.move_values(in_test)
+            atom_values = ad.move_values(in_test)
+            candidates = in_test & (atom_values <= atom_bound)
+            candidates[out_row] = False
+            if not candidates.any():
+                in_test[out_row] = False
+                cd.move(out_row, to_test=False)
+                ad.move(out_row, to_test=False)
+                continue
+            in_row = self._draw(values - current, candidates, temperature, rng)
+            in_test[in_row] = False
+            cd.move(in_row, to_test=False)
+            ad.move(in_row, to_test=False)
+            current = float(values[in_row])
+            if current > best_value and atom_values[in_row] <= self.max_atom_divergence:
+                best, best_value = in_test.copy(), current
+                self.history_.append((step + 1, current))
+        self.compound_divergence_ = _Divergence(compound_entries, best, COMPOUND_ALPHA).value()
+        self.atom_divergence_ = _Divergence(atom_entries, best, ATOM_ALPHA).value()
+        return best
+
+    @staticmethod
+    def _draw(gain: np.ndarray, candidates: np.ndarray, temperature: float, rng) -> int:
+        """Gumbel-max draw: row r with probability proportional to exp(gain_r / T) (argmax at T=0)."""
+        noise = rng.gumbel(size=gain.shape)
+        score = gain / temperature + noise if temperature > 0 else gain.copy()
+        score[~candidates] = -np.inf
+        return int(np.argmax(score))
+
+
+def reference_tmcd(atoms: Sequence, compounds: Sequence[Counter], *, train_size, random_state: int = 1,
+                   max_iterations: int = 1000) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Shaw et al.'s search, reproduced choice for choice (see the module docstring).
+
+    Returns train and test index arrays (sorted) and a dict with ``atom_swaps`` and
+    ``greedy_swaps``. ``max_iterations`` bounds both the atom balancing and the greedy swaps, as
+    in the reference.
+    """
+    n_rows = len(atoms)
+    train_size = check_train_size(train_size, n_rows)
+    seed = check_random_state(random_state)
+    train, test = reference_initial_split(n_rows, train_size, seed)
+    train, test, atom_swaps = balance_atoms(train, test, atoms, max_iterations=max_iterations)
+    atom_entries, compound_entries = _Entries(atoms, counted=False), _Entries(compounds, counted=True)
+    in_test = np.zeros(n_rows, dtype=bool)
+    in_test[test] = True
+    cd = _Divergence(compound_entries, in_test, COMPOUND_ALPHA)
+    ad = _Divergence(atom_entries, in_test, ATOM_ALPHA)  # only its train counts are used
+    swaps = 0
+    for _ in range(max_iterations):
+        divergence = cd.value()
+        single = np.bincount(atom_entries.row, weights=ad.a[atom_entries.key] <= 1, minlength=n_rows) > 0
+        values = cd.move_values(in_test)
+        order = np.asarray(train)
+        ok = (values[order] > divergence) & ~single[order]
+        if not ok.any():
+            break
+        out_index = int(np.argmax(ok))
+        out_row = train[out_index]
+        in_test[out_row] = True
+        cd.move(out_row, to_test=True)
+        # The reference scans test *before* appending the moved row, against the old divergence.
+        values = cd.move_values(in_test)
+        ok = values[np.asarray(test)] > divergence
+        if not ok.any():
+            in_test[out_row] = False
+            cd.move(out_row, to_test=False)
+            break
+        in_index = int(np.argmax(ok))
+        in_row = test[in_index]
+        in_test[in_row] = False
+        cd.move(in_row, to_test=False)
+        ad.move(out_row, to_test=True)
+        ad.move(in_row, to_test=False)
+        del train[out_index]
+        train.append(in_row)
+        del test[in_index]
+        test.append(out_row)
+        swaps += 1
+    return np.sort(np.asarray(train)), np.sort(np.asarray(test)), {"atom_swaps": atom_swaps, "greedy_swaps": swaps}
+
+
+def published_numbering(train: Sequence[int], test: Sequence[int], examples: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """Renumber identical examples the way Shaw et al.'s published split files do.
+
+    Their search works on example *texts*, so identical examples (GeoQuery has 880 rows but 574
+    distinct question/program pairs) are interchangeable; the published ids give train the
+    highest ids of each group of identical examples. Same multisets of examples, published ids.
+    """
+    groups: dict = {}
+    for row, example in enumerate(examples):
+        groups.setdefault(example, []).append(row)
+    in_train = Counter(examples[row] for row in train)
+    new_train = []
+    for example, rows in groups.items():
+        if in_train[example]:
+            new_train.extend(rows[len(rows) - in_train[example]:])
+    new_train = np.sort(np.asarray(new_train, dtype=np.int64))
+    mask = np.ones(len(examples), dtype=bool)
+    mask[new_train] = False
+    return new_train, np.flatnonzero(mask)

@@ -1,0 +1,134 @@
+"""Readers, length/template/standard builders, lexical variants and the ``resplit tmcd`` command."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from split_builders.cli import main
+from split_builders.compositional import LongestToTestSplitter, TemplateSplitter, program_template
+from split_builders.lexical import WugReplacer
+from split_builders.tmcd import published_numbering
+
+
+def test_spider_reader_recreates_the_nqg_rows(shared):
+    from loading_scripts import spider
+    from split_builders.atoms import atoms_by_row
+    from split_builders.divergence import unseen_atom_rows
+
+    src = spider.load(shared / "data" / "spider")
+    published = json.loads((shared / "data/spider/splits_nqg/length_1.json").read_text())
+    assert len(src) == len(published["train"]) + len(published["test"])
+    train, test = LongestToTestSplitter(train_size=3282).split(src.inputs, src.targets)
+    assert set(train.tolist()) == set(published["train"])  # row for row, or the sort would differ
+    atoms = atoms_by_row(src.targets, "sql").atoms
+    tmcd = src.published["published_tmcd_1"]
+    assert unseen_atom_rows(tmcd["train"], tmcd["test"], atoms) == []  # a TMCD split meets the atom constraint
+
+
+def test_geoquery_length_split_reproduces_length_1(shared):
+    from loading_scripts import geoquery
+
+    src = geoquery.load(shared / "data" / "geoquery")
+    train, test = LongestToTestSplitter(train_size=440).split(src.inputs, src.targets)
+    train, test = published_numbering(train, test, list(zip(src.inputs, src.targets)))
+    assert set(train.tolist()) == set(src.published["published_length_1"]["train"].tolist())
+
+
+def test_template_split_shares_no_template(shared):
+    from loading_scripts import spider
+
+    src = spider.load(shared / "data" / "spider")
+    train, test = TemplateSplitter(train_size=3282, target_language="sql", random_state=1).split(src.targets)
+    assert len(train) <= 3282 and len(train) + len(test) == len(src)
+    templates = lambda rows: {program_template(src.targets[r], "sql") for r in rows}
+    assert not templates(train) & templates(test)
+
+
+def test_scan_and_cogs_readers_map_published_splits(shared):
+    from loading_scripts import cogs, scan
+
+    s = scan.load(shared / "data" / "scan")
+    assert len(s) == 20910
+    assert {f"mcd{k}" for k in (1, 2, 3)} <= set(s.published) and "addprim_jump" in s.published
+    simple = s.published["simple"]
+    assert len(simple["train"]) + len(simple["test"]) == 20910 and not set(simple["train"]) & set(simple["test"])
+    c = cogs.load(shared / "data" / "cogs")
+    assert len(c) == 24155 + 3000 + 3000 + 21000
+    assert {len(v) for v in c.published["gen"].values()} == {24155, 3000, 21000}
+
+
+def test_wug_words_are_consistent_and_shaped():
+    for kind in ("rstr", "rcvcv"):
+        replacer = WugReplacer(kind=kind).fit(["state", "river"])
+        words = replacer.mapping_.values()
+        assert all(15 <= len(w) <= 29 and w.isalpha() and w.islower() for w in words)
+        if kind == "rcvcv":
+            vowel = [[ch in "aeiou" for ch in w] for w in words]
+            assert all(all(a != b for a, b in zip(v, v[1:])) for v in vowel)
+        out = replacer.transform(["answer ( state ( river ) )", "rivers in state"])
+        assert out[0].split()[2] == replacer.mapping_["state"] and "rivers" in out[1]
+    assert WugReplacer(kind="rstr").fit(["a"]).mapping_ == WugReplacer(kind="rstr").fit(["a"]).mapping_
+
+
+def _tree_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def geo_file(shared, tmp_path_factory) -> Path:
+    # A copy without the published split files beside it, with one broken program appended.
+    path = tmp_path_factory.mktemp("geo") / "questions.tsv"
+    lines = (shared / "data/geoquery/geoquery_nqg.tsv").read_text().splitlines()
+    path.write_text("\n".join(lines + ["a broken one\tanswer ( city ("]) + "\n")
+    return path
+
+
+def test_cli_contract_loads_and_is_deterministic(geo_file, tmp_path, hf_cache):
+    import datasets
+
+    args = ["tmcd", "--source", str(geo_file), "--train-size", "440", "--seed", "1", "--iterations", "1500",
+            "--configs", "tmcd,length", "--lexical"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    assert main(args + ["--out", str(tmp_path / "b")]) == 0
+    assert _tree_digest(tmp_path / "a") == _tree_digest(tmp_path / "b")
+    loaded = datasets.load_dataset(str(tmp_path / "a"), "tmcd", cache_dir=hf_cache)
+    assert set(loaded) == {"train", "test"}
+    assert len(loaded["train"]) == 440 and len(loaded["test"]) == 440  # the broken row is in no split
+    assert 880 not in set(loaded["test"]["source_id"]) | set(loaded["train"]["source_id"])
+    card = (tmp_path / "a" / "README.md").read_text()
+    assert "1 unparseable program(s): source_id 880" in card
+    assert "tmcd_rstr" in card and "Wug-word map `rcvcv`" in card
+    variant = datasets.load_dataset(str(tmp_path / "a"), "tmcd_rcvcv", cache_dir=hf_cache)["test"]
+    assert sorted(variant["source_id"]) == sorted(loaded["test"]["source_id"])
+
+
+def test_cli_validation_only_when_asked_and_bad_sizes(geo_file, tmp_path, hf_cache, capsys):
+    import datasets
+
+    out = tmp_path / "v"
+    assert main(["tmcd", "--source", str(geo_file), "--train-size", "440", "--iterations", "200",
+                 "--validation-size", "100", "--out", str(out)]) == 0
+    loaded = datasets.load_dataset(str(out), "tmcd", cache_dir=hf_cache)
+    assert {k: len(v) for k, v in loaded.items()} == {"train": 440, "validation": 100, "test": 340}
+    assert main(["tmcd", "--source", str(geo_file), "--train-size", "880", "--out", str(tmp_path / "x")]) == 2
+    assert "train_size must be in (0, 880)" in capsys.readouterr().err
+
+
+def test_likelihood_configs_sit_beside_tmcd(geo_file, tmp_path, hf_cache):
+    import datasets
+
+    scores = tmp_path / "scores.npy"
+    np.save(scores, -np.arange(881, dtype=np.float64))
+    out = tmp_path / "ll"
+    assert main(["tmcd", "--source", str(geo_file), "--train-size", "440", "--iterations", "200",
+                 "--scores", str(scores), "--out", str(out)]) == 0
+    assert {"tmcd", "ll_split", "ll_split_reverse"} <= set(datasets.get_dataset_config_names(str(out)))

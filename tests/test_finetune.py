@@ -1,0 +1,402 @@
+"""k-fold cross-fitted fine-tuned scoring (the paper's ``ll_split`` signal).
+
+Plumbing tests use a tiny random Llama (hidden size 32, 2 layers) with the real SmolLM2
+tokenizer, saved to a folder as users pass one; one test fine-tunes the real SmolLM2 on SNLI.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from split_builders import finetune
+from split_builders.errors import EmptyTextError, InvalidParameterError, ModelLoadError
+from split_builders.finetune import finetune_scores, work_key
+from split_builders.kfold import assign_folds, holdout, training_schedule
+from split_builders.models import resolve_model
+from split_builders.scoring import LikelihoodScorer, encode
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+from finetune_worker import FINETUNE_KWARGS, pairs  # noqa: E402
+from conftest import run_two_processes  # noqa: E402
+
+FAST = dict(k=2, seed=5, max_steps=4, batch_size=4, eval_steps=2, score_batch_size=8, device="cpu", progress=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One intra-op thread: the tiny model's steps are too small to split, and on a shared, busy CPU
+    two threads wait on each other (a tenfold slowdown measured here)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory, smollm2_tokenizer) -> Path:
+    """A tiny random Llama-style causal LM with the SmolLM2 tokenizer, saved as a model folder."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = smollm2_tokenizer
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         tie_word_embeddings=True)
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def smollm2_tokenizer():
+    """The SmolLM2 tokenizer (offline, from the converted default model)."""
+    from transformers import AutoTokenizer
+
+    from split_builders.models import ensure_local
+
+    return AutoTokenizer.from_pretrained(ensure_local(resolve_model(None)))
+
+
+@pytest.fixture(scope="module")
+def tiny_ref(tiny_model_dir):
+    return resolve_model(str(tiny_model_dir))
+
+
+def _copy_model(source: Path, target: Path, **tokenizer_changes) -> Path:
+    """A copy of a model folder whose tokenizer has some special tokens changed."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    for name, value in tokenizer_changes.items():
+        setattr(tokenizer, name, value)
+    AutoModelForCausalLM.from_pretrained(source).save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return target
+
+
+# -- folds, hold-out, schedule (pure) ---------------------------------------------------------
+
+def test_folds_partition_the_rows_seeded_with_balanced_sizes():
+    folds = assign_folds(10, k=3, seed=1)
+    assert folds.shape == (10,) and set(folds.tolist()) == {0, 1, 2}
+    assert sorted(np.bincount(folds).tolist()) == [3, 3, 4]  # sizes differ by at most one
+    assert np.array_equal(folds, assign_folds(10, k=3, seed=1))
+    assert not np.array_equal(folds, assign_folds(10, k=3, seed=2))
+    expected = np.empty(10, dtype=np.int64)  # the documented construction
+    for fold, chunk in enumerate(np.array_split(np.random.default_rng(1).permutation(10), 3)):
+        expected[chunk] = fold
+    assert np.array_equal(folds, expected)
+    assert np.bincount(assign_folds(7, k=7, seed=0)).tolist() == [1] * 7
+
+
+@pytest.mark.parametrize("k", [1, 0, 11, 2.5, True])
+def test_bad_k_is_an_error_naming_value_and_range(k):
+    with pytest.raises(InvalidParameterError, match=rf"2 <= k <= 10.*{k!r}"):
+        assign_folds(10, k=k)
+
+
+def test_holdout_and_schedule():
+    rows = np.arange(100, 140)
+    fit, held = holdout(rows, fraction=0.1, seed=0, fold=1)
+    assert len(held) == 4 and len(fit) == 36 and not set(fit) & set(held) and set(fit) | set(held) == set(rows)
+    assert np.array_equal(held, holdout(rows, fraction=0.1, seed=0, fold=1)[1])
+    assert not np.array_equal(held, holdout(rows, fraction=0.1, seed=0, fold=2)[1])
+    schedule = training_schedule(fit, steps=7, batch_size=8, seed=0, fold=1)
+    assert len(schedule) == 56  # exactly steps * batch: never a partial batch
+    assert sorted(schedule[:36].tolist()) == fit.tolist()  # an epoch is a permutation of the rows
+    assert set(schedule[36:].tolist()) <= set(fit.tolist())
+
+
+# -- the loss masks exactly what scoring scores -------------------------------------------------
+
+def test_loss_covers_exactly_the_query_and_eos_positions(tiny_model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    prompts, queries = pairs(6)
+    encoded = encode(tokenizer, prompts, queries, max_length=128)
+    batch = finetune._Collator(pad_id=tokenizer.pad_token_id)(
+        [{"row": i, "input_ids": e.ids, "query_start": e.query_start} for i, e in enumerate(encoded)])
+    for row, example in enumerate(encoded):
+        labelled = torch.nonzero(batch["labels"][row] != -100)[:, 0].tolist()
+        assert labelled == list(range(example.query_start, len(example.ids)))  # query + EOS, nothing else
+        assert batch["labels"][row, labelled].tolist() == example.ids[example.query_start:]
+        assert example.ids[-1] == tokenizer.eos_token_id
+        assert batch["position_ids"][row, :len(example.ids)].tolist() == list(range(len(example.ids)))
+    assert len({len(e.ids) for e in encoded}) > 1  # some rows are padded
+
+    # The training loss is the mean negative log-likelihood of the very tokens scoring sums.
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    with torch.no_grad():
+        loss = model(**batch).loss.item()
+    scores = LikelihoodScorer(model, tokenizer, batch_size=3).score(prompts, queries)
+    n_tokens = sum(len(e.ids) - e.query_start for e in encoded)
+    assert loss == pytest.approx(-scores.sum() / n_tokens, rel=1e-5)
+
+
+# -- cross-fitting ------------------------------------------------------------------------------
+
+def test_no_row_is_scored_by_a_model_that_trained_on_it(tiny_ref, tmp_path, monkeypatch):
+    seen, scored = {}, {}
+    real_fit, real_score, real_collate = finetune._fit, finetune._score_rows, finetune._Collator.__call__
+
+    def fit(*args, fold, **kwargs):
+        seen[fold] = set()
+        seen["current"] = fold
+        return real_fit(*args, fold=fold, **kwargs)
+
+    def collate(self, features):
+        seen[seen["current"]].update(f["row"] for f in features)  # training and held-out evaluation rows
+        return real_collate(self, features)
+
+    def score(model, tokenizer, encoded, rows, **kwargs):
+        scored[seen["current"]] = set(rows.tolist())
+        return real_score(model, tokenizer, encoded, rows, **kwargs)
+
+    monkeypatch.setattr(finetune, "_fit", fit)
+    monkeypatch.setattr(finetune, "_score_rows", score)
+    monkeypatch.setattr(finetune._Collator, "__call__", collate)
+    prompts, queries = pairs(15)
+    run = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path, **{**FAST, "k": 3})
+
+    assert set(scored) == {0, 1, 2}
+    for fold in range(3):
+        in_fold = set(np.flatnonzero(run.folds == fold).tolist())
+        assert scored[fold] == in_fold
+        assert seen[fold] and not seen[fold] & in_fold  # trained (and evaluated) only on other folds
+        assert seen[fold] == set(range(15)) - in_fold  # ... and on all of them
+    assert np.isfinite(run.scores).all() and (run.scores < 0).all()
+    assert [r["rows"] for r in run.fold_reports] == np.bincount(run.folds).tolist()
+    report = run.fold_reports[0]
+    assert report["train_rows"] + report["eval_rows"] == 15 - report["rows"]
+    assert report["steps"] == 4 and report["best_step"] in (2, 4)
+    assert [step for step, _ in report["eval_losses"]] == [2, 4]
+    assert report["best_eval_loss"] == min(loss for _, loss in report["eval_losses"])
+    # Only the scores and reports stay: the Trainer's checkpoints (weights) are gone.
+    assert sorted(p.name for p in run.work_dir.iterdir()) == sorted(
+        [f"fold{f}.{kind}" for f in range(3) for kind in ("json", "scores.npy")] + ["run.json"])
+
+
+def test_resumed_run_equals_uninterrupted_run_bit_for_bit(tiny_ref, tmp_path):
+    prompts, queries = pairs(16)
+    clean = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "a", **FAST)
+    assert clean.resumed_folds == 0 and clean.num_processes == 1
+
+    with pytest.raises(KeyboardInterrupt):
+        finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "b", stop_after_folds=1, **FAST)
+    (folder,) = (tmp_path / "b").iterdir()
+    assert (folder / "fold0.json").is_file() and not (folder / "fold1.json").exists()
+    resumed = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "b", **FAST)
+    assert resumed.resumed_folds == 1
+    # Separate work folders, separate processes of training: identical arrays (CPU determinism).
+    assert np.array_equal(resumed.scores, clean.scores)
+    assert np.array_equal(resumed.folds, clean.folds)
+    assert [r["param_checksum"] for r in resumed.fold_reports] == [r["param_checksum"] for r in clean.fold_reports]
+
+    again = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "a", **FAST)
+    assert again.resumed_folds == 2 and np.array_equal(again.scores, clean.scores)  # nothing retrained
+
+
+def test_work_folder_changes_with_whatever_determines_the_result():
+    prompts, queries = pairs(4)
+    base = dict(model_identity="m@1", k=3, seed=0, dtype="float32", hyperparameters={"max_steps": 10, "lr": 2e-5})
+    key = work_key(prompts, queries, **base)
+    assert key == work_key(prompts, queries, **base)
+    changed = [work_key(prompts[:3] + ["x"], queries, **base), work_key(prompts, queries, **{**base, "model_identity": "m@2"}),
+               work_key(prompts, queries, **{**base, "k": 2}), work_key(prompts, queries, **{**base, "seed": 1}),
+               work_key(prompts, queries, **{**base, "dtype": "bfloat16"}),
+               work_key(prompts, queries, **{**base, "hyperparameters": {"max_steps": 11, "lr": 2e-5}})]
+    assert len({key, *changed}) == 7
+
+
+def test_keep_models_keeps_each_folds_best_model(tiny_ref, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    prompts, queries = pairs(12)
+    run = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path, keep_models=True, **FAST)
+    assert not list(run.work_dir.glob("fold*-trainer"))
+    for fold in range(2):
+        model = AutoModelForCausalLM.from_pretrained(run.work_dir / f"fold{fold}-model").eval()
+        assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()  # still tied
+        rows = np.flatnonzero(run.folds == fold)
+        tokenizer = AutoTokenizer.from_pretrained(tiny_ref.path)
+        again = LikelihoodScorer(model, tokenizer, batch_size=8).score([prompts[i] for i in rows],
+                                                                      [queries[i] for i in rows])
+        np.testing.assert_allclose(again, run.scores[rows], atol=1e-5)
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("k", 1, r"2 <= k <= 6 \(the number of rows\), got 1"), ("k", 7, r"2 <= k <= 6 .*, got 7"),
+    ("max_steps", 0, r"max_steps must be an integer >= 1, got 0"),
+    ("eval_fraction", 0.0, r"eval_fraction must be strictly between 0 and 1, got 0.0"),
+    ("eval_fraction", 1, r"eval_fraction must be strictly between 0 and 1, got 1"),
+    ("dtype", "int8", r"dtype must be one of float32, bfloat16, float16, got 'int8'"),
+])
+def test_bad_parameters_fail_before_any_work(tiny_ref, tmp_path, option, value, message):
+    prompts, queries = pairs(6)
+    with pytest.raises(InvalidParameterError, match=message):
+        finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path, **{**FAST, option: value})
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_too_few_rows_to_train_and_evaluate_is_an_error(tiny_ref, tmp_path):
+    prompts, queries = pairs(2)
+    with pytest.raises(InvalidParameterError, match=r"with 2 rows and k=2, a fold trains on 1 row"):
+        finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path, **FAST)
+
+
+def test_global_batch_must_divide_over_processes():
+    kwargs = dict(k=2, max_steps=1, learning_rate=2e-5, eval_steps=1, eval_fraction=0.1, patience=1,
+                  dtype="float32", score_batch_size=1, max_batch_tokens=1)
+    finetune._check_parameters(4, batch_size=4, num_processes=2, **kwargs)
+    with pytest.raises(InvalidParameterError, match=r"batch_size \(5\).*divisible.*\(2\)"):
+        finetune._check_parameters(4, batch_size=5, num_processes=2, **kwargs)
+
+
+def test_queries_without_tokens_reach_the_caller_unchanged(tiny_ref, tmp_path):
+    prompts, queries = pairs(6)
+    with pytest.raises(EmptyTextError, match=r"row 2: the query '' has no tokens"):
+        finetune_scores(prompts, queries[:2] + [""] + queries[3:], model_ref=tiny_ref, work_dir=tmp_path, **FAST)
+    too_long = " word" * 200  # the tiny model's context is 128 tokens
+    with pytest.raises(InvalidParameterError, match=r"row 1: .*no query tokens would be left after truncation"):
+        finetune_scores(prompts, queries[:1] + [too_long] + queries[2:], model_ref=tiny_ref, work_dir=tmp_path,
+                        **FAST)
+
+
+def test_tokenizer_without_pad_uses_eos_and_without_both_is_an_error(tiny_model_dir, tmp_path):
+    no_pad = resolve_model(str(_copy_model(tiny_model_dir, tmp_path / "no-pad", pad_token=None)))
+    tokenizer = finetune._load_tokenizer(no_pad)
+    assert tokenizer.pad_token_id == tokenizer.eos_token_id is not None
+
+    neither = resolve_model(str(_copy_model(tiny_model_dir, tmp_path / "neither", pad_token=None, eos_token=None)))
+    prompts, queries = pairs(6)
+    with pytest.raises(ModelLoadError, match=r"tokenizer of '.*neither'.* neither a pad nor an EOS token"):
+        finetune_scores(prompts, queries, model_ref=neither, work_dir=tmp_path / "w", **FAST)
+
+
+# -- several processes ------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_two_processes_train_the_same_models_and_scores_as_one(tiny_ref, tmp_path):
+    n_rows = 24
+    out = tmp_path / "reports"
+    reports = run_two_processes("finetune_worker.py", tiny_ref.path, tmp_path / "work2", out, n_rows, out=out)
+    assert [r["rank"] for r in reports] == [0, 1]
+    assert all(r["num_processes"] == 2 == r["run_num_processes"] for r in reports)
+    assert all("gloo" in r["backend"] for r in reports)
+    assert reports[0]["scores"] == reports[1]["scores"]  # gathered to every process
+
+    prompts, queries = pairs(n_rows)
+    single = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "work1", **FINETUNE_KWARGS)
+    assert reports[0]["folds"] == single.folds.tolist()
+    # Same global batches; the gradient all-reduce sums in another order: measured ~2e-6.
+    np.testing.assert_allclose(reports[0]["scores"], single.scores, rtol=0, atol=1e-5)
+    for two, one in zip(reports[0]["fold_reports"], single.fold_reports):
+        assert two["num_processes"] == 2 and one["num_processes"] == 1
+        assert two["param_checksum"] == pytest.approx(one["param_checksum"], abs=1e-5)
+        assert two["best_step"] == one["best_step"] and two["steps"] == one["steps"]
+        np.testing.assert_allclose([l for _, l in two["eval_losses"]], [l for _, l in one["eval_losses"]], atol=1e-5)
+
+
+# -- the real model -------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_fine_tuning_smollm2_on_snli_changes_scores_and_fits_the_training_rows(smollm2, tmp_path, monkeypatch):
+    from loading_scripts import snli
+    from split_builders.prompts import render_all, resolve_template
+
+    source = snli.sample()
+    source.dataset = source.dataset.select(range(48))
+    prompts, queries = render_all(resolve_template("snli", task="snli", prompt_field=None, query_field=None), source)
+    prompted = LikelihoodScorer(smollm2.model, smollm2.tokenizer, batch_size=16).score(prompts, queries)
+
+    fitted = {}  # per fold: s(x) of the rows it trained on, under the fine-tuned model
+    real_fit = finetune._fit
+    steps, batch_size = 3, 4
+
+    def fit(model_ref, encoded, *, fit_rows, fold, **kwargs):
+        trainer, model = real_fit(model_ref, encoded, fit_rows=fit_rows, fold=fold, **kwargs)
+        model.eval()
+        trained = np.unique(training_schedule(fit_rows, steps=steps, batch_size=batch_size, seed=0, fold=fold))
+        scorer = LikelihoodScorer(model, smollm2.tokenizer, batch_size=16)
+        fitted[fold] = (trained, scorer.score([prompts[i] for i in trained], [queries[i] for i in trained]))
+        return trainer, model
+
+    monkeypatch.setattr(finetune, "_fit", fit)
+    run = finetune_scores(prompts, queries, model_ref=smollm2.ref, work_dir=tmp_path, k=2, seed=0, max_steps=steps,
+                          batch_size=batch_size, eval_steps=steps, score_batch_size=16, device="cpu", progress=False)
+
+    assert run.scores.shape == (48,) and np.isfinite(run.scores).all()
+    # Held-out rows are scored by the fine-tuned models: they learn SNLI's form (and the EOS after the
+    # hypothesis), so held-out pairs become more likely too (measured: +7.5 nats on average).
+    assert (run.scores - prompted).mean() > 1.0
+    for fold, (rows, scores) in fitted.items():
+        # The loss on the rows trained on went down (measured: +10 and +13 nats of s(x) per row).
+        assert scores.mean() > prompted[rows].mean() + 3.0
+        assert len(rows) == steps * batch_size  # 22 training rows: the 12 visited are all distinct
+        assert run.fold_reports[fold]["steps"] == steps == run.fold_reports[fold]["best_step"]
+
+
+def test_cli_builds_prompted_and_finetuned_configs_side_by_side(tiny_model_dir, tmp_path, hf_cache, capsys):
+    """``resplit likelihood --finetune``: ll_split* from the cross-fitted scores beside ll_split_pt*,
+    the card comparing the two signals, and the column equal to a direct finetune_scores run."""
+    import datasets
+
+    from split_builders.cli import main
+    from split_builders.likelihood import LikelihoodSplitter
+    from split_builders.pipeline import FINETUNE_TEMPLATE
+    from split_builders.prompts import render_all, resolve_template
+
+    out = tmp_path / "release"
+    args = ["likelihood", "--source", "snli-sample", "--limit", "90", "--lm", str(tiny_model_dir), "--device", "cpu",
+            "--dev-size", "9", "--test-size", "9", "--finetune", "--folds", "2", "--finetune-seed", "5",
+            "--max-steps", "3", "--finetune-batch-size", "4", "--eval-steps", "2",
+            "--finetune-dir", str(tmp_path / "folds"), "--cache-dir", str(tmp_path / "scores"),
+            "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    assert "fine-tuned 2-fold" in capsys.readouterr().out
+    card = (out / "README.md").read_text()
+    for config in ("ll_split_pt", "ll_split_pt_len", "ll_split_pt_reverse", "ll_split", "ll_split_len",
+                   "ll_split_reverse", "random", "length"):
+        assert f"config_name: {config}\n" in card
+    assert "Pearson correlation **" in card and "ll_split_pt vs ll_split" in card and "fold 1: 3 steps" in card
+
+    loaded = datasets.load_dataset(str(out), "ll_split", cache_dir=hf_cache)
+    rows = datasets.concatenate_datasets([loaded[s] for s in ("train", "validation", "test")])
+    rows = rows.select(np.argsort(np.asarray(rows["source_id"])))
+    # The column is what finetune_scores gives on its own (recomputed in a fresh work folder).
+    from loading_scripts import load_source
+
+    source = load_source("snli-sample")
+    source.dataset = source.dataset.select(range(90))
+    prompts, queries = render_all(resolve_template(FINETUNE_TEMPLATE["snli"], task="snli", prompt_field=None,
+                                                   query_field=None), source)
+    direct = finetune_scores(prompts, queries, model_ref=resolve_model(str(tiny_model_dir)),
+                             work_dir=tmp_path / "again", k=2, seed=5, max_steps=3, batch_size=4, eval_steps=2,
+                             device="cpu", progress=False)
+    np.testing.assert_array_equal(np.asarray(rows["score_finetuned"]), direct.scores)
+    np.testing.assert_array_equal(np.asarray(rows["fold"]), direct.folds)
+    assert not np.array_equal(np.asarray(rows["score_finetuned"]), np.asarray(rows["score"]))
+    # ll_split holds out what the splitter picks from the fine-tuned scores, not the prompted ones.
+    _, dev, test = LikelihoodSplitter(dev_size=9, test_size=9, random_state=42).split(
+        direct.scores, source.labels())
+    held_out = set(np.asarray(rows["source_id"])[np.concatenate([dev, test])].tolist())
+    assert set(loaded["validation"]["source_id"]) | set(loaded["test"]["source_id"]) == held_out
+
+
+def test_finetune_and_given_scores_exclude_each_other(tmp_path, capsys):
+    from split_builders.cli import main
+
+    np.save(tmp_path / "s.npy", np.zeros(1964))
+    code = main(["likelihood", "--scores", str(tmp_path / "s.npy"), "--finetune", "--out", str(tmp_path / "o")])
+    assert code == 2 and "either --finetune or --scores" in capsys.readouterr().err
