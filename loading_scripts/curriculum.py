@@ -3,8 +3,8 @@
 The release ships one zip per phenomenon, ``<name>.zip`` holding ``<name>/train.jsonl`` and
 ``<name>/val.jsonl`` (fields ``premise``, ``hypothesis``, ``gold_label``, ``idx``; a few add
 ``verb_frame``, ``index`` or ``uid``). Zips are read in place with :mod:`zipfile`; macOS ``__MACOSX``
-entries are ignored. Users online can download the original zips from
-``https://github.com/eric11eca/curriculum-ling`` (``tasks/<name>.zip``) and pass their folder.
+entries are ignored. Users online can pass the original release's URL (:data:`BASE_URL`) instead of
+a folder: the zips are downloaded once into the resplit cache (:func:`download_zips`).
 
 Canonical rows per phenomenon: ``source_id`` (0-based position in train then validation), ``idx``
 (the release's own id within its file), ``premise``, ``hypothesis``, ``label`` (``ClassLabel``).
@@ -31,7 +31,7 @@ import datasets
 from loading_scripts.recast import THREE_WAY, TWO_WAY, normalise_label
 from split_builders.errors import InvalidParameterError, SourceLoadError
 
-URL = "https://github.com/eric11eca/curriculum-ling/raw/main/tasks/{name}.zip"
+BASE_URL = "https://github.com/eric11eca/curriculum-ling/raw/main/tasks"  # <name>.zip below it
 LICENSE = "mit"
 SPLIT_FILES = {"train": "train.jsonl", "validation": "val.jsonl"}
 CITATION = (
@@ -183,8 +183,53 @@ def read_phenomenon(path, *, info: dict | None = None) -> Phenomenon:
                       split_sizes={split: len(rows) for split, rows in raw.items()}, report=report)
 
 
+def download_zips(base_url: str, names, *, cache_dir=None) -> Path:
+    """Fetch ``<base_url>/<name>.zip`` for every name into a cache folder (once) and return it.
+
+    Each zip is written to a temporary file, checked to be a readable zip, then moved into place,
+    so an interrupted download never leaves a truncated file that a later run would trust.
+    """
+    import hashlib
+    import os
+    import tempfile
+    import urllib.error
+    import urllib.request
+
+    from split_builders.models import cache_root
+
+    base_url = base_url.rstrip("/")
+    folder = Path(cache_dir) if cache_dir else cache_root() / "curriculum" / hashlib.sha256(base_url.encode()).hexdigest()[:12]
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        target = folder / f"{name}.zip"
+        if target.is_file():
+            continue
+        url = f"{base_url}/{name}.zip"
+        handle, temporary = tempfile.mkstemp(prefix=f"{name}.", suffix=".part", dir=folder)
+        try:
+            with os.fdopen(handle, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
+                while chunk := response.read(1 << 20):
+                    out.write(chunk)
+            if not zipfile.is_zipfile(temporary):
+                raise SourceLoadError(f"{url} is not a zip file")
+            os.replace(temporary, target)
+        except (urllib.error.URLError, OSError) as error:
+            raise SourceLoadError(f"cannot download {url}: {getattr(error, 'reason', error)}; download the zips "
+                                  "yourself and pass their folder with --data") from None
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    return folder
+
+
 def read_curriculum(data_dir, *, phenomena=None) -> list[Phenomenon]:
-    """Every phenomenon of ``data_dir`` (or the named ``phenomena``), in the order of the zips' names."""
+    """Every phenomenon of ``data_dir`` (or the named ``phenomena``), in the order of the zips' names.
+
+    ``data_dir`` may also be a URL prefix holding ``<name>.zip`` files (such as :data:`BASE_URL`): the
+    named phenomena (default: all 36 of the release) are downloaded once into the resplit cache.
+    """
+    if str(data_dir).startswith(("http://", "https://")):
+        data_dir = download_zips(str(data_dir), phenomena or list(CATALOGUE))
     zips = find_zips(data_dir)
     tasks = read_tasks_json(data_dir)
     if phenomena is not None:

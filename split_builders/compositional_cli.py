@@ -22,6 +22,8 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("--reference", action="store_true",
                         help="TMCD by Shaw et al.'s first-improvement greedy (1000 iterations; reproduces tmcd_1.json)")
     parser.add_argument("--iterations", type=int, default=50_000, help="annealing steps of the TMCD search")
+    parser.add_argument("--max-atom-divergence", type=float, default=0.05,
+                        help="upper bound on the train/test atom divergence the TMCD search keeps (default 0.05)")
     parser.add_argument("--validation-size", type=int, default=0, help="rows of test moved to a validation split")
     parser.add_argument("--lexical", action="store_true", help="add <config>_rstr and <config>_rcvcv wug-word variants")
     parser.add_argument("--no-published", action="store_true", help="leave out the splits published with the dataset")
@@ -37,7 +39,8 @@ def run(args) -> int:
     result = build_compositional(
         args.source, out=args.out, target_language=args.target_language, train_size=args.train_size,
         seed=args.seed, configs=tuple(c.strip() for c in args.configs.split(",") if c.strip()),
-        reference=args.reference, n_iterations=args.iterations, validation_size=args.validation_size,
+        reference=args.reference, n_iterations=args.iterations,
+        max_atom_divergence=args.max_atom_divergence, validation_size=args.validation_size,
         lexical=args.lexical, published=not args.no_published, scores=args.scores, overwrite=args.overwrite)
     if result["unparseable"]:
         print(f"{result['unparseable']} unparseable program(s) excluded (listed in the card)")

@@ -66,6 +66,7 @@ def _with_validation(train, test, validation_size: int, rng) -> dict:
 
 def build_compositional(source: str, *, out, target_language: str | None = None, train_size=None,
                         seed: int = 1, configs=("tmcd",), reference: bool = False, n_iterations: int = 50_000,
+                        max_atom_divergence: float = 0.05,
                         validation_size: int = 0, lexical: bool = False, published: bool = True,
                         scores: str | None = None, overwrite: bool = False) -> dict:
     """Build the release folder; returns per-config figures (sizes, divergences, seconds)."""
@@ -101,7 +102,8 @@ def build_compositional(source: str, *, out, target_language: str | None = None,
                       "search": "reference first-improvement greedy (Shaw et al. 2021)", **info}
             what = "TMCD, Shaw et al.'s reference search reproduced choice for choice"
         elif name == "tmcd":
-            splitter = TMCDSplitter(train_size=n_train, n_iterations=n_iterations, random_state=seed)
+            splitter = TMCDSplitter(train_size=n_train, n_iterations=n_iterations,
+                                    max_atom_divergence=max_atom_divergence, random_state=seed)
             tr, te = splitter.split(atoms_p, compounds_p)
             params = {**splitter.get_params(), "atom_swaps": splitter.atom_swaps_}
             what = "TMCD: compound divergence maximised under the atom constraint, atom divergence <= 0.05"

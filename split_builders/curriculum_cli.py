@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from loading_scripts.curriculum import BASE_URL
+
 
 def add_parsers(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -12,8 +14,9 @@ def add_parsers(subparsers) -> None:
                     "(train, validation) and a <phenomenon>_hypothesis_only variant. With --pvi, also "
                     "<phenomenon>_simple/_hard/_simple_to_hard/_hard_to_simple configs and I_V in the card.")
     parser.add_argument("--data", required=True,
-                        help="folder with the zips (or its parent holding tasks/ and tasks.json); download "
-                             "them from https://github.com/eric11eca/curriculum-ling/tree/main/tasks")
+                        help="folder with the zips (or its parent holding tasks/ and tasks.json), or a URL "
+                             "prefix holding <name>.zip files, e.g. " + BASE_URL + " (downloaded once into "
+                             "$RESPLIT_CACHE/curriculum)")
     parser.add_argument("--phenomena", help="comma-separated subset (default: every zip)")
     parser.add_argument("--no-hypothesis-only", action="store_true", help="skip the hypothesis-only variants")
     parser.add_argument("--pvi", action="store_true",

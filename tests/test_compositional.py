@@ -132,3 +132,27 @@ def test_likelihood_configs_sit_beside_tmcd(geo_file, tmp_path, hf_cache):
     assert main(["tmcd", "--source", str(geo_file), "--train-size", "440", "--iterations", "200",
                  "--scores", str(scores), "--out", str(out)]) == 0
     assert {"tmcd", "ll_split", "ll_split_reverse"} <= set(datasets.get_dataset_config_names(str(out)))
+
+
+def test_atom_divergence_bound_is_an_option_and_is_kept(geo_file, tmp_path, hf_cache, capsys):
+    import datasets
+
+    from split_builders.atoms import funql_atoms
+    from split_builders.compounds import compounds_by_row
+    from split_builders.divergence import split_divergences
+
+    out = tmp_path / "tight"
+    assert main(["tmcd", "--source", str(geo_file), "--train-size", "440", "--iterations", "2000",
+                 "--max-atom-divergence", "0.02", "--no-published", "--out", str(out)]) == 0
+    loaded = datasets.load_dataset(str(out), "tmcd", cache_dir=hf_cache)
+    targets = list(loaded["train"]["target"]) + list(loaded["test"]["target"])
+    atoms = [funql_atoms(t) for t in targets]
+    compounds = compounds_by_row(targets, "funql")
+    n_train = len(loaded["train"])
+    figures = split_divergences(list(range(n_train)), list(range(n_train, len(targets))), atoms, compounds)
+    assert figures["atom_divergence"] <= 0.02 + 1e-9
+    assert figures["test_rows_with_unseen_atom"] == 0
+    capsys.readouterr()
+    assert main(["tmcd", "--source", str(geo_file), "--train-size", "440", "--max-atom-divergence", "0",
+                 "--out", str(tmp_path / "bad")]) == 2
+    assert "max_atom_divergence must be in (0, 1]" in capsys.readouterr().err

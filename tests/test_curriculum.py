@@ -160,3 +160,47 @@ def test_release_configs_with_own_rows_need_train_and_an_evaluation_split(tmp_pa
         write_release(tmp_path / "o", None, [ConfigSplit("x", {"train": [0], "validation": [1]}, "m")],
                       provenance={}, render_card=lambda *_: "")
     assert not (tmp_path / "o").exists()
+
+
+@pytest.fixture()
+def zip_server(curriculum):
+    """A local HTTP server serving the released zips (a stand-in for the original URL; no network)."""
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(curriculum / "tasks"))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_zips_by_url_are_downloaded_once_and_read_like_the_folder(curriculum, zip_server, tmp_path, monkeypatch):
+    from loading_scripts.curriculum import download_zips
+
+    monkeypatch.setenv("RESPLIT_CACHE", str(tmp_path / "cache"))
+    names = ["verbnet", "entailment_tree"]
+    online = read_curriculum(zip_server, phenomena=names)
+    local = read_curriculum(curriculum, phenomena=names)
+    for got, expected in zip(online, local):
+        assert got.name == expected.name and got.label_set == expected.label_set
+        assert got.rows.to_list() == expected.rows.to_list()
+    cached = sorted((tmp_path / "cache" / "curriculum").rglob("*.zip"))
+    assert [p.name for p in cached] == ["entailment_tree.zip", "verbnet.zip"]
+    assert not list((tmp_path / "cache").rglob("*.part"))
+    # Cached: a second call reads the files already there, even with the server unreachable.
+    assert download_zips(zip_server, names) == cached[0].parent
+    assert download_zips("http://127.0.0.1:9", names, cache_dir=cached[0].parent) == cached[0].parent
+
+
+def test_a_failed_download_is_one_line_and_leaves_no_partial_file(tmp_path, zip_server, capsys, monkeypatch):
+    monkeypatch.setenv("RESPLIT_CACHE", str(tmp_path / "cache"))
+    code = main(["curriculum", "--data", zip_server, "--phenomena", "no_such_phenomenon", "--out", str(tmp_path / "o")])
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "cannot download" in error and "no_such_phenomenon.zip" in error and "Traceback" not in error
+    assert not list((tmp_path / "cache").rglob("*.part")) and not list((tmp_path / "cache").rglob("*.zip"))
