@@ -156,3 +156,26 @@ def test_atom_divergence_bound_is_an_option_and_is_kept(geo_file, tmp_path, hf_c
     assert main(["tmcd", "--source", str(geo_file), "--train-size", "440", "--max-atom-divergence", "0",
                  "--out", str(tmp_path / "bad")]) == 2
     assert "max_atom_divergence must be in (0, 1]" in capsys.readouterr().err
+
+
+def test_scan_compounds_see_what_the_mcd_splits_vary(shared):
+    """The released MCD splits maximise compound divergence under Keysers et al.'s compounds (about
+    0.7); ours, parsed by SCAN's grammar, should rank them far above random and the simple split."""
+    from loading_scripts import scan
+    from split_builders.compounds import scan_compounds
+    from split_builders.divergence import compound_divergence
+    from split_builders.errors import UnparseableProgramError
+
+    source = scan.load(shared / "data" / "scan")
+    compounds = [scan_compounds(command) for command in source.inputs]
+    for name in ("mcd1", "mcd2", "mcd3"):
+        split = source.published[name]
+        assert compound_divergence(split["train"], split["test"], compounds) > 0.6
+    simple = source.published["simple"]
+    assert compound_divergence(simple["train"], simple["test"], compounds) < 0.01
+    order = np.random.default_rng(0).permutation(len(compounds))
+    assert compound_divergence(order[:8000], order[8000:9000], compounds) < 0.05
+    assert scan_compounds("jump around left twice after walk")["V:around( jump , left )"] == 1
+    for bad in ("jump twice around", "turn", "left jump", "walk and"):
+        with pytest.raises(UnparseableProgramError):
+            scan_compounds(bad)
