@@ -281,6 +281,7 @@ def _param_checksum(model) -> float:
 
 def _training_arguments(output_dir: Path, *, hp: dict, seed: int, dtype: str, device, num_processes: int,
                         progress: bool):
+    import torch
     from transformers import TrainingArguments
 
     return TrainingArguments(
@@ -315,6 +316,7 @@ def _training_arguments(output_dir: Path, *, hp: dict, seed: int, dtype: str, de
         bf16=(dtype == "bfloat16"),
         fp16=(dtype == "float16"),
         dataloader_num_workers=0,
+        dataloader_pin_memory=device != "cpu" and torch.cuda.is_available(),  # pinning needs an accelerator
         ddp_find_unused_parameters=False,  # every parameter gets a gradient: skip the extra graph walk
     )
 

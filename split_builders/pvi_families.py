@@ -255,9 +255,10 @@ class TransformersFamily:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         try:
-            tokenizer = AutoTokenizer.from_pretrained(self.model, revision=self.revision)
+            tokenizer = AutoTokenizer.from_pretrained(self.model, revision=self.revision, trust_remote_code=False)
             model = AutoModelForSequenceClassification.from_pretrained(
-                self.model, revision=self.revision, num_labels=n_classes, ignore_mismatched_sizes=True)
+                self.model, revision=self.revision, num_labels=n_classes, ignore_mismatched_sizes=True,
+                trust_remote_code=False)
         except (OSError, ValueError) as error:
             raise ModelLoadError(f"cannot load sequence classifier {self.model!r}: {error}") from None
         return tokenizer, model
