@@ -93,3 +93,29 @@ def run_two_processes(worker: str, *args, out: Path) -> list:
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads((out / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+
+
+HUB_TOKEN = "hf_test_write_token"  # the write token the local Hub server accepts
+
+
+@pytest.fixture()
+def hub(tmp_path):
+    """A local Hub API server (tests/hub_server.py) accepting :data:`HUB_TOKEN`."""
+    from hub_server import HubServer
+
+    server = HubServer(tmp_path / "hub", tokens=[HUB_TOKEN]).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def hub_env(hub, tmp_path, token=HUB_TOKEN) -> dict:
+    """Environment of a subprocess whose huggingface_hub / datasets / evaluate talk to ``hub``, online
+    (they read the endpoint and the offline switches once, at import)."""
+    env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf-home"),
+           "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0", "HF_EVALUATE_OFFLINE": "0",
+           "TRANSFORMERS_OFFLINE": "0", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    env.pop("HF_TOKEN", None)
+    if token:
+        env["HF_TOKEN"] = token
+    return env

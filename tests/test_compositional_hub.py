@@ -6,7 +6,6 @@ server (huggingface_hub and datasets read the endpoint and the offline switches 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,7 +14,6 @@ from pathlib import Path
 import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from loading_scripts.compositional import guess_target_language
 from loading_scripts.scan import read_tasks
@@ -23,24 +21,7 @@ from split_builders.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from hub_server import HubServer  # noqa: E402
-
-TOKEN = "hf_test_write_token"
-
-
-@pytest.fixture()
-def hub(tmp_path):
-    server = HubServer(tmp_path / "hub", tokens=[TOKEN]).start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-def _online_env(hub, tmp_path) -> dict:
-    env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf-home"), "HF_TOKEN": TOKEN,
-           "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
-    return env
-
+from conftest import hub_env  # noqa: E402
 
 def test_scan_from_the_hub_is_split_like_the_local_copy(shared, hub, tmp_path, hf_cache):
     pairs = read_tasks(shared / "data" / "scan" / "tasks.txt.gz")[:300]
@@ -56,7 +37,7 @@ def test_scan_from_the_hub_is_split_like_the_local_copy(shared, hub, tmp_path, h
         api.create_repo("org/scan", repo_type="dataset")
         api.upload_folder(folder_path={str(folder.parent)!r}, repo_id="org/scan", repo_type="dataset")
     """)
-    env = _online_env(hub, tmp_path)
+    env = hub_env(hub, tmp_path)
     done = subprocess.run([sys.executable, "-c", upload], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     out = tmp_path / "release"

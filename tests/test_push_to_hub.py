@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -29,9 +28,9 @@ from split_builders.release import ConfigSplit, write_release
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "push_to_hub.py"
 sys.path.insert(0, str(REPO / "tests"))
-from hub_server import HubServer  # noqa: E402
+from conftest import HUB_TOKEN, hub_env  # noqa: E402
 
-TOKEN = "hf_test_write_token"
+TOKEN = HUB_TOKEN
 
 
 def _build(reference, out, seed):
@@ -51,22 +50,7 @@ def releases(likelihood_reference, tmp_path_factory):
     return root / "v1" / "snli-likelihood", root / "v2" / "snli-likelihood"
 
 
-@pytest.fixture()
-def hub(tmp_path):
-    server = HubServer(tmp_path / "hub", tokens=[TOKEN]).start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-def _env(hub, tmp_path, token=TOKEN) -> dict:
-    env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf-home"),
-           "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0", "HF_EVALUATE_OFFLINE": "0",
-           "TRANSFORMERS_OFFLINE": "0", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
-    env.pop("HF_TOKEN", None)
-    if token:
-        env["HF_TOKEN"] = token
-    return env
+_env = hub_env
 
 
 def _push(env, *args):
