@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from loading_scripts.compositional import CompositionalSource, rows_dataset
+from loading_scripts.compositional import CompositionalSource, guess_target_language, rows_dataset
 from split_builders.atoms import atoms_by_row
 from split_builders.compounds import compounds_by_row
 from split_builders.divergence import split_divergences
@@ -41,9 +41,9 @@ def load_compositional(source: str) -> CompositionalSource:
         if path.name.startswith("geoquery_nqg"):
             return geoquery.load(path)
         pairs = read_pairs(path)
-        language = "sql" if pairs[0][1].lower().startswith("select") else "funql"
-        return CompositionalSource(rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=str(path),
-                                   target_language=language, source_id_note=SOURCE_ID_NOTE)
+        targets = [p[1] for p in pairs]
+        return CompositionalSource(rows_dataset([p[0] for p in pairs], targets), name=str(path),
+                                   target_language=guess_target_language(targets), source_id_note=SOURCE_ID_NOTE)
     if "/" in source and not source.startswith((".", "/", "~")):
         from loading_scripts.compositional import from_hub
 

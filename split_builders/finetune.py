@@ -263,13 +263,10 @@ def _context_length(model_ref) -> int:
 def _load_trainable(model_ref):
     """The model in float32 with gradients (mixed precision, if asked, is the Trainer's job)."""
     import torch
-    from transformers import AutoModelForCausalLM
 
-    try:
-        return AutoModelForCausalLM.from_pretrained(model_ref.path, dtype=torch.float32, trust_remote_code=False)
-    except (OSError, ValueError) as error:
-        raise ModelLoadError(f"cannot load the language model {model_ref.name!r} from {model_ref.path}: "
-                             f"{str(error).splitlines()[0][:300]}") from None
+    from split_builders.models import load_causal_lm
+
+    return load_causal_lm(model_ref, dtype=torch.float32)
 
 
 def _param_checksum(model) -> float:

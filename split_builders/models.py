@@ -174,19 +174,34 @@ def ensure_local(ref: ModelRef) -> Path:
     return ref.path
 
 
+def _load_error(ref: ModelRef, error: Exception) -> ModelLoadError:
+    return ModelLoadError(f"cannot load the language model {ref.name!r} from {ref.path}: "
+                          f"{str(error).splitlines()[0][:300]}")
+
+
+def load_causal_lm(ref: ModelRef, *, dtype=None):
+    """The resolved causal LM as ``transformers`` loads it (train mode, with gradients; never
+    remote code). :func:`load_model` makes an inference copy of it; fine-tuning trains it."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    ensure_local(ref)
+    try:
+        return AutoModelForCausalLM.from_pretrained(ref.path, dtype=dtype or torch.float32, trust_remote_code=False)
+    except (OSError, ValueError) as error:
+        raise _load_error(ref, error) from None
+
+
 def load_model(ref: ModelRef, *, dtype=None, device=None) -> LoadedModel:
     """Load a resolved model for inference (``eval()``, no gradients, never remote code)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     ensure_local(ref)
     try:
         tokenizer = AutoTokenizer.from_pretrained(ref.path, trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=dtype or torch.float32,
-                                                     trust_remote_code=False)
     except (OSError, ValueError) as error:
-        raise ModelLoadError(f"cannot load the language model {ref.name!r} from {ref.path}: "
-                             f"{str(error).splitlines()[0][:300]}") from None
+        raise _load_error(ref, error) from None
+    model = load_causal_lm(ref, dtype=dtype)
     model.eval()
     model.requires_grad_(False)
     if device is not None:

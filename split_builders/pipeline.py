@@ -74,7 +74,7 @@ class _Tuned:
         return f"steps per fold {steps}{resumed}"
 
 
-def _finetuned_scores(src, options: FinetuneOptions, *, template, lm, lm_revision, dtype, device, progress) -> _Tuned:
+def _finetuned_scores(src, options: FinetuneOptions, *, template, ref, dtype, device, progress) -> _Tuned:
     """k-fold cross-fitted fine-tuned scores. The template is the task's unconditioned one (the
     fine-tuned LM learns the dataset, so SNLI's prompt does not name the label), or ``template``."""
     from split_builders.finetune import default_max_steps, finetune_scores
@@ -82,8 +82,6 @@ def _finetuned_scores(src, options: FinetuneOptions, *, template, lm, lm_revisio
     name = template if template is not None else FINETUNE_TEMPLATE.get(src.task)
     chosen = resolve_template(name, task=src.task, prompt_field=src.prompt_field, query_field=src.query_field)
     prompts, queries = render_all(chosen, src)
-    ref = resolve_model(lm, revision=lm_revision)
-    dtype = resolve_dtype(dtype, device)
     max_steps = options.max_steps if options.max_steps is not None else default_max_steps(src.task)
     work_dir = Path(options.work_dir) if options.work_dir else cache_root() / "finetune"
     run = finetune_scores(prompts, queries, model_ref=ref, work_dir=work_dir, k=options.k, seed=options.seed,
@@ -254,8 +252,9 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
     config_scores = {c.name: values for c in configs}
     tuned = None
     if finetune is not None:
-        tuned = _finetuned_scores(src, finetune, template=template, lm=lm, lm_revision=lm_revision,
-                                  dtype=dtype, device=device, progress=progress)
+        # The model and precision the prompted scores used: resolved (and hashed) once.
+        tuned = _finetuned_scores(src, finetune, template=template, ref=ref, dtype=dtype, device=device,
+                                  progress=progress)
         tuned_configs = likelihood_configs(tuned.scores, setting="finetuned", baselines=False, **split_options)
         config_scores.update({c.name: tuned.scores for c in tuned_configs})
         configs = [*configs[:-2], *tuned_configs, *configs[-2:]] if train_size is None else [*configs, *tuned_configs]
