@@ -8,14 +8,14 @@ and hashes match the card), then pushed as one commit and tagged ``vX.Y.Z``; the
 the version and a CHANGELOG section counting, per config, the rows that moved between splits since
 the previous version. ``--metric`` publishes a metric folder as a Space for ``evaluate.load``.
 Honours ``HF_TOKEN`` (or the stored login) and ``HF_ENDPOINT``; the token is never printed.
-Same as ``resplit push``; the work is done by ``split_builders.publish``.
+Same as ``resplit push``; the work is done by ``split_builders.release.publish``.
 """
 
 from __future__ import annotations
 
 import sys
 
-from split_builders.publish_cli import build_parser, run
+from split_builders.cli.publish import build_parser, run
 
 if __name__ == "__main__":
     sys.exit(run(build_parser(prog="push_to_hub.py", description=__doc__.split("\n\n")[0]).parse_args()))

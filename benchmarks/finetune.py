@@ -3,7 +3,7 @@
 1. A measurement: the default model (SmolLM2-135M) is fine-tuned for ``--steps`` optimizer steps
    of ``--batch`` SNLI examples on this machine, with the same encoding, collator (loss on the
    query + EOS only, position ids from the mask) and optimizer settings as
-   :func:`split_builders.finetune.finetune_scores` (AdamW, constant 2e-5). Prints training
+   :func:`split_builders.signals.lm.finetune.finetune_scores` (AdamW, constant 2e-5). Prints training
    tokens/s (real, unpadded tokens), examples/s, and the model FLOP/s that implies
    (6 x parameters x tokens).
 2. An estimate (arithmetic, nothing run): GPT-2 medium (355M parameters), k=3 cross-fitted
@@ -35,10 +35,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loading_scripts import load_source  # noqa: E402
-from split_builders.finetune import DEFAULT_MAX_STEPS, _Collator, _Examples  # noqa: E402
-from split_builders.models import ensure_local, resolve_model  # noqa: E402
-from split_builders.prompts import render_all, resolve_template  # noqa: E402
-from split_builders.scoring import encode, model_context_length  # noqa: E402
+from split_builders.signals.lm.finetune import DEFAULT_MAX_STEPS, _Collator, _Examples  # noqa: E402
+from split_builders.signals.lm.models import ensure_local, resolve_model  # noqa: E402
+from split_builders.signals.lm.prompts import render_all, resolve_template  # noqa: E402
+from split_builders.signals.lm.scoring import encode, model_context_length  # noqa: E402
 
 SNLI_PAIRS = 570_152  # train 550,152 + validation 10,000 + test 10,000
 GPT2_MEDIUM_PARAMS = 355e6

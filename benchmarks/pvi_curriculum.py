@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from loading_scripts.curriculum import find_zips, read_phenomenon, read_tasks_json  # noqa: E402
-from split_builders.pvi import CrossFitPVI  # noqa: E402
-from split_builders.pvi_families import HashedNgramFamily  # noqa: E402
+from split_builders.signals.pvi.crossfit import CrossFitPVI  # noqa: E402
+from split_builders.signals.pvi.families import HashedNgramFamily  # noqa: E402
 
 
 def cap(n_rows: int, labels: np.ndarray, max_rows: int | None, seed: int) -> np.ndarray:

@@ -38,9 +38,9 @@ from scipy.stats import spearmanr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loading_scripts import load_source  # noqa: E402
-from split_builders.models import load_model, resolve_model  # noqa: E402
-from split_builders.prompts import render_all, resolve_template  # noqa: E402
-from split_builders.scoring import LikelihoodScorer, encode, model_context_length  # noqa: E402
+from split_builders.signals.lm.models import load_model, resolve_model  # noqa: E402
+from split_builders.signals.lm.prompts import render_all, resolve_template  # noqa: E402
+from split_builders.signals.lm.scoring import LikelihoodScorer, encode, model_context_length  # noqa: E402
 
 SHARED_SNLI = Path(__file__).resolve().parents[2] / "shared" / "data" / "snli" / "snli_1.0_dev.jsonl.gz"
 

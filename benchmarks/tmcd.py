@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from split_builders.atoms import atoms_by_row
-from split_builders.compounds import compounds_by_row
-from split_builders.divergence import split_divergences
-from split_builders.tmcd import TMCDSplitter, reference_tmcd
+from split_builders.signals.programs.atoms import atoms_by_row
+from split_builders.signals.programs.compounds import compounds_by_row
+from split_builders.signals.programs.divergence import split_divergences
+from split_builders.splitters.tmcd import TMCDSplitter, reference_tmcd
 
 
 def main() -> None:

@@ -195,7 +195,7 @@ def download_zips(base_url: str, names, *, cache_dir=None) -> Path:
     import urllib.error
     import urllib.request
 
-    from split_builders.models import cache_root
+    from split_builders.signals.lm.models import cache_root
 
     base_url = base_url.rstrip("/")
     folder = Path(cache_dir) if cache_dir else cache_root() / "curriculum" / hashlib.sha256(base_url.encode()).hexdigest()[:12]
@@ -245,7 +245,7 @@ HYPOTHESIS_ONLY = "_hypothesis_only"
 
 def curriculum_configs(phenomena, *, hypothesis_only: bool = True) -> list:
     """One config per phenomenon (its own rows, train and validation) and its hypothesis-only variant."""
-    from split_builders.release import ConfigSplit
+    from split_builders.release.writer import ConfigSplit
 
     configs = []
     for p in phenomena:

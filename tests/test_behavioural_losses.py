@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from split_builders.behavioural_losses import (
+from split_builders.evaluation.losses import (
     directional_error, directional_loss, invariance_loss, mft_loss, sample_perturbation, soft_target,
 )
 from split_builders.errors import InvalidParameterError

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from split_builders.cli import main
-from split_builders.compositional import LongestToTestSplitter, TemplateSplitter, program_template
-from split_builders.lexical import WugReplacer
-from split_builders.tmcd import published_numbering
+from split_builders.splitters.compositional import LongestToTestSplitter, TemplateSplitter, program_template
+from split_builders.signals.programs.lexical import WugReplacer
+from split_builders.splitters.tmcd import published_numbering
 
 
 def test_spider_reader_recreates_the_nqg_rows(shared):
     from loading_scripts import spider
-    from split_builders.atoms import atoms_by_row
-    from split_builders.divergence import unseen_atom_rows
+    from split_builders.signals.programs.atoms import atoms_by_row
+    from split_builders.signals.programs.divergence import unseen_atom_rows
 
     src = spider.load(shared / "data" / "spider")
     published = json.loads((shared / "data/spider/splits_nqg/length_1.json").read_text())
@@ -137,9 +137,9 @@ def test_likelihood_configs_sit_beside_tmcd(geo_file, tmp_path, hf_cache):
 def test_atom_divergence_bound_is_an_option_and_is_kept(geo_file, tmp_path, hf_cache, capsys):
     import datasets
 
-    from split_builders.atoms import funql_atoms
-    from split_builders.compounds import compounds_by_row
-    from split_builders.divergence import split_divergences
+    from split_builders.signals.programs.atoms import funql_atoms
+    from split_builders.signals.programs.compounds import compounds_by_row
+    from split_builders.signals.programs.divergence import split_divergences
 
     out = tmp_path / "tight"
     assert main(["tmcd", "--source", str(geo_file), "--train-size", "440", "--iterations", "2000",
@@ -162,8 +162,8 @@ def test_scan_compounds_see_what_the_mcd_splits_vary(shared):
     """The released MCD splits maximise compound divergence under Keysers et al.'s compounds (about
     0.7); ours, parsed by SCAN's grammar, should rank them far above random and the simple split."""
     from loading_scripts import scan
-    from split_builders.compounds import scan_compounds
-    from split_builders.divergence import compound_divergence
+    from split_builders.signals.programs.compounds import scan_compounds
+    from split_builders.signals.programs.divergence import compound_divergence
     from split_builders.errors import UnparseableProgramError
 
     source = scan.load(shared / "data" / "scan")

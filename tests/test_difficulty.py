@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from split_builders.difficulty import DifficultySplitter, difficulty_indices, shuffle_split, simple_mask
+from split_builders.splitters.difficulty import DifficultySplitter, difficulty_indices, shuffle_split, simple_mask
 from split_builders.errors import InvalidParameterError
 
 

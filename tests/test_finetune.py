@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import torch
 
-from split_builders import finetune
+from split_builders.signals.lm import finetune
 from split_builders.errors import EmptyTextError, InvalidParameterError, ModelLoadError
-from split_builders.finetune import finetune_scores, work_key
-from split_builders.kfold import assign_folds, holdout, training_schedule
-from split_builders.models import resolve_model
-from split_builders.scoring import LikelihoodScorer, encode
+from split_builders.signals.lm.finetune import finetune_scores, work_key
+from split_builders.signals.lm.kfold import assign_folds, holdout, training_schedule
+from split_builders.signals.lm.models import resolve_model
+from split_builders.signals.lm.scoring import LikelihoodScorer, encode
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
@@ -60,7 +60,7 @@ def smollm2_tokenizer():
     """The SmolLM2 tokenizer (offline, from the converted default model)."""
     from transformers import AutoTokenizer
 
-    from split_builders.models import ensure_local
+    from split_builders.signals.lm.models import ensure_local
 
     return AutoTokenizer.from_pretrained(ensure_local(resolve_model(None)))
 
@@ -313,7 +313,7 @@ def test_two_processes_train_the_same_models_and_scores_as_one(tiny_ref, tmp_pat
 @pytest.mark.slow
 def test_fine_tuning_smollm2_on_snli_changes_scores_and_fits_the_training_rows(smollm2, tmp_path, monkeypatch):
     from loading_scripts import snli
-    from split_builders.prompts import render_all, resolve_template
+    from split_builders.signals.lm.prompts import render_all, resolve_template
 
     source = snli.sample()
     source.dataset = source.dataset.select(range(48))
@@ -353,9 +353,9 @@ def test_cli_builds_prompted_and_finetuned_configs_side_by_side(tiny_model_dir, 
     import datasets
 
     from split_builders.cli import main
-    from split_builders.likelihood import LikelihoodSplitter
-    from split_builders.pipeline import FINETUNE_TEMPLATE
-    from split_builders.prompts import render_all, resolve_template
+    from split_builders.splitters.likelihood import LikelihoodSplitter
+    from split_builders.methods.likelihood import FINETUNE_TEMPLATE
+    from split_builders.signals.lm.prompts import render_all, resolve_template
 
     out = tmp_path / "release"
     args = ["likelihood", "--source", "snli-sample", "--limit", "90", "--lm", str(tiny_model_dir), "--device", "cpu",

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from split_builders.errors import InvalidParameterError
-from split_builders.lengths import quantile_buckets, word_length, word_lengths
+from split_builders.signals.lengths import quantile_buckets, word_length, word_lengths
 
 
 def test_word_length_matches_nltk_word_tokenize_on_one_sentence():

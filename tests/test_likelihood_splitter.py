@@ -9,7 +9,7 @@ import pytest
 from loading_scripts import load_source
 from split_builders import LengthSplitter, LikelihoodSplitter, RandomSplitter
 from split_builders.errors import InvalidParameterError
-from split_builders.lengths import word_lengths
+from split_builders.signals.lengths import word_lengths
 
 TASKS = {"snli": (("premise", "hypothesis", "gold_label"), 200), "boolq": (("passage", "question", "label"), 150)}
 

@@ -1,4 +1,4 @@
-"""Publishing (push_to_hub.py, split_builders.publish) against the local Hub server.
+"""Publishing (push_to_hub.py, split_builders.release.publish) against the local Hub server.
 
 The round trip runs the real commands in subprocesses with ``HF_ENDPOINT`` pointing at the server:
 huggingface_hub, datasets and evaluate read their endpoint and offline switches once at import, and
@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from split_builders import publish
-from split_builders.pipeline import build_likelihood
-from split_builders.release import ConfigSplit, write_release
+from split_builders.release import publish
+from split_builders.methods.likelihood import build_likelihood
+from split_builders.release.writer import ConfigSplit, write_release
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "push_to_hub.py"
@@ -142,7 +142,7 @@ def test_two_versions_round_trip_through_the_real_clients(releases, hub, tmp_pat
 
 
 def test_dry_run_checks_the_folder(tmp_path, capsys):
-    from split_builders.publish_cli import build_parser, run
+    from split_builders.cli.publish import build_parser, run
 
     def main(*argv):
         return run(build_parser("push_to_hub.py", "").parse_args([str(a) for a in argv]))

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from split_builders.errors import InvalidParameterError
-from split_builders.pvi import (CrossFitPVI, bits, group_folds, prior_entropy, pvi, stratified_folds,
+from split_builders.signals.pvi.crossfit import (CrossFitPVI, bits, group_folds, prior_entropy, pvi, stratified_folds,
                                 v_information)
-from split_builders.pvi_families import HashedNgramFamily
+from split_builders.signals.pvi.families import HashedNgramFamily
 
 REFERENCE_FILES = {  # file -> mean PVI stated in reference/pvi/README.md
     "bert-base-cased_cola_id_dev_std.csv": 0.3082,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from split_builders.errors import InvalidParameterError, ModelLoadError
-from split_builders.pvi import CrossFitPVI
-from split_builders.pvi_families import HashedNgramFamily, TransformersFamily, hashed_features, make_family
+from split_builders.signals.pvi.crossfit import CrossFitPVI
+from split_builders.signals.pvi.families import HashedNgramFamily, TransformersFamily, hashed_features, make_family
 
 
 @pytest.fixture(scope="module")

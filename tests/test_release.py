@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from split_builders.errors import InvalidParameterError, OutputExistsError
-from split_builders.pipeline import build_likelihood
-from split_builders.release import SPLITS, ConfigSplit, write_release
+from split_builders.methods.likelihood import build_likelihood
+from split_builders.release.writer import SPLITS, ConfigSplit, write_release
 
 
 def _build(reference, out, **overrides):

@@ -9,9 +9,9 @@ import torch
 from conftest import run_two_processes
 from loading_scripts import load_source
 from split_builders.errors import EmptyTextError, InvalidParameterError
-from split_builders.models import resolve_model
-from split_builders.prompts import render_all, resolve_template
-from split_builders.scoring import LikelihoodScorer, compute_scores, encode
+from split_builders.signals.lm.models import resolve_model
+from split_builders.signals.lm.prompts import render_all, resolve_template
+from split_builders.signals.lm.scoring import LikelihoodScorer, compute_scores, encode
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -82,7 +82,7 @@ def test_cached_scores_are_reused_without_loading_the_model(pairs, tmp_path, mon
     def no_loading(*args, **kwargs):
         raise AssertionError("the model was loaded although the scores are cached")
 
-    monkeypatch.setattr("split_builders.models.load_model", no_loading)
+    monkeypatch.setattr("split_builders.signals.lm.models.load_model", no_loading)
     second = compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=tmp_path, progress=False)
     assert second.from_cache and np.array_equal(first.scores, second.scores)
     # other texts, or another precision, are another cache entry
@@ -121,7 +121,7 @@ def test_two_processes_give_the_same_scores_as_one(pairs, tmp_path):
 
 
 def test_auto_precision_is_float32_on_cpu():
-    from split_builders.pipeline import resolve_dtype
+    from split_builders.methods.likelihood import resolve_dtype
 
     assert resolve_dtype("auto", "cpu") == "float32"
     assert resolve_dtype("bfloat16", "cpu") == "bfloat16"

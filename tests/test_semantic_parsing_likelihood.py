@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loading_scripts import load_source, nqg
-from split_builders.atom_constraint import balance_atoms, missing_atoms
-from split_builders.atoms import atoms_by_row, funql_atoms, parse_funql, sql_atoms, sql_tokens
+from split_builders.splitters.atom_constraint import balance_atoms, missing_atoms
+from split_builders.signals.programs.atoms import atoms_by_row, funql_atoms, parse_funql, sql_atoms, sql_tokens
 from split_builders.cli import main
 from split_builders.errors import AtomConstraintError, SourceLoadError, UnparseableProgramError
-from split_builders.likelihood import LikelihoodSplitter
+from split_builders.splitters.likelihood import LikelihoodSplitter
 
 
 def _fixture(reference, variant):

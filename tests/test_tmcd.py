@@ -8,11 +8,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from split_builders.atoms import atoms_by_row
-from split_builders.compounds import compounds_by_row, funql_compounds, sql_compounds
-from split_builders.divergence import split_divergences
+from split_builders.signals.programs.atoms import atoms_by_row
+from split_builders.signals.programs.compounds import compounds_by_row, funql_compounds, sql_compounds
+from split_builders.signals.programs.divergence import split_divergences
 from split_builders.errors import AtomConstraintError, InvalidParameterError
-from split_builders.tmcd import TMCDSplitter, published_numbering, reference_tmcd
+from split_builders.splitters.tmcd import TMCDSplitter, published_numbering, reference_tmcd
 
 # The README of ../shared/reference/tmcd: compound divergence and test rows with an unseen atom.
 REFERENCE = {"standard": (0.0274, 1), "template_1": (0.0747, 4), "length_1": (0.1703, 19), "tmcd_1": (0.1902, 0)}

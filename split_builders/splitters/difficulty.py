@@ -32,7 +32,7 @@ from numbers import Real
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
-from split_builders.partition import check_random_state
+from split_builders.splitters.partition import check_random_state
 
 THRESHOLDS = ("median", "midrange")
 CURRICULUM_SEED = 42
@@ -148,7 +148,7 @@ DESCRIPTIONS = {
 }
 
 
-# ---- configs and release: the signal (PVI) comes from split_builders.pvi -------------------------
+# ---- configs and release: the signal (PVI) comes from split_builders.signals.pvi.crossfit -------------------------
 
 def label_ids(values) -> tuple[np.ndarray, list]:
     """Label values as ids ``0..C-1`` and the names in id order (sorted as strings)."""
@@ -176,7 +176,7 @@ def with_pvi_columns(dataset, result, indices: dict):
 
 
 def difficulty_configs(indices: dict, *, parameters: dict, rows=None, prefix: str = "") -> list:
-    from split_builders.release import ConfigSplit
+    from split_builders.release.writer import ConfigSplit
 
     return [ConfigSplit(f"{prefix}{name}", {s: np.asarray(i) for s, i in idx.items()}, method="pvi-difficulty",
                         parameters=parameters, description=DESCRIPTIONS[name], rows=rows)

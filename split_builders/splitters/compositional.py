@@ -20,8 +20,8 @@ from typing import Sequence
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
-from split_builders.partition import check_random_state
-from split_builders.tmcd import check_train_size
+from split_builders.splitters.partition import check_random_state
+from split_builders.splitters.tmcd import check_train_size
 
 _SQL_LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"|\b\d+(\.\d+)?\b")
 

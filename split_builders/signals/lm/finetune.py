@@ -3,7 +3,7 @@
 The rows are dealt into k seeded folds. For each fold f, the causal LM is fine-tuned on the
 other folds and then scores fold f, so no example is scored by a model that saw it (Godbole &
 Jia, 2023, use k = 3). Fine-tuning and scoring use the very same spans: every example is
-``BOS + prompt | query + EOS`` from :func:`split_builders.scoring.encode`; the training loss
+``BOS + prompt | query + EOS`` from :func:`split_builders.signals.lm.scoring.encode`; the training loss
 covers exactly the query tokens and the EOS (the positions :class:`LikelihoodScorer` scores),
 and the held-out fold is scored by :class:`LikelihoodScorer`, the code that computes the
 prompted scores.
@@ -27,7 +27,7 @@ What makes it safe to run for hours:
 
 Under ``torchrun`` / ``accelerate launch`` every process calls :func:`finetune_scores`. The
 Trainer trains data-parallel (per-process batch = ``batch_size // N``). The held-out fold is then
-scored the way :func:`split_builders.scoring.compute_scores` does it: the batches are planned
+scored the way :func:`split_builders.signals.lm.scoring.compute_scores` does it: the batches are planned
 once, process r scores batches r, r+N, ... and the scores are gathered to every process. Every
 process holds the same trained weights after the all-reduced updates, every example is scored in
 the very same batch whatever N is, and the work is shared (a fold of SNLI is 190k rows, so
@@ -53,8 +53,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from split_builders.errors import InvalidParameterError, ModelLoadError
-from split_builders.kfold import assign_folds, check_k, holdout, training_schedule
-from split_builders.scoring import (
+from split_builders.signals.lm.kfold import assign_folds, check_k, holdout, training_schedule
+from split_builders.signals.lm.scoring import (
     Encoded,
     LikelihoodScorer,
     encode,
@@ -236,7 +236,7 @@ def _load_tokenizer(model_ref):
     """The model's tokenizer with a pad token (EOS when it has none)."""
     from transformers import AutoTokenizer
 
-    from split_builders.models import ensure_local
+    from split_builders.signals.lm.models import ensure_local
 
     ensure_local(model_ref)
     try:
@@ -264,7 +264,7 @@ def _load_trainable(model_ref):
     """The model in float32 with gradients (mixed precision, if asked, is the Trainer's job)."""
     import torch
 
-    from split_builders.models import load_causal_lm
+    from split_builders.signals.lm.models import load_causal_lm
 
     return load_causal_lm(model_ref, dtype=torch.float32)
 
@@ -426,8 +426,8 @@ def finetune_scores(prompts, queries, *, model_ref, work_dir, k: int = 3, seed: 
     Parameters
     ----------
     prompts, queries : list of str
-        The rendered (prompt, query) pairs, as for :func:`split_builders.scoring.compute_scores`.
-    model_ref : split_builders.models.ModelRef
+        The rendered (prompt, query) pairs, as for :func:`split_builders.signals.lm.scoring.compute_scores`.
+    model_ref : split_builders.signals.lm.models.ModelRef
         The causal LM to fine-tune (a fresh copy per fold).
     work_dir : path-like
         Root of the fold checkpoints; this run uses ``work_dir / <key>``.

@@ -26,8 +26,8 @@ import datasets
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
-from split_builders.partition import check_random_state
-from split_builders.release import SPLITS, ConfigSplit, write_release
+from split_builders.splitters.partition import check_random_state
+from split_builders.release.writer import SPLITS, ConfigSplit, write_release
 
 PAPER = ("Luz de Araujo & Roth (2023), Cross-functional Analysis of Generalization in Behavioral Learning, "
          "TACL 11")

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from loading_scripts.compositional import CompositionalSource, guess_target_language, rows_dataset
-from split_builders.atoms import atoms_by_row
-from split_builders.compounds import compounds_by_row
-from split_builders.divergence import split_divergences
+from split_builders.signals.programs.atoms import atoms_by_row
+from split_builders.signals.programs.compounds import compounds_by_row
+from split_builders.signals.programs.divergence import split_divergences
 from split_builders.errors import InvalidParameterError, SourceLoadError
-from split_builders.release import ConfigSplit, write_release
+from split_builders.release.writer import ConfigSplit, write_release
 
 BUILT = ("tmcd", "length", "template", "standard")
 # The side of a row whose structure the atoms and compounds describe.
@@ -70,8 +70,8 @@ def build_compositional(source: str, *, out, target_language: str | None = None,
                         validation_size: int = 0, lexical: bool = False, published: bool = True,
                         scores: str | None = None, overwrite: bool = False) -> dict:
     """Build the release folder; returns per-config figures (sizes, divergences, seconds)."""
-    from split_builders.compositional import LongestToTestSplitter, StandardSplitter, TemplateSplitter
-    from split_builders.tmcd import TMCDSplitter, check_train_size, published_numbering, reference_tmcd
+    from split_builders.splitters.compositional import LongestToTestSplitter, StandardSplitter, TemplateSplitter
+    from split_builders.splitters.tmcd import TMCDSplitter, check_train_size, published_numbering, reference_tmcd
 
     src = load_compositional(source)
     language = target_language or src.target_language
@@ -131,8 +131,8 @@ def build_compositional(source: str, *, out, target_language: str | None = None,
                                      parameters={"file": src.published_from[name]},
                                      description=f"Published split, as released: {src.published_from[name]}."))
     if scores is not None:
-        from split_builders.likelihood import likelihood_configs
-        from split_builders.pipeline import _given_scores
+        from split_builders.splitters.likelihood import likelihood_configs
+        from split_builders.methods.likelihood import _given_scores
 
         values = _given_scores(scores, src)[parsed]
         for config in likelihood_configs(values, setting="given", train_size=n_train, atoms=atoms_p, random_state=seed):
@@ -144,7 +144,7 @@ def build_compositional(source: str, *, out, target_language: str | None = None,
     if lexical:
         import datasets
 
-        from split_builders.lexical import KINDS, WugReplacer, shared_items
+        from split_builders.signals.programs.lexical import KINDS, WugReplacer, shared_items
 
         items = shared_items(src.inputs, [row_atoms.atoms[r] for r in parsed])
         base_configs = [c for c in built if c.method != "likelihood"]

@@ -16,13 +16,13 @@ from split_builders._version import __version__
 from split_builders.errors import ResplitError
 
 SUBCOMMAND_MODULES = (
-    "split_builders.likelihood_cli",
-    "split_builders.metrics_cli",
-    "split_builders.publish_cli",
-    "split_builders.behavioural_cli",
-    "split_builders.compositional_cli",
-    "split_builders.curriculum_cli",
-    "split_builders.pvi_cli",
+    "split_builders.cli.likelihood",
+    "split_builders.cli.metrics",
+    "split_builders.cli.publish",
+    "split_builders.cli.behavioural",
+    "split_builders.cli.compositional",
+    "split_builders.cli.curriculum",
+    "split_builders.cli.pvi",
 )
 
 

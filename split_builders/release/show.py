@@ -1,4 +1,4 @@
-"""``python -m split_builders.show FOLDER CONFIG``: load a built config with ``datasets`` and print
+"""``python -m split_builders.release.show FOLDER CONFIG``: load a built config with ``datasets`` and print
 a few rows of each split (what ``make demo`` ends with)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ def main(argv=None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2:
-        print("usage: python -m split_builders.show FOLDER CONFIG", file=sys.stderr)
+        print("usage: python -m split_builders.release.show FOLDER CONFIG", file=sys.stderr)
         return 2
     folder, config = argv
     with tempfile.TemporaryDirectory() as cache:  # a fresh cache: never a stale copy of the folder

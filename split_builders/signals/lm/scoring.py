@@ -261,7 +261,7 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     Parameters
     ----------
     prompts, queries : list of str
-    model_ref : split_builders.models.ModelRef
+    model_ref : split_builders.signals.lm.models.ModelRef
         The model is loaded only when the scores are not cached yet.
     cache_dir : Path
         Folder of score files (``<key>.npy``) and in-progress checkpoints.
@@ -292,7 +292,7 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
         if scores.shape == (len(prompts),):
             return ScoreRun(scores, final, True, state.num_processes)
 
-    from split_builders.models import load_model
+    from split_builders.signals.lm.models import load_model
 
     loaded = load_model(model_ref, dtype=torch_dtype, device=state.device)
     scorer = LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size, max_batch_tokens=max_batch_tokens)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from loading_scripts import NAMED_SOURCES, TASKS
-from split_builders.atoms import ATOM_FUNCTIONS
-from split_builders.prompts import NAMED_TEMPLATES
+from split_builders.signals.programs.atoms import ATOM_FUNCTIONS
+from split_builders.signals.lm.prompts import NAMED_TEMPLATES
 
 
 def size(text: str):
@@ -87,7 +87,7 @@ def add_parsers(subparsers) -> None:
 
 
 def run(args) -> int:
-    from split_builders.pipeline import FinetuneOptions, build_likelihood
+    from split_builders.methods.likelihood import FinetuneOptions, build_likelihood
 
     finetune = None
     if args.finetune:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Sequence
 
-from split_builders.atoms import FunqlNode, parse_funql, sql_atoms, sql_tokens
+from split_builders.signals.programs.atoms import FunqlNode, parse_funql, sql_atoms, sql_tokens
 from split_builders.errors import InvalidParameterError, UnparseableProgramError
 
 
@@ -157,7 +157,7 @@ def scan_compounds(command: str) -> Counter:
 
 def cogs_compounds(logical_form: str) -> Counter:
     """Compounds of a COGS logical form (see the module docstring)."""
-    from split_builders.atoms import cogs_atoms
+    from split_builders.signals.programs.atoms import cogs_atoms
 
     cogs_atoms(logical_form)  # brackets balance
     body = logical_form.split(";")[-1]

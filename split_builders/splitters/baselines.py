@@ -1,7 +1,7 @@
 """Baseline splits of the Likelihood Splits paper: ``random`` and ``length``.
 
 Both build label-balanced evaluation sets exactly like the likelihood splitter
-(:func:`split_builders.partition.balanced_eval_split`), so the three differ only in which rows
+(:func:`split_builders.splitters.partition.balanced_eval_split`), so the three differ only in which rows
 of a class are held out: random ones, or the longest.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
-from split_builders.partition import (
+from split_builders.splitters.partition import (
     as_labels, balanced_eval_split, check_random_state, check_size, reference_shuffle, resolve_size, tail,
 )
 

@@ -36,17 +36,17 @@ def build_curriculum(data, *, out, phenomena=None, hypothesis_only=True, pvi=Fal
                      curriculum_compat=False, seed=42, cache_dir=None, family=None, overwrite=False, log=None):
     """Write the CURRICULUM release; returns ``(out, phenomena, iv)`` (``iv``: {name: I_V} with ``pvi``)."""
     from loading_scripts.curriculum import card_markdown, curriculum_configs, read_curriculum
-    from split_builders.release import write_release
+    from split_builders.release.writer import write_release
 
     read = read_curriculum(data, phenomena=phenomena)
     configs = curriculum_configs(read, hypothesis_only=hypothesis_only)
     iv = {}
     if pvi:
-        from split_builders.difficulty import (DifficultySplitter, difficulty_configs, difficulty_indices,
+        from split_builders.splitters.difficulty import (DifficultySplitter, difficulty_configs, difficulty_indices,
                                                with_pvi_columns)
-        from split_builders.pvi import CrossFitPVI
-        from split_builders.pvi_cli import default_cache_dir
-        from split_builders.pvi_families import HashedNgramFamily
+        from split_builders.signals.pvi.crossfit import CrossFitPVI
+        from split_builders.cli.pvi import default_cache_dir
+        from split_builders.signals.pvi.families import HashedNgramFamily
 
         family = family or HashedNgramFamily(random_state=seed)
         scorer = CrossFitPVI(family, n_folds=folds, random_state=seed, cache_dir=cache_dir or default_cache_dir())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.release import SPLITS
+from split_builders.release.writer import SPLITS
 
 
 def ks_statistic(a, b) -> float:

@@ -29,7 +29,7 @@ def add_parsers(subparsers) -> None:
 
 def run_behavioural(args) -> int:
     from loading_scripts.checklist import read_checklist_suite
-    from split_builders.behavioural import build_behavioural
+    from split_builders.methods.behavioural import build_behavioural
 
     suite = read_checklist_suite(args.suite)
     out, configs = build_behavioural(suite, out=args.out, functionalities=args.functionality,
@@ -72,7 +72,7 @@ def resolve_suite(suite: str, suite_dir: str | None = None):
 
 def select_config(suite, config: str, split: str):
     """The rows (test cases) of one config's split, built in memory."""
-    from split_builders.behavioural import behavioural_configs, testcase_rows
+    from split_builders.methods.behavioural import behavioural_configs, testcase_rows
     from split_builders.errors import InvalidParameterError
 
     rows = testcase_rows(suite)
@@ -90,7 +90,7 @@ def testcase_columns(rows, predictions, confidences) -> dict:
     InvalidParameterError
         When there is not exactly one prediction (and one probability vector) per example.
     """
-    from split_builders.behavioural import PASS_RATE_COLUMNS
+    from split_builders.methods.behavioural import PASS_RATE_COLUMNS
     from split_builders.errors import InvalidParameterError
 
     sizes = [len(examples) for examples in rows["examples"]]
@@ -157,7 +157,7 @@ def run_evaluate_suite(args) -> int:
     import json
 
     from split_builders.errors import InvalidParameterError
-    from split_builders.metrics_cli import _print_pass_rate_table, _run_metric, load_metric
+    from split_builders.cli.metrics import _print_pass_rate_table, _run_metric, load_metric
 
     if not 0.0 <= args.iid_score <= 1.0:
         raise InvalidParameterError(f"--iid-score is a fraction in [0, 1] (accuracy on i.i.d. data), got {args.iid_score}")
@@ -176,7 +176,7 @@ def run_evaluate_suite(args) -> int:
     suite_score = result["pass_rate"] / 100
     g = float(g_score.harmonic_mean(args.iid_score, suite_score))
     if args.json:
-        from split_builders.metrics_cli import _json_ready
+        from split_builders.cli.metrics import _json_ready
 
         print(json.dumps(_json_ready({"config": args.config, "split": args.split,
                                       "functionalities": result["functionalities"], "pass_rate": result["pass_rate"],

@@ -87,11 +87,11 @@ def build_pvi(source, *, out, text_fields=None, label_field=None, family="hashed
     """Compute PVI and write the four difficulty configs; returns ``(out, summary)``."""
     import datasets
 
-    from split_builders.difficulty import (DifficultySplitter, difficulty_configs, difficulty_indices, label_ids,
+    from split_builders.splitters.difficulty import (DifficultySplitter, difficulty_configs, difficulty_indices, label_ids,
                                            pvi_summary, summary_markdown, with_pvi_columns)
-    from split_builders.pvi import CrossFitPVI
-    from split_builders.pvi_families import make_family
-    from split_builders.release import write_release
+    from split_builders.signals.pvi.crossfit import CrossFitPVI
+    from split_builders.signals.pvi.families import make_family
+    from split_builders.release.writer import write_release
 
     dataset, name, text_fields, label_field = load_rows(source, text_fields, label_field, limit)
     splitter = (DifficultySplitter.curriculum_compat() if curriculum_compat

@@ -4,7 +4,7 @@ Two searches over the same state:
 
 * :func:`reference_tmcd` reproduces Shaw et al.'s released procedure choice for choice: Python's
   ``random.Random(seed).shuffle`` of the rows in file order, train = the first ``train_size``,
-  :func:`~split_builders.atom_constraint.balance_atoms`, then their first-improvement greedy
+  :func:`~split_builders.splitters.atom_constraint.balance_atoms`, then their first-improvement greedy
   (take the first train row, in list order, whose move to test raises the divergence and that
   holds no atom occurring in only one train row; then the first test row whose move back keeps
   the divergence above its value before the swap; swap by delete-and-append; repeat).
@@ -29,10 +29,10 @@ from typing import Sequence
 
 import numpy as np
 
-from split_builders.atom_constraint import balance_atoms
-from split_builders.divergence import ATOM_ALPHA, COMPOUND_ALPHA
+from split_builders.splitters.atom_constraint import balance_atoms
+from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
 from split_builders.errors import InvalidParameterError
-from split_builders.partition import check_random_state
+from split_builders.splitters.partition import check_random_state
 
 
 def check_train_size(train_size, n_rows: int) -> int:

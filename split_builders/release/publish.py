@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from split_builders.errors import PublishError
-from split_builders.release import SPLITS, quiet_datasets
+from split_builders.release.writer import SPLITS, quiet_datasets
 
 VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 METRIC_FILES = ("README.md", "app.py", "requirements.txt")
@@ -163,7 +163,7 @@ def validate_release(folder) -> dict:
     Parameters
     ----------
     folder : path
-        A folder written by ``split_builders.release.write_release``.
+        A folder written by ``split_builders.release.writer.write_release``.
 
     Returns
     -------

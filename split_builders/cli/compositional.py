@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from split_builders.likelihood_cli import size
+from split_builders.cli.likelihood import size
 
 
 def add_parsers(subparsers) -> None:
@@ -34,7 +34,7 @@ def add_parsers(subparsers) -> None:
 
 
 def run(args) -> int:
-    from split_builders.compositional_release import build_compositional
+    from split_builders.methods.compositional import build_compositional
 
     result = build_compositional(
         args.source, out=args.out, target_language=args.target_language, train_size=args.train_size,

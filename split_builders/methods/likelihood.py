@@ -1,6 +1,6 @@
 """The Python API behind ``resplit likelihood``: source -> signal -> configs -> release folder.
 
->>> from split_builders.pipeline import build_likelihood
+>>> from split_builders.methods.likelihood import build_likelihood
 >>> result = build_likelihood("snli-sample", out="out/snli-likelihood")   # doctest: +SKIP
 >>> result.configs                                                        # doctest: +SKIP
 ['ll_split_pt', 'll_split_pt_len', 'll_split_pt_reverse', 'random', 'length']
@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 
 from loading_scripts import load_source, nqg
-from split_builders import card
-from split_builders.atoms import atom_function, atoms_by_row
+from split_builders.release import card
+from split_builders.signals.programs.atoms import atom_function, atoms_by_row
 from split_builders.errors import FieldError, InvalidParameterError
-from split_builders.lengths import quantile_buckets, word_lengths
-from split_builders.likelihood import CONFIG_NAMES, likelihood_configs
-from split_builders.models import cache_root, resolve_model
-from split_builders.prompts import render_all, resolve_template
-from split_builders.release import SPLITS, write_release
-from split_builders.scoring import SCORER_VERSION, compute_scores
+from split_builders.signals.lengths import quantile_buckets, word_lengths
+from split_builders.splitters.likelihood import CONFIG_NAMES, likelihood_configs
+from split_builders.signals.lm.models import cache_root, resolve_model
+from split_builders.signals.lm.prompts import render_all, resolve_template
+from split_builders.release.writer import SPLITS, write_release
+from split_builders.signals.lm.scoring import SCORER_VERSION, compute_scores
 
 DEFAULT_LENGTH_BUCKETS = 4
 # The fine-tuned setting's template per task: no label in the prompt (the paper's ll_split).
@@ -48,7 +48,7 @@ class BuildResult:
 @dataclass(frozen=True)
 class FinetuneOptions:
     """The fine-tuned (``ll_split``) setting: k-fold cross-fitting and the paper's training defaults
-    (see :func:`split_builders.finetune.finetune_scores`, which validates them)."""
+    (see :func:`split_builders.signals.lm.finetune.finetune_scores`, which validates them)."""
 
     k: int = 3
     seed: int = 0
@@ -77,7 +77,7 @@ class _Tuned:
 def _finetuned_scores(src, options: FinetuneOptions, *, template, ref, dtype, device, progress) -> _Tuned:
     """k-fold cross-fitted fine-tuned scores. The template is the task's unconditioned one (the
     fine-tuned LM learns the dataset, so SNLI's prompt does not name the label), or ``template``."""
-    from split_builders.finetune import default_max_steps, finetune_scores
+    from split_builders.signals.lm.finetune import default_max_steps, finetune_scores
 
     name = template if template is not None else FINETUNE_TEMPLATE.get(src.task)
     chosen = resolve_template(name, task=src.task, prompt_field=src.prompt_field, query_field=src.query_field)
@@ -182,7 +182,7 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
         ``.npy`` of one log-likelihood per input row; nothing is scored and configs are named
         ``ll_split*`` instead of ``ll_split_pt*``.
     dev_size, test_size, train_size, seed
-        As :class:`~split_builders.likelihood.LikelihoodSplitter`.
+        As :class:`~split_builders.splitters.likelihood.LikelihoodSplitter`.
     target_field : str, optional
         The target program column (a headerless NQG TSV has ``target``).
     atoms : {"sql", "funql"}, optional
@@ -199,7 +199,7 @@ def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None,
     finetune : FinetuneOptions, optional
         Also build the paper's fine-tuned configs (``ll_split``, ``ll_split_len``,
         ``ll_split_reverse``) from k-fold cross-fitted fine-tuned scores
-        (:func:`split_builders.finetune.finetune_scores`), beside the prompted ones; the card
+        (:func:`split_builders.signals.lm.finetune.finetune_scores`), beside the prompted ones; the card
         compares the two signals. Not with ``scores``.
     """
     from accelerate import PartialState

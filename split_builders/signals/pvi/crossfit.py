@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
-from split_builders.partition import check_random_state
+from split_builders.splitters.partition import check_random_state
 
 NULL_MODES = ("prior", "trained")
 
@@ -146,7 +146,7 @@ class CrossFitPVI:
     family : predictive family
         An object with ``fit(records, labels, n_classes)`` returning a fitted model that has
         ``predict_log_proba(records)`` (natural log, shape ``(n, n_classes)``) and a
-        ``fingerprint()`` dict; see :mod:`split_builders.pvi_families`.
+        ``fingerprint()`` dict; see :mod:`split_builders.signals.pvi.families`.
     n_folds : int, default 5
         Number of folds (>= 2).
     null : {"prior", "trained"}, default "prior"

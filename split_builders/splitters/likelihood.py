@@ -1,7 +1,7 @@
 """Likelihood Splits (Godbole & Jia, EACL 2023).
 
 The signal is s(x), the log-likelihood a language model gives the query of each example
-(:mod:`split_builders.scoring`). The splitter puts the least likely examples into the evaluation
+(:mod:`split_builders.signals.lm.scoring`). The splitter puts the least likely examples into the evaluation
 sets, so a model is tested on the long tail of the distribution; ``reverse=True`` does the
 opposite (train on the tail, evaluate on the head).
 
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from split_builders.atom_constraint import balance_atoms
+from split_builders.splitters.atom_constraint import balance_atoms
 from split_builders.errors import InvalidParameterError
-from split_builders.lengths import quantile_buckets
-from split_builders.partition import (
+from split_builders.signals.lengths import quantile_buckets
+from split_builders.splitters.partition import (
     as_labels, balanced_eval_split, check_random_state, check_size, resolve_size, tail,
 )
 
@@ -108,7 +108,7 @@ class LikelihoodSplitter:
         atoms : sequence of set, shape (n_rows,), optional
             ``train_size`` mode only: the atoms of each row's target program. Rows are then
             swapped until every evaluation atom occurs in train (Shaw et al.'s
-            :func:`~split_builders.atom_constraint.balance_atoms`, offering the least likely
+            :func:`~split_builders.splitters.atom_constraint.balance_atoms`, offering the least likely
             train rows and the most likely evaluation rows first); ``atom_swaps_`` holds the
             number of swaps.
 
@@ -241,8 +241,8 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
     ``length`` baselines with the same evaluation sizes and seed (unless ``baselines=False``). ``atoms`` (one
     set per row, ``train_size`` mode) applies the atom constraint to every config.
     """
-    from split_builders.baselines import LengthSplitter, RandomSplitter
-    from split_builders.release import ConfigSplit
+    from split_builders.splitters.baselines import LengthSplitter, RandomSplitter
+    from split_builders.release.writer import ConfigSplit
 
     if setting not in CONFIG_NAMES:
         raise InvalidParameterError(f"setting must be one of {sorted(CONFIG_NAMES)}, got {setting!r}")

@@ -1,0 +1,1 @@
+"""Evaluating models on behavioural splits (training losses)."""

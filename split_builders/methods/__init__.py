@@ -1,0 +1,1 @@
+"""Split methods: one module per family, each implementing the split-method protocol."""

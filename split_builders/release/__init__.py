@@ -1,0 +1,1 @@
+"""The release: the Hub-style folder writer, provenance, the card, publishing and showing."""

@@ -1,0 +1,1 @@
+"""Program structure: atoms, compounds, divergences and wug-word lexical variants."""

@@ -1,0 +1,1 @@
+"""Pointwise V-information: cross-fitted PVI and the predictive families that compute it."""
