@@ -8,7 +8,6 @@ is the prompt, which the query, which the label, where it came from and what was
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 
 import datasets
@@ -99,12 +98,23 @@ class Source:
             )
 
     def content_hash(self) -> str:
-        """sha256 of the canonical rows (JSON lines, sorted keys): the source's identity."""
-        digest = hashlib.sha256()
-        for row in self.dataset:
-            digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode())
-            digest.update(b"\n")
-        return digest.hexdigest()
+        """sha256 of the canonical rows: the source's identity (see :func:`content_sha256`)."""
+        return content_sha256(self.dataset)
+
+
+def content_sha256(dataset: datasets.Dataset) -> str:
+    """sha256 of a table's rows, column names and types: the Arrow IPC stream of its columns in
+    order, in one chunk (so the same rows hash the same however they were read)."""
+    import pyarrow as pa
+
+    table = dataset.data.table
+    if dataset._indices is not None:  # a selection: take its rows (no row-by-row rewrite)
+        table = table.take(dataset._indices.column(0))
+    table = table.replace_schema_metadata(None).combine_chunks()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
 
 
 def with_row_numbers(dataset: datasets.Dataset, *, name: str) -> datasets.Dataset:

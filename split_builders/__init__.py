@@ -1,21 +1,56 @@
-"""resplit's library: signals, splitters, the release writer and the CLI.
+"""resplit's library: one spine (:mod:`~split_builders.api`, :func:`~split_builders.build.build`)
+that every split family goes through.
 
-One module per split method (:mod:`~split_builders.splitters.likelihood`, ...), each with a signal, a
-scikit-learn-style splitter and the configs it contributes; the scoring engine
-(:mod:`~split_builders.signals.lm.scoring`), the release writer (:mod:`~split_builders.release.writer`) and the CLI
-are shared by all methods.
+* :mod:`split_builders.methods`: one module per family (likelihood, compositional, PVI difficulty,
+  CURRICULUM, behavioural), each a registered :class:`~split_builders.api.SplitMethod`;
+* :mod:`split_builders.splitters`: pure scikit-learn-style splitters returning a
+  :class:`~split_builders.api.Split`;
+* :mod:`split_builders.signals`: what methods compute per row (LM scores, PVI, atoms, lengths);
+* :mod:`split_builders.release`: the folder writer, provenance, the card, publishing;
+* :mod:`split_builders.cli`: the ``resplit`` command, generated from the registry.
+
+>>> import split_builders
+>>> sorted(split_builders.registry())                       # doctest: +SKIP
+['behavioural', 'curriculum', 'likelihood', 'pvi', 'tmcd']
+>>> split_builders.build("likelihood", source="snli-sample", out="out/snli")   # doctest: +SKIP
+
+Names are imported on first use, so ``import split_builders.errors`` (which the readers in
+``loading_scripts`` need) loads neither torch nor nltk.
 """
 
 from split_builders._version import __version__
-from split_builders.splitters.baselines import LengthSplitter, RandomSplitter
-from split_builders.splitters.likelihood import LikelihoodSplitter, likelihood_configs
 
-__all__ = ["__version__", "LikelihoodSplitter", "LengthSplitter", "RandomSplitter", "likelihood_configs",
-           "build_likelihood"]
+# name -> module that defines it (imported lazily, PEP 562)
+_EXPORTS = {
+    "build": "split_builders.build",
+    "BuildResult": "split_builders.build",
+    "registry": "split_builders.api",
+    "register": "split_builders.api",
+    "get_method": "split_builders.api",
+    "Split": "split_builders.api",
+    "BaseSplitter": "split_builders.api",
+    "SplitMethod": "split_builders.api",
+    "CommonOptions": "split_builders.api",
+    "LikelihoodSplitter": "split_builders.splitters.likelihood",
+    "RandomSplitter": "split_builders.splitters.baselines",
+    "LengthSplitter": "split_builders.splitters.baselines",
+    "TMCDSplitter": "split_builders.splitters.tmcd",
+    "LongestToTestSplitter": "split_builders.splitters.compositional",
+    "TemplateSplitter": "split_builders.splitters.compositional",
+    "StandardSplitter": "split_builders.splitters.compositional",
+    "DifficultySplitter": "split_builders.splitters.difficulty",
+    "BehaviouralSplitter": "split_builders.splitters.behavioural",
+}
+__all__ = ["__version__", *_EXPORTS]
 
 
-def build_likelihood(*args, **kwargs):
-    """See :func:`split_builders.methods.likelihood.build_likelihood` (imported lazily: it pulls in torch)."""
-    from split_builders.methods.likelihood import build_likelihood as build
+def __getattr__(name):
+    if name in _EXPORTS:
+        import importlib
 
-    return build(*args, **kwargs)
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'split_builders' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

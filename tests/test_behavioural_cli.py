@@ -132,7 +132,7 @@ def test_evaluate_suite_bad_input(suite_file, tiny_model, capsys):
 
 def test_predictions_of_the_wrong_shape(suite_file):
     from loading_scripts.checklist import read_checklist_suite
-    from split_builders.cli.behavioural import select_config, testcase_columns
+    from split_builders.cli.evaluate import select_config, testcase_columns
     from split_builders.errors import InvalidParameterError
 
     rows = select_config(read_checklist_suite(suite_file), "seen", "test")

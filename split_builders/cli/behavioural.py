@@ -24,7 +24,7 @@ def add_parsers(subparsers) -> None:
                         help="keep CheckList's labels where BELUGA relabelled a test")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     parser.set_defaults(func=run_behavioural)
-    add_evaluate_parser(subparsers)
+    pass
 
 
 def run_behavioural(args) -> int:

@@ -40,7 +40,7 @@ def metrics_dir(option: str | None = None) -> Path:
             where = "--metrics-dir" if option else f"${METRICS_DIR_ENV}"
             raise InvalidParameterError(f"{where} {given!r} is not a folder")
         return folder
-    folder = Path(__file__).resolve().parent.parent / "metrics"
+    folder = Path(__file__).resolve().parents[2] / "metrics"
     if not folder.is_dir():
         raise InvalidParameterError(
             f"no metrics/ folder next to the split_builders package ({folder}); resplit installed from a "

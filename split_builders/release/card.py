@@ -1,19 +1,27 @@
-"""The human part of a release card: sizes, label balance, how the splits differ, plots.
+"""The human part of a release card, one skeleton for every split method.
 
-Shared by every split method. Each config gets a table of its splits (rows, label shares,
-mean signal and length), the divergence between train and test (two-sample Kolmogorov-Smirnov
-statistic of the signal and of the length, and the total-variation distance of the label
-distributions), and one PNG with the signal and length histograms of the three splits.
+Every card has the same sections, in order: what it is (title and intro), how to load it, the
+configs table (sizes per split plus the method's columns), how it was built, how the splits differ
+(one subsection per config, with figures), anything else the method adds, and the source and
+citations. A method describes its card as a :class:`CardSpec` of text and :class:`Figure`
+specifications (no I/O); :func:`render` draws the figures into the release and writes the Markdown.
+
+Helpers for the statistics cards show: per split rows, label shares, mean signal and length, the
+two-sample Kolmogorov-Smirnov statistic of the signal and of the length between train and test,
+and the total-variation distance of the label distributions.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from split_builders.release.writer import SPLITS
+
+SPLIT_COLOURS = {"train": "#4c72b0", "validation": "#dd8452", "test": "#c44e52"}
 
 
 def ks_statistic(a, b) -> float:
@@ -58,34 +66,16 @@ def split_summary(values: dict, signal: str, *, labels=None) -> dict:
 
 def plot_config(path: Path, values: dict, *, title: str, signal_label: str) -> None:
     """Histograms of the signal and of the length, train vs validation vs test (one PNG)."""
-    import matplotlib
+    render_figure(path, split_histograms(values, title=title, signal_label=signal_label, path=""))
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    colours = {"train": "#4c72b0", "validation": "#dd8452", "test": "#c44e52"}
-    everything = np.concatenate([values[s]["signal"] for s in SPLITS])
-    bins = np.linspace(everything.min(), everything.max(), 41) if everything.size else 10
-    for split in SPLITS:
-        axes[0].hist(values[split]["signal"], bins=bins, density=True, histtype="step", linewidth=1.6,
-                     color=colours[split], label=f"{split} ({len(values[split]['signal'])})")
-    axes[0].set_xlabel(signal_label)
-    axes[0].set_ylabel("density")
-    axes[0].legend(fontsize=8)
-    lengths = np.concatenate([values[s]["length"] for s in SPLITS])
-    length_bins = np.arange(lengths.min(), lengths.max() + 2) - 0.5 if lengths.size else 10
-    for split in SPLITS:
-        axes[1].hist(values[split]["length"], bins=length_bins, density=True, histtype="step", linewidth=1.6,
-                     color=colours[split], label=split)
-    axes[1].set_xlabel("length (word tokens)")
-    axes[1].legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # No "Software" metadata: the PNG bytes then do not change with the matplotlib version string.
-    fig.savefig(path, dpi=80, metadata={"Software": None})
-    plt.close(fig)
+def split_histograms(values: dict, *, title: str, signal_label: str, path: str) -> "Figure":
+    """The usual figure of a config: the signal's and the length's distribution per split."""
+    present = [s for s in SPLITS if s in values]
+    return Figure(path=path, title=title, alt=f"{signal_label} and length histograms of {title}", panels=[
+        Panel(xlabel=signal_label, series={s: values[s]["signal"] for s in present}),
+        Panel(xlabel="length (word tokens)", series={s: values[s]["length"] for s in present}, kind="discrete"),
+    ])
 
 
 def _fmt(value, digits=2) -> str:
@@ -113,3 +103,196 @@ def config_section(name: str, description: str, summary: dict, *, signal: str, f
     if figure:
         lines += ["", f"![{signal} and length histograms of {name}]({figure})", ""]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# The card skeleton and figure specifications
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Panel:
+    """One plot of a figure.
+
+    ``kind``: ``"hist"`` (continuous values, 40 shared bins, density), ``"discrete"`` (integer
+    values, one bin each, density) or ``"bars"`` (``series`` holds one count per category of
+    ``categories``; grouped bars).
+    """
+
+    xlabel: str
+    series: dict
+    kind: str = "hist"
+    categories: list | None = None
+    ylabel: str | None = None
+
+
+@dataclass
+class Figure:
+    """A PNG of one or more panels side by side, written at ``path`` inside the release."""
+
+    path: str
+    title: str
+    panels: list
+    alt: str = ""
+
+
+@dataclass
+class Section:
+    """A titled part of the card: Markdown text and figures shown after it."""
+
+    title: str
+    text: str = ""
+    figures: list = field(default_factory=list)
+
+
+@dataclass
+class CardSpec:
+    """What a method says in its card; :func:`render` lays it out in the shared skeleton.
+
+    Attributes
+    ----------
+    title : str
+        The card's heading.
+    intro : str
+        What the release is (a paragraph).
+    how_built : list of str
+        Paragraphs of "How the splits were built" (the signal, its parameters, filters).
+    configs : list of Section
+        "How the splits differ": one section per config (or per group of configs).
+    columns : dict
+        Extra columns of the configs table: ``{column title: {config: cell text}}``.
+    descriptions : dict
+        ``{config: what it holds out}`` for the configs table (default: the config's description).
+    extra : list of Section
+        Sections after "How the splits differ" (maps, per-phenomenon tables, ...).
+    citation : str
+        BibTeX or a reference line of the source dataset (the method's paper is added).
+    """
+
+    title: str
+    intro: str
+    how_built: list = field(default_factory=list)
+    configs: list = field(default_factory=list)
+    columns: dict = field(default_factory=dict)
+    descriptions: dict = field(default_factory=dict)
+    extra: list = field(default_factory=list)
+    citation: str | None = None
+
+
+def render_figure(path: Path, figure: Figure) -> None:
+    """Draw ``figure`` as a PNG at ``path`` (stable bytes: no software version in the metadata)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(figure.panels)
+    fig, axes = plt.subplots(1, n, figsize=(5 * n, 3.6), squeeze=False)
+    for ax, panel in zip(axes[0], figure.panels):
+        _draw_panel(ax, panel)
+    fig.suptitle(figure.title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80, metadata={"Software": None})
+    plt.close(fig)
+
+
+def _colour(label: str, position: int) -> str:
+    palette = ["#4c72b0", "#dd8452", "#c44e52", "#55a868", "#8172b3", "#937860"]
+    return SPLIT_COLOURS.get(str(label).split(" ")[0], palette[position % len(palette)])
+
+
+def _draw_panel(ax, panel: Panel) -> None:
+    if panel.kind == "bars":
+        categories = list(panel.categories or [])
+        width = 0.8 / max(len(panel.series), 1)
+        positions = np.arange(len(categories))
+        for i, (label, counts) in enumerate(panel.series.items()):
+            ax.bar(positions + i * width - 0.4 + width / 2, counts, width=width, label=str(label),
+                   color=_colour(label, i))
+        ax.set_xticks(positions)
+        ax.set_xticklabels([str(c) for c in categories], rotation=90 if len(categories) > 6 else 0, fontsize=6)
+        ax.set_ylabel(panel.ylabel or "rows")
+    else:
+        values = [np.asarray(v, dtype=float) for v in panel.series.values()]
+        everything = np.concatenate(values) if values else np.array([])
+        if not everything.size:
+            bins = 10
+        elif panel.kind == "discrete":
+            bins = np.arange(everything.min(), everything.max() + 2) - 0.5
+        else:
+            bins = np.linspace(everything.min(), everything.max(), 41)
+        for i, (label, data) in enumerate(zip(panel.series, values)):
+            if data.size:
+                ax.hist(data, bins=bins, density=True, histtype="step", linewidth=1.6, color=_colour(label, i),
+                        label=f"{label} ({data.size})")
+        ax.set_ylabel(panel.ylabel or "density")
+    ax.set_xlabel(panel.xlabel)
+    if panel.series:
+        ax.legend(fontsize=8)
+
+
+def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> str:
+    """The card's Markdown in the shared skeleton; figures are drawn under ``staging``."""
+    first = configs[0].name
+    lines = [f"# {spec.title}", "", spec.intro.strip(), "",
+             f"Built with [resplit](https://github.com/resplit/resplit) (`resplit {method.name}`).", "",
+             "## How to load it", "", "```python", "from datasets import load_dataset",
+             f'ds = load_dataset("PATH_OR_HUB_ID", "{first}")', "```", "",
+             "Every row keeps `source_id` "
+             f"({info.source_id}), so any split can be joined back to the source.", "",
+             "## Configs", ""]
+    header = ["config", "train", "validation", "test", *spec.columns, "what is held out"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for config in configs:
+        files = written[config.name]
+        sizes = [str(files[s].num_examples) if s in files else "-" for s in SPLITS]
+        extra = [str(column.get(config.name, "")) for column in spec.columns.values()]
+        what = spec.descriptions.get(config.name, config.description)
+        lines.append("| " + " | ".join([f"`{config.name}`", *sizes, *extra, what]) + " |")
+    lines += ["", "## How the splits were built", "", *_paragraphs(spec.how_built),
+              f"Rows dropped while reading the source: {_filters(info.filters)}.", "",
+              "The YAML header (`resplit:`) records the method, every parameter, the seed, the source's "
+              "content hash or revision, the signal (model and revision, precision), the library versions "
+              "and the sha256 of every data file.", "",
+              "## How the splits differ", ""]
+    for section in spec.configs:
+        lines += _section(section, staging, level="###")
+    for section in spec.extra:
+        lines += [f"## {section.title}", "", section.text.strip(), ""]
+        lines += _figures(section.figures, staging)
+    lines += ["## Source and citation", "",
+              f"Source: {info.name}" + (f", license {info.license}." if info.license else "."), ""]
+    if spec.citation or info.citation:
+        lines += ["```bibtex", (spec.citation or info.citation).strip(), "```", ""]
+    lines += [f"Method: {method.paper}"]
+    return "\n".join(lines)
+
+
+def _paragraphs(texts) -> list[str]:
+    out = []
+    for text in texts:
+        if text:
+            out += [text.strip(), ""]
+    return out
+
+
+def _filters(filters: dict) -> str:
+    if not filters:
+        return "none"
+    return ", ".join(f"{reason}: {count}" for reason, count in filters.items())
+
+
+def _section(section: Section, staging: Path, *, level: str) -> list[str]:
+    lines = [f"{level} {section.title}", ""]
+    if section.text:
+        lines += [section.text.strip(), ""]
+    return lines + _figures(section.figures, staging)
+
+
+def _figures(figures, staging: Path) -> list[str]:
+    lines = []
+    for figure in figures:
+        render_figure(staging / figure.path, figure)
+        lines += [f"![{figure.alt or figure.title}]({figure.path})", ""]
+    return lines

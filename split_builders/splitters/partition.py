@@ -15,39 +15,31 @@ same way, and resplit reproduces their random draws exactly:
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
-
 import numpy as np
 
+# One size and seed vocabulary for every splitter (re-exported here for the splitters' imports).
+from split_builders.api import check_random_state, check_size, resolve_size  # noqa: F401
 from split_builders.errors import InvalidParameterError
 
 
-def check_size(value, name: str, *, allow_zero: bool = True):
-    """Validate a size given as a count (int >= 0) or a fraction in (0, 1)."""
-    if isinstance(value, bool):
-        raise InvalidParameterError(f"{name} must be a count or a fraction in (0, 1), got {value!r}")
-    if isinstance(value, Integral):
-        if value < (0 if allow_zero else 1):
-            raise InvalidParameterError(f"{name} must be >= {0 if allow_zero else 1}, got {value}")
-        return int(value)
-    if isinstance(value, Real):
-        if not 0.0 < float(value) < 1.0:
-            raise InvalidParameterError(f"{name} as a fraction must be in (0, 1), got {value}")
-        return float(value)
-    raise InvalidParameterError(f"{name} must be a count or a fraction in (0, 1), got {value!r}")
+def shuffle_split(n: int, test_size: float, random_state, *, allow_empty: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``(train, test)`` of ``n`` items exactly as scikit-learn's
+    ``train_test_split(shuffle=True, test_size=test_size, random_state=random_state)`` picks them.
 
-
-def resolve_size(value, n_rows: int) -> int:
-    """A count stays a count; a fraction becomes ``ceil(fraction * n_rows)`` (as scikit-learn)."""
-    return int(value) if isinstance(value, int) else int(math.ceil(value * n_rows))
-
-
-def check_random_state(random_state) -> int | None:
-    if random_state is None:
-        return None
-    if isinstance(random_state, bool) or not isinstance(random_state, Integral) or random_state < 0:
-        raise InvalidParameterError(f"random_state must be a non-negative integer or None, got {random_state!r}")
-    return int(random_state)
+    scikit-learn's ``ShuffleSplit`` draws ``RandomState(random_state).permutation(n)``; the first
+    ``ceil(test_size * n)`` positions are the test part and the remaining ``n - ceil(test_size * n)``
+    the train part (in permutation order). Like scikit-learn, an empty part is an error, unless
+    ``allow_empty`` (a group too small to divide then goes wholly to test, or to train when
+    ``test_size * n`` is 0).
+    """
+    if not 0.0 < float(test_size) < 1.0:
+        raise InvalidParameterError(f"test_size must be a fraction in (0, 1), got {test_size!r}")
+    n_test = int(math.ceil(test_size * n))
+    n_train = n - n_test
+    if (n_train == 0 or n_test == 0) and not allow_empty:
+        raise InvalidParameterError(f"cannot split {n} item(s) with test_size={test_size}: one part is empty")
+    permutation = np.random.RandomState(random_state).permutation(n)
+    return permutation[n_test:], permutation[:n_test]
 
 
 def as_labels(labels, n_rows: int) -> np.ndarray:

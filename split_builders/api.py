@@ -1,0 +1,383 @@
+"""The contracts every split family shares: splits, splitters, options and methods.
+
+A split method is one module of :mod:`split_builders.methods` that declares
+
+1. ``Options``: a dataclass of its parameters (subclass of :class:`CommonOptions`). It is the one
+   source of defaults, validation, CLI flags (:func:`option` metadata) and recorded parameters;
+2. ``load(options)``: the source read through ``loading_scripts`` into a :class:`Loaded`;
+3. ``signal(loaded, options, context)``: what it computes per row (cached, resumable where it is
+   expensive), as a :class:`Signal`;
+4. ``configs(loaded, signal, options)``: pure splitters applied to the signal, a list of
+   :class:`~split_builders.release.writer.ConfigSplit`;
+5. ``card(...)``: the card's method-specific text and figure specifications (no I/O).
+
+:func:`split_builders.build.build` takes every method through the same steps; the CLI, the
+release writer, provenance and the card skeleton are shared. A new method is one module plus one
+:func:`register` call.
+
+Splitters follow scikit-learn's ``model_selection``: keyword-only parameters validated in
+``__init__``, ``get_params()`` and ``repr`` from the constructor signature (:class:`BaseSplitter`),
+and a ``split(...)`` that returns a :class:`Split` of sorted int64 row numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import math
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from split_builders.errors import InvalidParameterError
+
+# ---------------------------------------------------------------------------------------------
+# Splits and splitters
+# ---------------------------------------------------------------------------------------------
+
+
+class Split(NamedTuple):
+    """Row numbers of one split: ``train``, ``validation`` (possibly empty) and ``test``, each a
+    sorted int64 array. Unpacks as ``train, validation, test = splitter.split(...)``."""
+
+    train: np.ndarray
+    validation: np.ndarray
+    test: np.ndarray
+
+    @classmethod
+    def of(cls, train, validation=(), test=()) -> "Split":
+        """A Split from any three sequences of row numbers (sorted, int64)."""
+        return cls(*(np.sort(np.asarray(part, dtype=np.int64).reshape(-1)) for part in (train, validation, test)))
+
+    def as_indices(self) -> dict:
+        """``{split: rows}`` for the release writer; an empty validation split is left out (a
+        config loads only with the splits it has)."""
+        parts = {"train": self.train, "validation": self.validation, "test": self.test}
+        return {name: rows for name, rows in parts.items() if name == "train" or len(rows)}
+
+
+class BaseSplitter:
+    """Base class of every splitter: ``get_params()`` and ``repr`` read the constructor's
+    keyword-only parameters from attributes of the same name (set in ``__init__``, validated there)."""
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        signature = inspect.signature(cls.__init__)
+        return [p.name for p in signature.parameters.values()
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"]
+
+    def get_params(self) -> dict:
+        """The constructor's parameters and their values (as recorded in provenance)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    def split(self, *args, **kwargs) -> Split:  # pragma: no cover - every splitter overrides it
+        raise NotImplementedError
+
+
+def check_size(value, name: str, *, allow_zero: bool = True):
+    """Validate a size given as a count (int >= 0, or >= 1 without ``allow_zero``) or a fraction
+    in (0, 1); returns it as an int or a float."""
+    if isinstance(value, bool):
+        raise InvalidParameterError(f"{name} must be a count or a fraction in (0, 1), got {value!r}")
+    if isinstance(value, Integral):
+        if value < (0 if allow_zero else 1):
+            raise InvalidParameterError(f"{name} must be >= {0 if allow_zero else 1}, got {value}")
+        return int(value)
+    if isinstance(value, Real):
+        if not 0.0 < float(value) < 1.0:
+            raise InvalidParameterError(f"{name} as a fraction must be in (0, 1), got {value}")
+        return float(value)
+    raise InvalidParameterError(f"{name} must be a count or a fraction in (0, 1), got {value!r}")
+
+
+def resolve_size(value, n_rows: int) -> int:
+    """A count stays a count; a fraction becomes ``ceil(fraction * n_rows)`` (as scikit-learn)."""
+    return int(value) if isinstance(value, Integral) else int(math.ceil(value * n_rows))
+
+
+def check_random_state(random_state) -> int | None:
+    """A seed: a non-negative integer, or None."""
+    if random_state is None:
+        return None
+    if isinstance(random_state, bool) or not isinstance(random_state, Integral) or random_state < 0:
+        raise InvalidParameterError(f"random_state must be a non-negative integer or None, got {random_state!r}")
+    return int(random_state)
+
+
+def parse_size(text: str):
+    """A size as typed on the command line: an integer count, or a fraction such as ``0.1``."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"expected a count or a fraction in (0, 1), got {text!r}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Options
+# ---------------------------------------------------------------------------------------------
+
+
+def option(default: Any = dataclasses.MISSING, help: str = "", *, flags: tuple = (), choices=None,
+           parse: Callable | None = None, group: str = "method", record: bool = True, metavar: str | None = None):
+    """A field of a method's ``Options`` dataclass.
+
+    Parameters
+    ----------
+    default
+        The one default of this option (CLI, Python and recipes alike).
+    help : str
+        The CLI help text.
+    flags : tuple of str
+        Extra CLI spellings (aliases) besides ``--field-name``.
+    choices : sequence, optional
+        Allowed values (checked by the dataclass and by argparse).
+    parse : callable, optional
+        Converts the CLI text (default: from the field's type: int, float, str, bool flag).
+    group : str
+        The help section the flag is listed under.
+    record : bool
+        Whether provenance records the value (False for local paths such as cache folders).
+    """
+    metadata = {"help": help, "flags": tuple(flags), "choices": choices, "parse": parse, "group": group,
+                "record": record, "metavar": metavar}
+    if isinstance(default, (list, dict, set)):
+        return field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(kw_only=True)
+class CommonOptions:
+    """The options every method shares, with one default each.
+
+    ``source`` defaults to the method's ``default_source`` (None: the source is required); ``out``
+    is the output folder (refused if it exists unless ``overwrite``); ``seed`` seeds every random
+    choice; ``limit`` keeps only the first N rows (quick runs).
+    """
+
+    source: str | None = option(None, "the dataset to split: a bundled sample, a named dataset, a file or "
+                                      "folder, or a Hub id", group="common")
+    out: str | None = option(None, "output folder (must not exist unless --overwrite)", group="common",
+                             record=False)
+    overwrite: bool = option(False, "replace an existing output folder", group="common", record=False)
+    seed: int = option(42, "seed of every random choice (default 42)", group="common")
+    limit: int | None = option(None, "use only the first N rows (quick runs)", group="common")
+
+    def __post_init__(self):
+        for spec in dataclasses.fields(self):
+            choices = spec.metadata.get("choices")
+            value = getattr(self, spec.name)
+            if choices is not None and value is not None and value not in choices:
+                raise InvalidParameterError(f"{spec.name.replace('_', '-')} must be one of "
+                                            f"{', '.join(map(str, choices))}; got {value!r}")
+        if self.out is None:
+            raise InvalidParameterError("an output folder is required (--out)")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, Integral) or self.seed < 0:
+            raise InvalidParameterError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, Integral)
+                                       or self.limit < 1):
+            raise InvalidParameterError(f"limit must be a positive number of rows, got {self.limit!r}")
+        self.validate()
+
+    def validate(self) -> None:
+        """Cheap checks of the method's own options (no I/O); raise InvalidParameterError."""
+
+    def recorded(self) -> dict:
+        """The parameters provenance records: every option except local paths and output handling."""
+        return {spec.name: _plain(getattr(self, spec.name)) for spec in dataclasses.fields(self)
+                if spec.metadata.get("record", True) and spec.name not in ("source", "seed")}
+
+
+def _plain(value):
+    """A value as YAML can hold it (tuples as lists)."""
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# What a method hands to the shared build
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SourceInfo:
+    """What provenance and the card record of a method's source.
+
+    Exactly one of ``revision`` (a Hub commit) and ``content_sha256`` (of the canonical rows) is
+    needed; both may be given.
+    """
+
+    name: str
+    rows: int
+    content_sha256: str | None = None
+    revision: str | None = None
+    filters: dict = field(default_factory=dict)
+    source_id: str = "0-based row number in the input file"
+    license: str | None = None
+    citation: str | None = None
+
+
+@dataclass
+class Loaded:
+    """A method's source after ``load``: the method's own object (``data``) and its description."""
+
+    data: Any
+    info: SourceInfo
+
+
+@dataclass
+class Signal:
+    """What a method computed per row.
+
+    ``values`` is the method's own object (scores, PVI results, atoms, ...); ``provenance`` is
+    recorded under ``resplit.signal`` (kind, model and revision, precision, whatever is needed to
+    rebuild the configs); ``summary`` is a one-line account for the terminal.
+    """
+
+    values: Any
+    provenance: dict
+    summary: str = ""
+
+
+@dataclass
+class Context:
+    """The run's environment as a method sees it: progress output and the process group."""
+
+    progress: bool = True
+    log: Callable[[str], None] = print
+
+    @property
+    def is_main_process(self) -> bool:
+        import os
+
+        return os.environ.get("RANK", "0") == "0"
+
+
+# ---------------------------------------------------------------------------------------------
+# Methods and the registry
+# ---------------------------------------------------------------------------------------------
+
+
+class SplitMethod:
+    """Base class of a split family. Subclasses set the class attributes and implement ``load``,
+    ``signal``, ``configs``, ``rows`` and ``card``; the shared build calls them in that order.
+
+    Attributes
+    ----------
+    name : str
+        Registry key and CLI subcommand.
+    paper : str
+        The paper it implements (shown by ``resplit list`` and recorded in provenance).
+    summary : str
+        One line for ``resplit list`` and the CLI help.
+    config_names : tuple of str
+        The configs it can build (for ``resplit list``; a method may add variants).
+    Options : type
+        Its options dataclass (a subclass of :class:`CommonOptions`).
+    default_source : str or None
+        The source used when none is given (None: ``--source`` is required).
+    source_aliases : tuple of str
+        Older spellings of ``--source`` that keep working (``--data``, ``--suite``).
+    """
+
+    name: str = ""
+    paper: str = ""
+    summary: str = ""
+    config_names: tuple = ()
+    Options: type = CommonOptions
+    default_source: str | None = None
+    source_aliases: tuple = ()
+
+    def options(self, **values) -> CommonOptions:
+        """The method's options from keyword values (validated; the default source filled in)."""
+        if values.get("source") is None:
+            if self.default_source is None:
+                flags = ", ".join(("--source", *self.source_aliases))
+                raise InvalidParameterError(f"{self.name} needs a source ({flags})")
+            values["source"] = self.default_source
+        return self.Options(**values)
+
+    def check(self, options) -> None:
+        """Checks that read little or nothing (a file exists, a field list is well formed); run
+        with the output location check, before ``load``."""
+
+    def load(self, options) -> Loaded:
+        raise NotImplementedError
+
+    def check_loaded(self, loaded: Loaded, options) -> None:
+        """Checks that need the rows but nothing expensive (sizes against the row count, fields)."""
+
+    def signal(self, loaded: Loaded, options, context: Context) -> Signal:
+        raise NotImplementedError
+
+    def configs(self, loaded: Loaded, signal: Signal, options) -> list:
+        raise NotImplementedError
+
+    def rows(self, loaded: Loaded, signal: Signal, configs: list):
+        """The release's rows (canonical fields plus signal columns), or None when every config
+        brings its own rows."""
+        raise NotImplementedError
+
+    def card(self, loaded: Loaded, signal: Signal, configs: list, options):
+        """A :class:`split_builders.release.card.CardSpec`: text and figure specifications."""
+        raise NotImplementedError
+
+    def report(self, result) -> list[str]:
+        """Lines the CLI prints after a build (the shared summary table comes first)."""
+        return []
+
+    def pretty_name(self, loaded: Loaded) -> str:
+        return f"{self.name} splits of {loaded.info.name}"
+
+
+_REGISTRY: dict[str, SplitMethod] = {}
+BUILTIN_METHODS = (
+    "split_builders.methods.likelihood",
+    "split_builders.methods.compositional",
+    "split_builders.methods.difficulty",
+    "split_builders.methods.curriculum",
+    "split_builders.methods.behavioural",
+)
+
+
+def register(method):
+    """Add a method (an instance, or a class that is instantiated) to the registry; returns it, so
+    it also works as a class decorator."""
+    instance = method() if isinstance(method, type) else method
+    if not instance.name:
+        raise InvalidParameterError(f"{type(instance).__name__} has no name")
+    _REGISTRY[instance.name] = instance
+    return method
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def registry() -> dict[str, SplitMethod]:
+    """Every registered method by name (the built-in ones first)."""
+    for module in BUILTIN_METHODS:
+        importlib.import_module(module)
+    return dict(_REGISTRY)
+
+
+def get_method(name) -> SplitMethod:
+    if isinstance(name, SplitMethod):
+        return name
+    methods = registry()
+    if name not in methods:
+        raise InvalidParameterError(f"unknown split method {name!r}; known: {', '.join(methods)}")
+    return methods[name]

@@ -1,0 +1,124 @@
+"""``build(method, options)``: the one path every split family goes through.
+
+::
+
+    options --validate, output location-->  load (loading_scripts)  --check sizes-->  signal
+            --> configs (pure splitters) --> rows --> release writer (provenance + card) --> folder
+
+Everything cheap is checked before anything expensive: the options when they are constructed, the
+output location (exists without ``overwrite``, a parent that is a file or not writable) before
+the source is read, and the sizes against the rows before the signal is computed. Methods never
+write files: the release writer does, once, on the main process.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from split_builders.api import CommonOptions, Context, Loaded, Signal, SplitMethod, get_method
+from split_builders.errors import InvalidParameterError, OutputExistsError
+
+
+@dataclass
+class BuildResult:
+    """What a build produced. ``out`` is None on processes other than the main one."""
+
+    out: Path | None
+    method: SplitMethod
+    options: CommonOptions
+    loaded: Loaded
+    signal: Signal
+    configs: list
+    sizes: dict = field(default_factory=dict)
+
+    @property
+    def config_names(self) -> list[str]:
+        return [c.name for c in self.configs]
+
+    @property
+    def rows(self) -> int:
+        return self.loaded.info.rows
+
+
+def check_output(out, *, overwrite: bool) -> Path:
+    """Refuse an output location that cannot be written, before any work.
+
+    An existing folder needs ``overwrite``; an existing file is never replaced; the nearest
+    existing ancestor must be a writable folder.
+    """
+    out = Path(out).expanduser()
+    if out.exists():
+        if not out.is_dir():
+            raise OutputExistsError(f"output path {str(out)!r} exists and is not a folder; choose another --out")
+        if not overwrite:
+            raise OutputExistsError(f"output folder {str(out)!r} exists; pass --overwrite to replace it")
+    ancestor = out.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InvalidParameterError(f"cannot create output folder {str(out)!r}: {str(ancestor)!r} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InvalidParameterError(f"cannot create output folder {str(out)!r}: {str(ancestor)!r} is not writable")
+    return out
+
+
+def build(method, options: CommonOptions | None = None, /, *, progress: bool = True, log=print,
+          **values) -> BuildResult:
+    """Build a release folder with a registered split method.
+
+    Parameters
+    ----------
+    method : str or SplitMethod
+        A registry name (``resplit list``) or a method instance.
+    options : CommonOptions, optional
+        The method's options; or give them as keyword arguments (``source=..., out=..., seed=...``).
+    progress : bool
+        Progress bars while computing the signal.
+
+    Returns
+    -------
+    BuildResult
+    """
+    method = get_method(method)
+    if options is None:
+        options = method.options(**values)
+    elif values:
+        raise InvalidParameterError("give the options either as an Options object or as keyword arguments")
+    if not isinstance(options, method.Options):
+        raise InvalidParameterError(f"{method.name} takes {method.Options.__name__}, got {type(options).__name__}")
+    context = Context(progress=progress, log=log)
+
+    out = check_output(options.out, overwrite=options.overwrite)
+    method.check(options)
+    loaded = method.load(options)
+    method.check_loaded(loaded, options)
+    signal = method.signal(loaded, options, context)
+    configs = method.configs(loaded, signal, options)
+    sizes = {c.name: {s: int(len(c.indices[s])) for s in c.splits} for c in configs}
+    if not context.is_main_process:
+        _wait_for_everyone()
+        return BuildResult(None, method, options, loaded, signal, configs, sizes)
+
+    from split_builders.release import card as cards
+    from split_builders.release.provenance import provenance
+    from split_builders.release.writer import write_release
+
+    rows = method.rows(loaded, signal, configs)
+    spec = method.card(loaded, signal, configs, options)
+    written_out = write_release(
+        out, rows, configs, provenance=provenance(method, options, loaded.info, signal),
+        render_card=lambda staging, written: cards.render(spec, method=method, info=loaded.info,
+                                                          configs=configs, written=written, staging=staging),
+        license=loaded.info.license, pretty_name=method.pretty_name(loaded), overwrite=options.overwrite)
+    _wait_for_everyone()
+    return BuildResult(written_out, method, options, loaded, signal, configs, sizes)
+
+
+def _wait_for_everyone() -> None:
+    """Hold the processes of a distributed run together (a no-op in a single process)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from accelerate import PartialState
+
+        PartialState().wait_for_everyone()

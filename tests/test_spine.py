@@ -1,0 +1,140 @@
+"""The spine every split family shares: a toy method defined here, registered, and built end to
+end through the CLI and ``load_dataset`` without any edit to the CLI or the release writer."""
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import datasets
+import numpy as np
+import pytest
+import yaml
+
+from split_builders.api import (BaseSplitter, CommonOptions, Loaded, Signal, SourceInfo, Split, SplitMethod,
+                                check_random_state, check_size, option, register, registry, resolve_size,
+                                unregister)
+from split_builders.cli import main
+from split_builders.errors import InvalidParameterError
+
+
+class ShortestToTestSplitter(BaseSplitter):
+    """The shortest texts are held out; a seeded half of them is validation."""
+
+    def __init__(self, *, test_size=0.2, random_state=None):
+        self.test_size = check_size(test_size, "test_size", allow_zero=False)
+        self.random_state = check_random_state(random_state)
+
+    def split(self, lengths):
+        lengths = np.asarray(lengths)
+        n_eval = resolve_size(self.test_size, lengths.size)
+        order = np.argsort(lengths, kind="stable")
+        held = np.random.default_rng(self.random_state).permutation(order[:n_eval])
+        return Split.of(order[n_eval:], held[: n_eval // 2], held[n_eval // 2:])
+
+
+@dataclass(kw_only=True)
+class ToyOptions(CommonOptions):
+    text_field: str = option("text", "the column whose length is the signal")
+    test_size: float = option(0.2, "share of rows held out", parse=float)
+
+    def validate(self):
+        check_size(self.test_size, "test_size", allow_zero=False)
+
+
+class ToyMethod(SplitMethod):
+    name = "toy-shortest"
+    paper = "nobody (a test)"
+    summary = "hold out the shortest texts"
+    config_names = ("shortest",)
+    Options = ToyOptions
+
+    def load(self, options):
+        from loading_scripts.files import read_table
+        from loading_scripts.source import content_sha256, with_row_numbers
+
+        rows = with_row_numbers(read_table(options.source), name=options.source)
+        if options.text_field not in rows.column_names:
+            from split_builders.errors import FieldError
+            raise FieldError(options.text_field, rows.column_names, role="text", source=options.source)
+        return Loaded(rows, SourceInfo(name=options.source, rows=len(rows), content_sha256=content_sha256(rows)))
+
+    def signal(self, loaded, options, context):
+        lengths = np.asarray([len(t) for t in loaded.data[options.text_field]])
+        return Signal(lengths, {"kind": "characters of the text"})
+
+    def configs(self, loaded, signal, options):
+        from split_builders.release.writer import ConfigSplit
+
+        splitter = ShortestToTestSplitter(test_size=options.test_size, random_state=options.seed)
+        split = splitter.split(signal.values)
+        return [ConfigSplit("shortest", split.as_indices(), method=self.name, parameters=splitter.get_params(),
+                            description="the shortest texts held out")]
+
+    def rows(self, loaded, signal, configs):
+        return loaded.data.add_column("length", signal.values.tolist())
+
+    def card(self, loaded, signal, configs, options):
+        from split_builders.release.card import CardSpec, Figure, Panel, Section
+
+        figure = Figure("figures/shortest.png", "lengths", [Panel("characters", {
+            s: signal.values[configs[0].indices[s]] for s in configs[0].splits}, kind="discrete")])
+        return CardSpec(title="Toy", intro="A toy method.", how_built=["By length."],
+                        configs=[Section("`shortest`", "Shortest held out.", [figure])])
+
+
+@pytest.fixture()
+def toy(tmp_path):
+    register(ToyMethod)
+    source = tmp_path / "toy.csv"
+    source.write_text("text,label\n" + "".join(f"{'x' * (i % 17 + 1)} {i},{i % 2}\n" for i in range(60)))
+    yield source
+    unregister("toy-shortest")
+
+
+def test_a_method_defined_in_a_test_builds_through_the_cli(toy, tmp_path, hf_cache, capsys):
+    out = tmp_path / "out"
+    assert main(["toy-shortest", "--source", str(toy), "--out", str(out), "--seed", "3", "--test-size", "0.3"]) == 0
+    assert "shortest" in capsys.readouterr().out
+    loaded = datasets.load_dataset(str(out), "shortest", cache_dir=hf_cache)
+    ids = {s: set(loaded[s]["source_id"]) for s in loaded}
+    assert sum(map(len, ids.values())) == 60 and not (ids["train"] & ids["test"])
+    assert max(loaded["test"]["length"]) <= min(loaded["train"]["length"])
+    card = (out / "README.md").read_text()
+    assert "## How the splits differ" in card and (out / "figures" / "shortest.png").is_file()
+    meta = yaml.safe_load(card.split("---\n")[1])["resplit"]
+    assert meta["method"] == "toy-shortest" and meta["seed"] == 3 and meta["parameters"]["test_size"] == 0.3
+
+
+def test_list_and_show_know_the_toy(toy, tmp_path, capsys):
+    assert main(["list"]) == 0
+    listed = capsys.readouterr().out
+    assert "toy-shortest" in listed and "likelihood" in listed
+    out = tmp_path / "out"
+    assert main(["toy-shortest", "--source", str(toy), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["show", str(out), "shortest"]) == 0
+    shown = capsys.readouterr().out
+    assert "toy-shortest release" in shown and "source_id=" in shown
+
+
+def test_options_are_checked_before_anything_is_read(toy, tmp_path, capsys):
+    assert main(["toy-shortest", "--source", str(toy), "--out", str(tmp_path / "o"), "--test-size", "1.5"]) == 2
+    assert "test_size" in capsys.readouterr().err
+    with pytest.raises(InvalidParameterError, match="seed"):
+        ToyOptions(source="x", out="o", seed=-1)
+
+
+def test_registry_holds_the_five_families():
+    assert {"likelihood", "tmcd", "pvi", "curriculum", "behavioural"} <= set(registry())
+
+
+def test_split_of_sorts_and_drops_an_empty_validation():
+    split = Split.of([3, 1], [], [2, 0])
+    assert split.train.dtype == np.int64 and split.train.tolist() == [1, 3]
+    assert set(split.as_indices()) == {"train", "test"}
+
+
+def test_base_splitter_params_and_repr():
+    splitter = ShortestToTestSplitter(test_size=0.25, random_state=4)
+    assert splitter.get_params() == {"test_size": 0.25, "random_state": 4}
+    assert repr(splitter) == "ShortestToTestSplitter(test_size=0.25, random_state=4)"
