@@ -27,7 +27,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 
 demo: install
 	$(BIN)/resplit likelihood --source snli-sample --out $(DEMO_OUT) --overwrite
-	$(BIN)/python -m split_builders.release.show $(DEMO_OUT) ll_split_pt_len
+	$(BIN)/resplit show $(DEMO_OUT) ll_split_pt_len
 
 test: install
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)

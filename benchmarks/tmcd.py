@@ -43,7 +43,7 @@ def main() -> None:
     start = time.perf_counter()
     splitter = TMCDSplitter(train_size=args.train_size, n_iterations=args.iterations, random_state=args.seed,
                             max_atom_divergence=args.max_atom_divergence)
-    train, test = splitter.split(atoms, compounds)
+    train, _, test = splitter.split(atoms, compounds)
     rows.append((f"resplit annealing ({args.iterations} swaps, AD <= {args.max_atom_divergence:g})", time.perf_counter() - start,
                  split_divergences(train, test, atoms, compounds)))
     print(f"{args.dataset}, {len(src)} rows, train {args.train_size}, seed {args.seed}")

@@ -3,10 +3,12 @@
 Rows are ``source_id``, ``input``, ``target`` (plus reader-specific columns); ``published`` holds
 the splits released with the dataset (train/validation/test row positions) and ``published_from``
 the file each came from, so a release can carry them beside the splits resplit builds.
+:func:`load_compositional` reads any of them from a folder, an NQG-format file or a Hub id.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +45,22 @@ class CompositionalSource:
     @property
     def targets(self) -> list[str]:
         return self.rows["target"]
+
+    def head(self, n_rows: int) -> "CompositionalSource":
+        """The first ``n_rows`` rows; each published split keeps only its ids among them (a split
+        left without train or without any evaluation rows is dropped)."""
+        if n_rows >= len(self):
+            return self
+        published, published_from = {}, {}
+        for name, split in self.published.items():
+            kept = {part: np.asarray(ids, dtype=np.int64) for part, ids in split.items()}
+            kept = {part: ids[ids < n_rows] for part, ids in kept.items()}
+            kept = {part: ids for part, ids in kept.items() if ids.size}
+            if "train" in kept and len(kept) > 1:
+                published[name] = kept
+                published_from[name] = self.published_from[name]
+        return dataclasses.replace(self, rows=self.rows.select(range(n_rows)), published=published,
+                                   published_from=published_from)
 
 
 def rows_dataset(inputs, targets, **extra) -> datasets.Dataset:
@@ -130,3 +148,29 @@ def from_hub(repo_id: str, *, revision: str | None = None) -> CompositionalSourc
     return CompositionalSource(rows_dataset(inputs, targets), name=repo_id,
                                target_language=guess_target_language(targets),
                                source_id_note=f"0-based row of {repo_id}'s splits concatenated in order ({order})")
+
+
+def load_compositional(source: str) -> CompositionalSource:
+    """A GeoQuery/Spider/SCAN/COGS folder, an NQG-format TSV file (``input TAB target``), or a Hub
+    dataset id (:func:`from_hub`)."""
+    from loading_scripts import cogs, geoquery, scan, spider
+    from loading_scripts.nqg import SOURCE_ID_NOTE, read_pairs
+
+    path = Path(source)
+    if path.is_dir():
+        for marker, module in (("geoquery_nqg.tsv", geoquery), ("tasks.txt", scan), ("tasks.txt.gz", scan),
+                               ("train.tsv", cogs), ("train.tsv.gz", cogs), ("dev.json", spider), ("dev.json.gz", spider)):
+            if (path / marker).is_file():
+                return module.load(path)
+        raise SourceLoadError(f"{source!r}: not a GeoQuery, Spider, SCAN or COGS folder")
+    if path.is_file():
+        if path.name.startswith("geoquery_nqg"):
+            return geoquery.load(path)
+        pairs = read_pairs(path)
+        targets = [p[1] for p in pairs]
+        return CompositionalSource(rows_dataset([p[0] for p in pairs], targets), name=str(path),
+                                   target_language=guess_target_language(targets), source_id_note=SOURCE_ID_NOTE)
+    if "/" in source and not source.startswith((".", "/", "~")):
+        return from_hub(source)
+    raise SourceLoadError(f"source {source!r} does not exist (give a file in NQG format, a dataset folder "
+                          "or a Hub id org/name)")

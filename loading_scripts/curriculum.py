@@ -148,13 +148,17 @@ def leakage_report(raw: dict) -> dict:
     return report
 
 
-def read_phenomenon(path, *, info: dict | None = None) -> Phenomenon:
-    """Read one ``<name>.zip`` into canonical rows (``info``: its tasks.json entry, if any)."""
+def read_phenomenon(path, *, info: dict | None = None, limit: int | None = None) -> Phenomenon:
+    """Read one ``<name>.zip`` into canonical rows (``info``: its tasks.json entry, if any).
+
+    ``limit`` keeps the first ``limit`` rows of each released split (train, validation) before
+    anything else is computed (quick runs); the label set still comes from ``info`` when given.
+    """
     path = Path(path)
     name = path.stem
     try:
         with zipfile.ZipFile(path) as archive:
-            raw = {split: _read_jsonl(archive, name, f) for split, f in SPLIT_FILES.items()}
+            raw = {split: _read_jsonl(archive, name, f)[:limit] for split, f in SPLIT_FILES.items()}
     except zipfile.BadZipFile as error:
         raise SourceLoadError(f"{path}: not a zip file ({error})") from None
     info = info or {}
@@ -222,11 +226,12 @@ def download_zips(base_url: str, names, *, cache_dir=None) -> Path:
     return folder
 
 
-def read_curriculum(data_dir, *, phenomena=None) -> list[Phenomenon]:
+def read_curriculum(data_dir, *, phenomena=None, limit: int | None = None) -> list[Phenomenon]:
     """Every phenomenon of ``data_dir`` (or the named ``phenomena``), in the order of the zips' names.
 
     ``data_dir`` may also be a URL prefix holding ``<name>.zip`` files (such as :data:`BASE_URL`): the
     named phenomena (default: all 36 of the release) are downloaded once into the resplit cache.
+    ``limit``: the first N rows of each phenomenon's train and of its validation split.
     """
     if str(data_dir).startswith(("http://", "https://")):
         data_dir = download_zips(str(data_dir), phenomena or list(CATALOGUE))
@@ -237,60 +242,4 @@ def read_curriculum(data_dir, *, phenomena=None) -> list[Phenomenon]:
         if unknown:
             raise InvalidParameterError(f"unknown phenomena {unknown}; available: {', '.join(zips)}")
         zips = {p: zips[p] for p in phenomena}
-    return [read_phenomenon(path, info=tasks.get(name)) for name, path in zips.items()]
-
-
-HYPOTHESIS_ONLY = "_hypothesis_only"
-
-
-def curriculum_configs(phenomena, *, hypothesis_only: bool = True) -> list:
-    """One config per phenomenon (its own rows, train and validation) and its hypothesis-only variant."""
-    from split_builders.release.writer import ConfigSplit
-
-    configs = []
-    for p in phenomena:
-        params = {"phenomenon": p.name, "category": p.category, "abbrev": p.abbrev, "labels": list(p.label_set)}
-        configs.append(ConfigSplit(p.name, p.indices(), method="curriculum", parameters=params, rows=p.rows,
-                                   description=f"{p.category} / {p.abbrev}"))
-        if hypothesis_only:
-            # The premise column is removed, not blanked: a baseline cannot read it by accident.
-            configs.append(ConfigSplit(p.name + HYPOTHESIS_ONLY, p.indices(), method="curriculum-hypothesis-only",
-                                       parameters=params, rows=p.rows.remove_columns("premise"),
-                                       description=f"{p.name} without the premise (hypothesis-only baseline)"))
-    return configs
-
-
-def card_markdown(phenomena, *, iv: dict | None = None) -> str:
-    """The card: what the release is, the label normalisation, and one line per phenomenon."""
-    lines = [
-        "# CURRICULUM", "",
-        "36 linguistic phenomena recast as NLI (Chen & Gao, NAACL 2022), one config per phenomenon with its "
-        "released `train` and `validation` splits, and a `<phenomenon>_hypothesis_only` variant without the "
-        "premise for the hypothesis-only baseline. `label` is a `ClassLabel`: `entailed`/`not-entailed` (2-way) "
-        "or `entailment`/`neutral`/`contradiction` (3-way). `source_id` is the row's position in train then "
-        "validation; `idx` is the release's own id.", "",
-        "**Label normalisation.** `monotonicity_infer` labels its train rows `entailment`/`neutral` but its "
-        "validation rows `entailed`/`not-entailed`; the phenomenon is 2-way and the train labels are mapped "
-        "`entailment` -> `entailed`, `neutral` (and `contradiction`) -> `not-entailed`. The count of mapped rows "
-        "is in the table. The paper's `atomic` phenomenon is released as `defeasible`.", "",
-        "**Leakage report.** Rows are kept as released. `train∩val` counts distinct (premise, hypothesis) pairs "
-        "found in both splits; `val seen` the validation rows whose pair occurs in train; `dup` duplicate rows "
-        "within a split; `empty` empty premises / hypotheses (train + validation).", "",
-        "| config | category | abbrev | labels | train | validation | train∩val | val seen | dup train/val "
-        "| empty premise/hyp | labels mapped |" + (" I_V (bits) |" if iv else ""),
-        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if iv else ""),
-    ]
-    for p in phenomena:
-        r = p.report
-        cells = [f"`{p.name}`", str(p.category), str(p.abbrev), "/".join(p.label_set),
-                 str(p.split_sizes["train"]), str(p.split_sizes["validation"]),
-                 str(r["train_validation_duplicate_pairs"]), str(r["validation_rows_seen_in_train"]),
-                 f"{r['train_duplicate_pairs']}/{r['validation_duplicate_pairs']}",
-                 f"{r['train_empty_premise'] + r['validation_empty_premise']}/"
-                 f"{r['train_empty_hypothesis'] + r['validation_empty_hypothesis']}",
-                 str(r["labels_normalised"])]
-        if iv:
-            cells.append(f"{iv[p.name]:.3f}" if p.name in iv else "n/a")
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## Citation", "", "```bibtex", CITATION, "```"]
-    return "\n".join(lines)
+    return [read_phenomenon(path, info=tasks.get(name), limit=limit) for name, path in zips.items()]

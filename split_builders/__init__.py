@@ -1,4 +1,4 @@
-"""resplit's library: one spine (:mod:`~split_builders.api`, :func:`~split_builders.build.build`)
+"""resplit's library: one spine (:mod:`~split_builders.api`, :func:`~split_builders.builder.build`)
 that every split family goes through.
 
 * :mod:`split_builders.methods`: one module per family (likelihood, compositional, PVI difficulty,
@@ -22,8 +22,8 @@ from split_builders._version import __version__
 
 # name -> module that defines it (imported lazily, PEP 562)
 _EXPORTS = {
-    "build": "split_builders.build",
-    "BuildResult": "split_builders.build",
+    "build": "split_builders.builder",
+    "BuildResult": "split_builders.builder",
     "registry": "split_builders.api",
     "register": "split_builders.api",
     "get_method": "split_builders.api",

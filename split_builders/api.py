@@ -11,7 +11,7 @@ A split method is one module of :mod:`split_builders.methods` that declares
    :class:`~split_builders.release.writer.ConfigSplit`;
 5. ``card(...)``: the card's method-specific text and figure specifications (no I/O).
 
-:func:`split_builders.build.build` takes every method through the same steps; the CLI, the
+:func:`split_builders.builder.build` takes every method through the same steps; the CLI, the
 release writer, provenance and the card skeleton are shared. A new method is one module plus one
 :func:`register` call.
 

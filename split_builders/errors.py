@@ -60,3 +60,7 @@ class UnparseableProgramError(ResplitError, ValueError):
 
 class AtomConstraintError(ResplitError, ValueError):
     """Some evaluation atoms cannot be brought into train (the atom constraint cannot be met)."""
+
+
+class OutputLockedError(ResplitError, RuntimeError):
+    """Another build is writing to the same output location."""

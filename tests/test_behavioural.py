@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from loading_scripts.checklist import read_checklist_suite, validate_suite
-from split_builders.methods.behavioural import (
-    PASS_RATE_COLUMNS, BehaviouralSplitter, behavioural_configs, build_behavioural, shuffle_split,
-)
+from split_builders.api import Split, get_method
+from split_builders.builder import build
+from split_builders.methods.behavioural import PASS_RATE_COLUMNS, behavioural_configs
+from split_builders.splitters.behavioural import BehaviouralSplitter
+from split_builders.splitters.partition import shuffle_split
 from split_builders.errors import InvalidParameterError
 
 # Small real functionalities of the sentiment suite, one of each test type, two capabilities:
@@ -29,10 +31,15 @@ def small_suite(shared, tmp_path_factory):
     return read_checklist_suite(path)
 
 
+def build_small(suite, out, **options):
+    """The small suite's release with BELUGA's seed (123); returns (folder, configs)."""
+    result = build("behavioural", source=suite.source, out=str(out), seed=123, progress=False, **options)
+    return result.out, result.configs
+
+
 @pytest.fixture(scope="module")
 def small_release(small_suite, tmp_path_factory):
-    out, configs = build_behavioural(small_suite, out=tmp_path_factory.mktemp("rel") / "checklist-sentiment")
-    return out, configs
+    return build_small(small_suite, tmp_path_factory.mktemp("rel") / "checklist-sentiment")
 
 
 @pytest.mark.parametrize("name", ["sentiment", "qqp", "squad"])
@@ -40,7 +47,7 @@ def test_reproduces_beluga_split_of_every_functionality(shared, name):
     suite = read_checklist_suite(shared / "data" / "checklist" / f"{name}_suite.json.gz")
     groups = [t["name"] for t in suite.tests for _ in t["data"]]
     starts = np.cumsum([0] + [len(t["data"]) for t in suite.tests])
-    parts = dict(zip(("train", "validation", "test"), BehaviouralSplitter().split(groups)))
+    parts = BehaviouralSplitter(random_state=123).split(groups)._asdict()
     reproduced = 0
     for test, start, stop in zip(suite.tests, starts[:-1], starts[1:]):
         ours = {s: (rows[(rows >= start) & (rows < stop)] - start).tolist() for s, rows in parts.items()}
@@ -52,7 +59,7 @@ def test_shuffle_split_sizes_and_errors():
     train, test = shuffle_split(17, 0.5, 123)
     assert (len(train), len(test)) == (8, 9)
     assert sorted(np.concatenate([train, test]).tolist()) == list(range(17))
-    with pytest.raises(InvalidParameterError, match="cannot split 1 test case"):
+    with pytest.raises(InvalidParameterError, match="cannot split 1 item"):
         shuffle_split(1, 0.5, 123)
 
 
@@ -150,7 +157,7 @@ def test_pass_rate_reads_config_rows_directly(small_suite, small_release, hf_cac
 
 def test_release_is_byte_identical_when_rebuilt(small_suite, small_release, tmp_path):
     out, _ = small_release
-    again, _ = build_behavioural(small_suite, out=tmp_path / "checklist-sentiment")
+    again, _ = build_small(small_suite, tmp_path / "checklist-sentiment")
     files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
     for relative in files:
@@ -167,3 +174,59 @@ def test_beluga_relabelling_is_applied():
     assert set(testcase_rows(suite)["labels"]) == {"0"}
     assert set(testcase_rows(suite, beluga_labels=False)["labels"]) == {"1"}
     assert testcase_rows(suite)["examples"][0] == [["a", "b"]]
+
+
+def test_splitter_is_a_base_splitter_returning_a_split():
+    from split_builders.api import BaseSplitter
+
+    splitter = BehaviouralSplitter(holdout_size=0.5, test_share=0.5, random_state=7)
+    assert isinstance(splitter, BaseSplitter)
+    assert splitter.get_params() == {"holdout_size": 0.5, "test_share": 0.5, "random_state": 7}
+    assert repr(splitter) == "BehaviouralSplitter(holdout_size=0.5, test_share=0.5, random_state=7)"
+    # Groups need not be contiguous: each group's rows are divided in row order.
+    split = splitter.split(["a", "b"] * 6)
+    assert isinstance(split, Split) and all(part.dtype == np.int64 for part in split)
+    assert sorted(np.concatenate(split).tolist()) == list(range(12))
+    assert BehaviouralSplitter().get_params()["random_state"] == 123  # BELUGA's seed
+
+
+def test_release_provenance_and_card(small_suite, small_release):
+    import yaml
+
+    from loading_scripts.source import content_sha256
+    from split_builders.methods.behavioural import testcase_rows
+
+    out, _ = small_release
+    readme = (out / "README.md").read_text()
+    meta = yaml.safe_load(readme.split("---\n")[1])["resplit"]
+    assert meta["method"] == "behavioural" and meta["seed"] == 123 and "BELUGA" in meta["paper"]
+    assert meta["source"]["content_sha256"] == content_sha256(testcase_rows(small_suite))
+    assert meta["signal"]["suite_sha256"] == small_suite.sha256
+    assert meta["configs"]["func_0"]["parameters"]["held_out"] == {"functionality": "single positive words"}
+    assert "reproduces BELUGA's published division" in readme
+    for figure in ("seen", "func", "class", "type"):
+        assert (out / "figures" / f"{figure}.png").is_file() and f"figures/{figure}.png" in readme
+
+
+def test_limit_keeps_the_first_test_cases_of_each_functionality(small_suite, tmp_path, hf_cache):
+    out, configs = build_small(small_suite, tmp_path / "limited", limit=6)
+    seen = datasets.load_dataset(str(out), "seen", cache_dir=hf_cache)
+    rows = datasets.concatenate_datasets([seen[s] for s in seen])
+    assert rows.num_rows == 6 * len(SMALL)
+    assert sorted(set(rows["functionality"])) == sorted(SMALL) and set(rows["testcase_id"]) == set(range(6))
+    assert [c.name for c in configs][:6] == ["seen", "func_0", "func_1", "func_2", "func_3", "func_4"]
+    with pytest.raises(InvalidParameterError, match="needs N >= 3"):
+        get_method("behavioural").options(source=small_suite.source, out=str(tmp_path / "x"), limit=2)
+
+
+def test_names_with_commas_and_comma_separated_selections():
+    names = ["used to, but now", "a", "b, c"]
+    args = (names[:1] * 4 + names[1:2] * 4 + names[2:] * 4, ["A"] * 12, ["MFT"] * 12)
+    picked = lambda selection: [c.name for c in behavioural_configs(*args, functionalities=selection,
+                                                                    capabilities=[])][1:-1]
+    assert picked(["used to, but now"]) == ["func_0"]
+    assert picked(["b, c,used to, but now"]) == ["func_2", "func_0"]
+    assert picked(["1,2"]) == ["func_1", "func_2"]
+    assert picked([2, "a"]) == ["func_2", "func_1"]
+    with pytest.raises(InvalidParameterError, match="unknown functionality 'd'"):
+        picked(["a,d"])

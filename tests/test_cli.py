@@ -95,7 +95,8 @@ def test_scores_of_the_wrong_length_are_refused(likelihood_reference, tmp_path, 
 
 
 def test_unknown_model_offline_says_so(tmp_path, capsys):
-    args = ["likelihood", "--source", "snli-sample", "--limit", "20", "--lm", "someone/no-such-model",
+    # 200 rows: enough for the default 4 length buckets per class (checked before the model is resolved)
+    args = ["likelihood", "--source", "snli-sample", "--limit", "200", "--lm", "someone/no-such-model",
             "--out", str(tmp_path / "out"), "--no-progress"]
     assert main(args) == 2
     assert "HF_HUB_OFFLINE is set and 'someone/no-such-model' is not in the local" in capsys.readouterr().err

@@ -23,7 +23,7 @@ def test_spider_reader_recreates_the_nqg_rows(shared):
     src = spider.load(shared / "data" / "spider")
     published = json.loads((shared / "data/spider/splits_nqg/length_1.json").read_text())
     assert len(src) == len(published["train"]) + len(published["test"])
-    train, test = LongestToTestSplitter(train_size=3282).split(src.inputs, src.targets)
+    train, _, test = LongestToTestSplitter(train_size=3282).split(src.inputs, src.targets)
     assert set(train.tolist()) == set(published["train"])  # row for row, or the sort would differ
     atoms = atoms_by_row(src.targets, "sql").atoms
     tmcd = src.published["published_tmcd_1"]
@@ -34,7 +34,7 @@ def test_geoquery_length_split_reproduces_length_1(shared):
     from loading_scripts import geoquery
 
     src = geoquery.load(shared / "data" / "geoquery")
-    train, test = LongestToTestSplitter(train_size=440).split(src.inputs, src.targets)
+    train, _, test = LongestToTestSplitter(train_size=440).split(src.inputs, src.targets)
     train, test = published_numbering(train, test, list(zip(src.inputs, src.targets)))
     assert set(train.tolist()) == set(src.published["published_length_1"]["train"].tolist())
 
@@ -43,7 +43,7 @@ def test_template_split_shares_no_template(shared):
     from loading_scripts import spider
 
     src = spider.load(shared / "data" / "spider")
-    train, test = TemplateSplitter(train_size=3282, target_language="sql", random_state=1).split(src.targets)
+    train, _, test = TemplateSplitter(train_size=3282, target_language="sql", random_state=1).split(src.targets)
     assert len(train) <= 3282 and len(train) + len(test) == len(src)
     templates = lambda rows: {program_template(src.targets[r], "sql") for r in rows}
     assert not templates(train) & templates(test)
@@ -142,7 +142,7 @@ def test_atom_divergence_bound_is_an_option_and_is_kept(geo_file, tmp_path, hf_c
     from split_builders.signals.programs.divergence import split_divergences
 
     out = tmp_path / "tight"
-    assert main(["tmcd", "--source", str(geo_file), "--train-size", "440", "--iterations", "2000",
+    assert main(["tmcd", "--source", str(geo_file), "--train-size", "440", "--seed", "1", "--iterations", "2000",
                  "--max-atom-divergence", "0.02", "--no-published", "--out", str(out)]) == 0
     loaded = datasets.load_dataset(str(out), "tmcd", cache_dir=hf_cache)
     targets = list(loaded["train"]["target"]) + list(loaded["test"]["target"])
@@ -179,3 +179,74 @@ def test_scan_compounds_see_what_the_mcd_splits_vary(shared):
     for bad in ("jump twice around", "turn", "left jump", "walk and"):
         with pytest.raises(UnparseableProgramError):
             scan_compounds(bad)
+
+
+@pytest.mark.parametrize("splitter", [
+    LongestToTestSplitter(train_size=0.5, by="target"),
+    TemplateSplitter(train_size=3, target_language="sql", random_state=4),
+])
+def test_splitters_report_every_constructor_parameter(splitter):
+    import inspect
+
+    from split_builders.splitters.compositional import StandardSplitter
+    from split_builders.splitters.tmcd import TMCDSplitter
+
+    for each in (splitter, StandardSplitter(train_size=5, random_state=2), TMCDSplitter(train_size=0.4)):
+        names = [p for p in inspect.signature(type(each).__init__).parameters if p != "self"]
+        assert list(each.get_params()) == names
+        assert repr(each).startswith(type(each).__name__ + "(")
+
+
+def test_splitters_return_a_split_with_an_empty_validation():
+    from split_builders.api import Split
+    from split_builders.splitters.compositional import StandardSplitter
+
+    split = StandardSplitter(train_size=6, random_state=3).split(10)
+    assert isinstance(split, Split) and split.validation.size == 0 and split.train.dtype == np.int64
+    assert sorted([*split.train, *split.test]) == list(range(10))
+    targets = ["SELECT a FROM t WHERE x = 1", "SELECT a FROM t WHERE x = 2", "SELECT b FROM u", "SELECT c FROM v"]
+    split = TemplateSplitter(train_size=2, target_language="sql", random_state=0).split(targets)
+    assert isinstance(split, Split) and split.validation.size == 0
+    with pytest.raises(Exception, match="train_size"):
+        StandardSplitter(train_size=1.5)
+
+
+def test_options_are_checked_before_the_source_is_read(tmp_path, capsys):
+    missing = str(tmp_path / "not-there.tsv")
+    assert main(["tmcd", "--source", missing, "--configs", "tmcd,mcd", "--out", str(tmp_path / "o")]) == 2
+    assert "unknown config(s) ['mcd']" in capsys.readouterr().err
+    assert main(["tmcd", "--source", missing, "--train-size", "1.5", "--out", str(tmp_path / "o")]) == 2
+    assert "train_size" in capsys.readouterr().err
+    assert main(["tmcd", "--source", missing, "--scores", missing, "--out", str(tmp_path / "o")]) == 2
+    assert "scores file" in capsys.readouterr().err
+
+
+def test_limit_default_train_size_and_the_terminal_report(shared, tmp_path, hf_cache, capsys):
+    """``--limit`` keeps the first rows (published splits restricted to them); the train size
+    defaults to half the parseable rows; the report prints the divergence table."""
+    import datasets
+    import yaml
+
+    out = tmp_path / "limited"
+    assert main(["tmcd", "--source", str(shared / "data" / "geoquery"), "--limit", "300", "--iterations", "100",
+                 "--configs", "tmcd,standard", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "compound div" in printed and "published_tmcd_1" in printed
+    tmcd = datasets.load_dataset(str(out), "tmcd", cache_dir=hf_cache)
+    assert (len(tmcd["train"]), len(tmcd["test"])) == (150, 150)
+    published = datasets.load_dataset(str(out), "published_tmcd_1", cache_dir=hf_cache)
+    assert max(max(published[s]["source_id"]) for s in published) < 300
+    meta = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])["resplit"]
+    assert meta["seed"] == 42 and meta["source"]["rows"] == 300 and meta["source"]["filters"] == {"beyond --limit 300": 580}
+    figures = meta["configs"]["tmcd"]["parameters"]["divergences"]
+    assert figures["test_rows_with_unseen_atom"] == 0 and figures["atom_divergence"] <= 0.05
+
+
+def test_a_published_split_named_like_a_built_config_is_renamed(shared, tmp_path, hf_cache):
+    import datasets
+
+    out = tmp_path / "scan"
+    assert main(["tmcd", "--source", str(shared / "data" / "scan"), "--limit", "400", "--iterations", "50",
+                 "--configs", "length", "--out", str(out)]) == 0
+    names = set(datasets.get_dataset_config_names(str(out)))
+    assert {"length", "published_length", "simple"} <= names

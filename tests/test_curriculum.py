@@ -96,7 +96,8 @@ def test_every_phenomenon_and_its_hypothesis_only_variant_load(full_release, tas
 
 def test_card_shows_category_abbreviation_and_leakage(full_release, tasks):
     body = (full_release / "README.md").read_text()
-    line = next(line for line in body.splitlines() if line.startswith("| `transitive`"))
+    table = body.split("\n## Phenomena\n", 1)[1]  # the per-phenomenon table (after the configs table)
+    line = next(line for line in table.splitlines() if line.startswith("| `transitive`"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[1:3] == [tasks["transitive"]["category"], tasks["transitive"]["abbrev"]]
     assert cells[6] == "5919"
@@ -124,7 +125,7 @@ def test_pvi_difficulty_configs_per_phenomenon(curriculum, tmp_path, hf_cache):
     names = [c["config_name"] for c in metadata["configs"]]
     assert names == ["verbnet", "verbnet_hypothesis_only", "verbnet_simple", "verbnet_hard",
                      "verbnet_simple_to_hard", "verbnet_hard_to_simple"]
-    iv = metadata["resplit"]["I_V"]["verbnet"]
+    iv = metadata["resplit"]["signal"]["I_V"]["verbnet"]
     hard = datasets.load_dataset(str(out), "verbnet_simple_to_hard", split="test", cache_dir=hf_cache)
     simple = datasets.load_dataset(str(out), "verbnet_simple", cache_dir=hf_cache)
     assert hard.features["pvi"].dtype == "float64"
@@ -153,7 +154,7 @@ def test_release_configs_with_own_rows_need_train_and_an_evaluation_split(tmp_pa
     from split_builders.release.writer import ConfigSplit, write_release
 
     rows = datasets.Dataset.from_dict({"source_id": [0, 1, 2], "text": ["a", "b", "c"]})
-    with pytest.raises(InvalidParameterError, match="at least one of validation and test"):
+    with pytest.raises(InvalidParameterError, match="at least one non-empty validation or test"):
         write_release(tmp_path / "o", None, [ConfigSplit("x", {"train": [0, 1]}, "m", rows=rows)],
                       provenance={}, render_card=lambda *_: "")
     with pytest.raises(InvalidParameterError, match="has no rows of its own"):

@@ -5,8 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from split_builders.splitters.difficulty import DifficultySplitter, difficulty_indices, shuffle_split, simple_mask
+from split_builders.api import Split
 from split_builders.errors import InvalidParameterError
+from split_builders.splitters.difficulty import CONFIGS, DifficultySplitter, simple_mask
+from split_builders.splitters.partition import shuffle_split
 
 
 @pytest.mark.parametrize("n, size, seed", [(10, 0.4, 42), (7, 0.4, 42), (2, 0.4, 42), (257, 0.25, 3)])
@@ -21,7 +23,7 @@ def test_shuffle_split_is_scikit_learns_train_test_split(n, size, seed):
 
 def test_a_one_row_bucket_goes_to_validation():
     # scikit-learn refuses n=1 (empty train); the same ceil arithmetic puts the row in validation
-    train, test = shuffle_split(1, 0.4, 42)
+    train, test = shuffle_split(1, 0.4, 42, allow_empty=True)
     assert train.size == 0 and test.tolist() == [0]
 
 
@@ -54,18 +56,26 @@ def test_splitter_partitions_every_row_and_configs_cross_distribution():
     rng = np.random.default_rng(1)
     labels = np.repeat([0, 1], [60, 40])
     pvi = rng.normal(size=100)
-    parts = DifficultySplitter(random_state=5).split(pvi, labels)
-    everything = np.concatenate([parts[p][s] for p in parts for s in parts[p]])
+    configs = {c: DifficultySplitter(config=c, random_state=5).split(pvi, labels) for c in CONFIGS}
+    assert all(isinstance(split, Split) for split in configs.values())
+    simple, hard = configs["simple"], configs["hard"]
+    everything = np.concatenate([simple.train, simple.validation, hard.train, hard.validation])
     assert np.array_equal(np.sort(everything), np.arange(100))
-    for part in parts:  # 60/40 per label bucket: 15 of each label's 30 / 20 rows per part
-        assert len(parts[part]["validation"]) == math.ceil(0.4 * 30) + math.ceil(0.4 * 20)
-    configs = difficulty_indices(parts)
-    assert set(configs) == {"simple", "hard", "simple_to_hard", "hard_to_simple"}
-    assert set(configs["simple"]) == {"train", "validation"}
-    assert np.array_equal(configs["simple_to_hard"]["train"], parts["simple"]["train"])
-    assert np.array_equal(np.sort(configs["simple_to_hard"]["test"]),
-                          np.sort(np.concatenate([parts["hard"]["train"], parts["hard"]["validation"]])))
-    assert pvi[configs["hard_to_simple"]["test"]].mean() > pvi[configs["hard_to_simple"]["train"]].mean()
+    for part in (simple, hard):  # 60/40 per label bucket: 15 of each label's 30 / 20 rows per part
+        assert len(part.validation) == math.ceil(0.4 * 30) + math.ceil(0.4 * 20)
+        assert part.test.size == 0 and set(part.as_indices()) == {"train", "validation"}
+    assert np.array_equal(configs["simple_to_hard"].train, simple.train)
+    assert np.array_equal(configs["simple_to_hard"].validation, simple.validation)
+    assert np.array_equal(configs["simple_to_hard"].test, np.sort(np.concatenate([hard.train, hard.validation])))
+    assert np.array_equal(configs["hard_to_simple"].train, hard.train)
+    assert pvi[configs["hard_to_simple"].test].mean() > pvi[configs["hard_to_simple"].train].mean()
+
+
+def test_get_params_are_the_constructor_parameters():
+    splitter = DifficultySplitter.curriculum_compat("hard_to_simple")
+    assert splitter.get_params() == {"config": "hard_to_simple", "threshold": "midrange", "validation_size": 0.4,
+                                     "random_state": 42}
+    assert repr(DifficultySplitter()).startswith("DifficultySplitter(config='simple', threshold='median'")
 
 
 def test_curriculum_compat_division_matches_train_test_split_per_bucket():
@@ -73,7 +83,7 @@ def test_curriculum_compat_division_matches_train_test_split_per_bucket():
     rng = np.random.default_rng(2)
     labels = np.repeat([0, 1], [30, 25])
     pvi = rng.normal(size=55)
-    parts = DifficultySplitter.curriculum_compat().split(pvi, labels)
+    split = DifficultySplitter.curriculum_compat("simple").split(pvi, labels)
     simple = simple_mask(pvi, labels, threshold="midrange")
     expected_val = []
     for label in (0, 1):
@@ -82,13 +92,14 @@ def test_curriculum_compat_division_matches_train_test_split_per_bucket():
         bucket = ordered[simple[ordered]]
         _, val = model_selection.train_test_split(bucket, test_size=0.4, random_state=42)
         expected_val.extend(val.tolist())
-    assert parts["simple"]["validation"].tolist() == sorted(expected_val)
+    assert split.validation.tolist() == sorted(expected_val)
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"threshold": "mean"}, "threshold must be one of median, midrange"),
     ({"validation_size": 1.5}, r"validation_size must be a fraction in \(0, 1\)"),
     ({"random_state": "x"}, "random_state"),
+    ({"config": "medium"}, "config must be one of simple, hard, simple_to_hard, hard_to_simple"),
 ])
 def test_bad_parameters_fail_in_the_constructor(kwargs, message):
     with pytest.raises(InvalidParameterError, match=message):

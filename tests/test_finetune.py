@@ -258,9 +258,9 @@ def test_too_few_rows_to_train_and_evaluate_is_an_error(tiny_ref, tmp_path):
 def test_global_batch_must_divide_over_processes():
     kwargs = dict(k=2, max_steps=1, learning_rate=2e-5, eval_steps=1, eval_fraction=0.1, patience=1,
                   dtype="float32", score_batch_size=1, max_batch_tokens=1)
-    finetune._check_parameters(4, batch_size=4, num_processes=2, **kwargs)
+    finetune.check_parameters(4, batch_size=4, num_processes=2, **kwargs)
     with pytest.raises(InvalidParameterError, match=r"batch_size \(5\).*divisible.*\(2\)"):
-        finetune._check_parameters(4, batch_size=5, num_processes=2, **kwargs)
+        finetune.check_parameters(4, batch_size=5, num_processes=2, **kwargs)
 
 
 def test_queries_without_tokens_reach_the_caller_unchanged(tiny_ref, tmp_path):

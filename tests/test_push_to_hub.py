@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from split_builders.release import publish
-from split_builders.methods.likelihood import build_likelihood
+from split_builders.builder import build
 from split_builders.release.writer import ConfigSplit, write_release
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,10 +35,10 @@ TOKEN = HUB_TOKEN
 
 def _build(reference, out, seed):
     inputs = reference / "inputs" / "snli"
-    return build_likelihood(str(inputs / "all_examples.csv"), out=out,
-                            scores=str(inputs / "all_examples__False_loglikelihoods.npy"), prompt_field="premise",
-                            query_field="hypothesis", label_field="gold_label", dev_size=200, test_size=200,
-                            length_buckets=4, seed=seed, progress=False)
+    return build("likelihood", source=str(inputs / "all_examples.csv"), out=out,
+                 scores=str(inputs / "all_examples__False_loglikelihoods.npy"), prompt_field="premise",
+                 query_field="hypothesis", label_field="gold_label", dev_size=200, test_size=200,
+                 length_buckets=4, seed=seed, progress=False)
 
 
 @pytest.fixture(scope="module")

@@ -71,7 +71,7 @@ def test_snli_sample_with_curriculum_compat(tmp_path, hf_cache):
                  "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "snli")]) == 0
     metadata = yaml.safe_load((tmp_path / "snli" / "README.md").read_text().split("---\n")[1])
     params = metadata["resplit"]["configs"]["simple"]["parameters"]
-    assert params["threshold"] == "midrange" and params["validation_size"] == 0.4 and params["seed"] == 42
+    assert params["threshold"] == "midrange" and params["validation_size"] == 0.4 and params["random_state"] == 42
     assert params["group_field"] == "premise"
     simple = datasets.load_dataset(str(tmp_path / "snli"), "simple", cache_dir=hf_cache)
     hard = datasets.load_dataset(str(tmp_path / "snli"), "hard", cache_dir=hf_cache)

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from split_builders.errors import InvalidParameterError, OutputExistsError
-from split_builders.methods.likelihood import build_likelihood
+from split_builders.builder import build
 from split_builders.release.writer import SPLITS, ConfigSplit, write_release
 
 
@@ -18,7 +18,7 @@ def _build(reference, out, **overrides):
                   query_field="hypothesis", label_field="gold_label", dev_size=200, test_size=200,
                   length_buckets=4, seed=42, progress=False)
     kwargs.update(overrides)
-    return build_likelihood(str(inputs / "all_examples.csv"), out=out, **kwargs)
+    return build("likelihood", source=str(inputs / "all_examples.csv"), out=out, **kwargs)
 
 
 def _card_yaml(folder):

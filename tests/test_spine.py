@@ -138,3 +138,30 @@ def test_base_splitter_params_and_repr():
     splitter = ShortestToTestSplitter(test_size=0.25, random_state=4)
     assert splitter.get_params() == {"test_size": 0.25, "random_state": 4}
     assert repr(splitter) == "ShortestToTestSplitter(test_size=0.25, random_state=4)"
+
+
+def test_a_second_build_into_a_locked_out_fails_at_once_naming_the_first(toy, tmp_path, capsys):
+    import os
+
+    from split_builders.release.writer import OutputLock
+
+    out = tmp_path / "out"
+    with OutputLock(out):
+        assert main(["toy-shortest", "--source", str(toy), "--out", str(out)]) == 2
+    assert f"pid {os.getpid()}" in capsys.readouterr().err and not out.exists()
+    assert main(["toy-shortest", "--source", str(toy), "--out", str(out)]) == 0  # the lock was released
+
+
+def test_stale_staging_is_removed_and_folders_follow_the_umask(toy, tmp_path):
+    import os
+    import stat
+
+    stale = tmp_path / ".out.tmp-killed"
+    (stale / "shortest").mkdir(parents=True)
+    old = os.umask(0o022)
+    try:
+        assert main(["toy-shortest", "--source", str(toy), "--out", str(tmp_path / "out")]) == 0
+    finally:
+        os.umask(old)
+    assert not stale.exists()
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o755

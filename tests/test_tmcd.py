@@ -69,7 +69,8 @@ def test_reference_mode_reproduces_published_tmcd_1(geo, shared):
 def test_annealing_beats_the_reference_under_the_constraints(geo):
     _, atoms, compounds = geo
     splitter = TMCDSplitter(train_size=440, n_iterations=4000, random_state=1)
-    train, test = splitter.split(atoms, compounds)
+    train, validation, test = splitter.split(atoms, compounds)
+    assert validation.size == 0
     figures = split_divergences(train, test, atoms, compounds)
     assert len(train) == 440 and len(test) == 440 and not set(train) & set(test)
     assert figures["test_rows_with_unseen_atom"] == 0

@@ -90,7 +90,7 @@ def add_method_parser(subparsers, method) -> None:
 
 
 def run_method(method, names, args) -> int:
-    from split_builders.build import build
+    from split_builders.builder import build
 
     options = method.options(**{name: getattr(args, name) for name in names if hasattr(args, name)})
     result = build(method, options, progress=not args.no_progress)
@@ -121,26 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_method_parser(subparsers, method)
     for module_name in TOOL_MODULES:
         importlib.import_module(module_name).add_parsers(subparsers)
-    _add_legacy_parsers(subparsers)
     return parser
-
-
-# TRANSITIONAL: family CLIs not yet ported onto the registry (removed as each method is ported).
-LEGACY_MODULES = {"likelihood": "split_builders.cli.likelihood", "tmcd": "split_builders.cli.compositional",
-                  "pvi": "split_builders.cli.pvi", "curriculum": "split_builders.cli.curriculum",
-                  "behavioural": "split_builders.cli.behavioural"}
-
-
-def _add_legacy_parsers(subparsers) -> None:
-    import importlib
-    import os
-
-    for command, module_name in LEGACY_MODULES.items():
-        if command in subparsers.choices:
-            continue
-        if not os.path.exists(os.path.join(os.path.dirname(__file__), module_name.rsplit(".", 1)[1] + ".py")):
-            continue
-        importlib.import_module(module_name).add_parsers(subparsers)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,60 +1,88 @@
 """Behavioural-suite splits (BELUGA, Luz de Araujo & Roth 2023) over CheckList suites.
 
-The three parts every split method has:
+``resplit behavioural --source SUITE.json.gz --out DIR`` (``--suite`` still works). The parts every
+split method has:
 
-1. the signal: each test case's functionality (with its capability and test type), read from
-   the suite (:func:`testcase_rows`);
-2. the splitter: :class:`BehaviouralSplitter` divides every functionality's test cases 50/25/25
-   into train/validation/test exactly as BELUGA did with scikit-learn
-   (``train_test_split(ids, test_size=0.5, random_state=123)``, then again on the held-out half);
-3. the configs (:func:`behavioural_configs`): ``seen`` (every functionality in all three
-   splits) and held-out partitions that train and validate without some functionalities and
-   test on exactly those: ``func_<i>`` (functionality ``i``, 0-based in suite order),
+1. the source: a CheckList suite in resplit's JSON format, one row per test case
+   (:func:`testcase_rows`); the release's rows are those test-case rows;
+2. the signal: each test case's functionality, capability and test type;
+3. the splitter: :class:`~split_builders.splitters.behavioural.BehaviouralSplitter` divides every
+   functionality's test cases 50/25/25 into train/validation/test exactly as BELUGA did with
+   scikit-learn (``train_test_split(ids, test_size=0.5, random_state=seed)``, then again on the
+   held-out half);
+4. the configs (:func:`behavioural_configs`): ``seen`` (every functionality in all three splits)
+   and held-out partitions that train and validate without some functionalities and test on
+   exactly those: ``func_<i>`` (functionality ``i``, 0-based in suite order),
    ``class_<capability>`` and ``type_<MFT|INV|DIR>``.
 
-A held-out config's test split is the held-out functionalities' *test* part of the seen
-division, so its scores compare with the ``seen`` config's on the same test cases.
+A held-out config's test split is the held-out functionalities' *test* part of the seen division,
+so its scores compare with the ``seen`` config's on the same test cases.
+
+Seed: the common ``--seed`` defaults to 42 as for every method; **BELUGA's own draw is
+``--seed 123``**, which reproduces its published division of every functionality of the
+sentiment, QQP and SQuAD suites (``beluga_split`` in the suite files).
+
+``--limit N`` keeps the first N test cases *of each functionality* (not of the suite), so a quick
+run still has every functionality, capability and test type, and ``testcase_id`` keeps meaning
+the test case's position in its functionality. N must be at least 3, the fewest test cases a
+50/25/25 division can give a test case to each split.
+
+The source's ``content_sha256`` is :func:`loading_scripts.source.content_sha256` of the
+test-case rows as released (after ``--limit`` and the label choice); the sha256 of the suite
+file's bytes is recorded in the signal's provenance (``suite_sha256``).
 """
 
 from __future__ import annotations
 
 import json
-import math
+from dataclasses import dataclass
 from pathlib import Path
 
-import datasets
 import numpy as np
 
+from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option, register)
 from split_builders.errors import InvalidParameterError
-from split_builders.splitters.partition import check_random_state
-from split_builders.release.writer import SPLITS, ConfigSplit, write_release
+from split_builders.splitters.behavioural import BELUGA_SEED, BehaviouralSplitter
 
 PAPER = ("Luz de Araujo & Roth (2023), Cross-functional Analysis of Generalization in Behavioral Learning, "
-         "TACL 11")
-BELUGA_SEED = 123
+         "TACL 11 (BELUGA)")
+CHECKLIST_CITATION = """@inproceedings{ribeiro-etal-2020-beyond,
+  title = {Beyond Accuracy: Behavioral Testing of {NLP} Models with {C}heck{L}ist},
+  author = {Ribeiro, Marco Tulio and Wu, Tongshuang and Guestrin, Carlos and Singh, Sameer},
+  booktitle = {Proceedings of the 58th Annual Meeting of the Association for Computational Linguistics},
+  year = {2020},
+  pages = {4902--4912}
+}"""
+SPLITS = ("train", "validation", "test")
 TEST_TYPES = ("MFT", "INV", "DIR")
+# The fewest test cases a functionality needs so that 50/25/25 gives each split one.
+MIN_TESTCASES = 3
 
 # The columns pass_rate's compute() takes besides predictions and confidences. ``test_type``
 # repeats ``type`` so that a config's rows go into pass_rate without renaming.
 PASS_RATE_COLUMNS = ("labels", "meta", "functionality", "test_type", "capability", "expectation", "agg_fn")
 
-FEATURES = datasets.Features({
-    "testcase_id": datasets.Value("int64"),
-    "functionality": datasets.Value("string"),
-    "functionality_id": datasets.Value("int64"),
-    "capability": datasets.Value("string"),
-    "type": datasets.Value("string"),
-    "test_type": datasets.Value("string"),
-    "examples": datasets.Sequence(datasets.Sequence(datasets.Value("string"))),
-    "labels": datasets.Value("string"),
-    "meta": datasets.Value("string"),
-    "expectation": datasets.Value("string"),
-    "agg_fn": datasets.Value("string"),
-})
+
+def _features():
+    import datasets
+
+    return datasets.Features({
+        "testcase_id": datasets.Value("int64"),
+        "functionality": datasets.Value("string"),
+        "functionality_id": datasets.Value("int64"),
+        "capability": datasets.Value("string"),
+        "type": datasets.Value("string"),
+        "test_type": datasets.Value("string"),
+        "examples": datasets.Sequence(datasets.Sequence(datasets.Value("string"))),
+        "labels": datasets.Value("string"),
+        "meta": datasets.Value("string"),
+        "expectation": datasets.Value("string"),
+        "agg_fn": datasets.Value("string"),
+    })
 
 
 # ---------------------------------------------------------------------------------------
-# 1. The signal: one row per test case
+# The rows: one per test case
 # ---------------------------------------------------------------------------------------
 
 
@@ -63,7 +91,7 @@ def _per_testcase(value, index):
     return value[index] if isinstance(value, list) else value
 
 
-def testcase_rows(suite, *, beluga_labels: bool = True) -> datasets.Dataset:
+def testcase_rows(suite, *, beluga_labels: bool = True, limit: int | None = None):
     """Every test case of ``suite`` as a row (suite order, test cases in order).
 
     Parameters
@@ -71,144 +99,103 @@ def testcase_rows(suite, *, beluga_labels: bool = True) -> datasets.Dataset:
     suite : loading_scripts.checklist.CheckListSuite
     beluga_labels : bool, default=True
         Use BELUGA's relabelling where a test has one (``beluga_label_override``).
+    limit : int, optional
+        Keep only the first ``limit`` test cases of each functionality.
 
     Returns
     -------
     datasets.Dataset
-        Columns of :data:`FEATURES`. ``examples`` holds each example as a list of its text
-        fields (one for sentiment, two for a QQP pair or a SQuAD context + question);
-        ``labels``, ``meta`` and ``expectation`` are JSON, as ``pass_rate`` reads them.
+        ``testcase_id``, ``functionality``, ``functionality_id``, ``capability``, ``type``,
+        ``test_type``, ``examples``, ``labels``, ``meta``, ``expectation``, ``agg_fn``.
+        ``examples`` holds each example as a list of its text fields (one for sentiment, two for
+        a QQP pair or a SQuAD context + question); ``labels``, ``meta`` and ``expectation`` are
+        JSON, as ``pass_rate`` reads them.
     """
-    columns = {name: [] for name in FEATURES}
+    import datasets
+
+    features = _features()
+    columns = {name: [] for name in features}
     for functionality_id, test in enumerate(suite.tests):
         labels = test.get("labels")
         if beluga_labels and test.get("beluga_label_override") is not None:
             labels = test["beluga_label_override"]
         # sort_keys: the same JSON text as pass_rate.testcases_from_suite writes.
         expectation = json.dumps(test["expectation"], sort_keys=True)
-        for index, case in enumerate(test["data"]):
+        cases = test["data"][:limit]
+        n = len(cases)
+        columns["testcase_id"] += range(n)
+        columns["functionality"] += [test["name"]] * n
+        columns["functionality_id"] += [functionality_id] * n
+        columns["capability"] += [test["capability"]] * n
+        columns["type"] += [test["type"]] * n
+        columns["test_type"] += [test["type"]] * n
+        columns["expectation"] += [expectation] * n
+        columns["agg_fn"] += [test["agg_fn"]] * n
+        for index, case in enumerate(cases):
             examples = case if test["nested"] else [case]
-            columns["testcase_id"].append(index)
-            columns["functionality"].append(test["name"])
-            columns["functionality_id"].append(functionality_id)
-            columns["capability"].append(test["capability"])
-            columns["type"].append(test["type"])
-            columns["test_type"].append(test["type"])
             columns["examples"].append([[e] if isinstance(e, str) else list(e) for e in examples])
             columns["labels"].append(json.dumps(_per_testcase(labels, index)))
             columns["meta"].append(json.dumps(_per_testcase(test.get("meta"), index)))
-            columns["expectation"].append(expectation)
-            columns["agg_fn"].append(test["agg_fn"])
-    return datasets.Dataset.from_dict(columns, features=FEATURES)
+    return datasets.Dataset.from_dict(columns, features=features)
 
 
 # ---------------------------------------------------------------------------------------
-# 2. The splitter
-# ---------------------------------------------------------------------------------------
-
-
-def _check_fraction(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < float(value) < 1.0:
-        raise InvalidParameterError(f"{name} must be a fraction in (0, 1), got {value!r}")
-    return float(value)
-
-
-def shuffle_split(n: int, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions ``(train, test)`` of ``n`` items as scikit-learn's ``train_test_split`` picks them.
-
-    scikit-learn's ``ShuffleSplit`` draws ``RandomState(seed).permutation(n)``; the first
-    ``ceil(test_size * n)`` positions are the test part and the next
-    ``floor((1 - test_size) * n)`` the train part (in permutation order).
-    """
-    n_test = math.ceil(test_size * n)
-    n_train = math.floor((1.0 - test_size) * n)
-    if n_train == 0 or n_test == 0:
-        raise InvalidParameterError(f"cannot split {n} test case(s) with test_size={test_size}: one part is empty")
-    permutation = np.random.RandomState(seed).permutation(n)
-    return permutation[n_test:n_test + n_train], permutation[:n_test]
-
-
-class BehaviouralSplitter:
-    """Divide each functionality's test cases into train, validation and test (BELUGA).
-
-    Parameters
-    ----------
-    holdout_size : float, default=0.5
-        Fraction of each functionality's test cases kept out of training.
-    test_share : float, default=0.5
-        Fraction of the held-out test cases that go to test (the rest validate).
-    random_state : int, default=123
-        Seed of both divisions; every functionality starts afresh from it, as BELUGA's
-        repeated ``train_test_split(..., random_state=123)`` calls do.
-
-    Examples
-    --------
-    >>> train, validation, test = BehaviouralSplitter().split(["a"] * 4 + ["b"] * 4)
-    >>> len(train), len(validation), len(test)
-    (4, 2, 2)
-    """
-
-    def __init__(self, *, holdout_size=0.5, test_share=0.5, random_state=BELUGA_SEED):
-        self.holdout_size = _check_fraction(holdout_size, "holdout_size")
-        self.test_share = _check_fraction(test_share, "test_share")
-        if random_state is None:
-            raise InvalidParameterError("random_state must be a non-negative integer (BELUGA uses 123)")
-        self.random_state = check_random_state(random_state)
-
-    def get_params(self) -> dict:
-        return {"holdout_size": self.holdout_size, "test_share": self.test_share, "random_state": self.random_state}
-
-    def split(self, groups):
-        """Return the row positions of train, validation and test, each sorted.
-
-        Parameters
-        ----------
-        groups : array-like, shape (n_rows,)
-            The functionality of each row; a functionality's rows are its test cases in
-            test-case-id order.
-        """
-        groups = np.asarray(groups, dtype=object)
-        if groups.ndim != 1 or groups.size == 0:
-            raise InvalidParameterError("groups must be a non-empty flat list, one functionality per row")
-        parts = {split: [] for split in SPLITS}
-        for group in dict.fromkeys(groups.tolist()):
-            rows = np.flatnonzero(groups == group)
-            try:
-                train, held_out = shuffle_split(len(rows), self.holdout_size, self.random_state)
-                validation, test = shuffle_split(len(held_out), self.test_share, self.random_state)
-            except InvalidParameterError as error:
-                raise InvalidParameterError(f"functionality {group!r}: {error}") from None
-            parts["train"].append(rows[train])
-            parts["validation"].append(rows[held_out[validation]])
-            parts["test"].append(rows[held_out[test]])
-        return tuple(np.sort(np.concatenate(parts[split])) for split in SPLITS)
-
-
-# ---------------------------------------------------------------------------------------
-# 3. The configs
+# The configs
 # ---------------------------------------------------------------------------------------
 
 
 def _resolve(requested, valid: list, what: str) -> list:
-    """Names (or, for functionalities, 0-based indices) asked for, checked against ``valid``."""
+    """Names (or 0-based indices) asked for, checked against ``valid``; None means all.
+
+    An item may be a name, an index, or several of them separated by commas (as typed on the
+    command line); a name that itself contains commas (``"used to, but now"``) is recognised whole.
+    """
     if requested is None:
         return list(valid)
+    if isinstance(requested, (str, int, np.integer)):
+        requested = [requested]
     chosen = []
     for item in requested:
-        if isinstance(item, (int, np.integer)) or (isinstance(item, str) and item.isdigit() and item not in valid):
-            index = int(item)
-            if not 0 <= index < len(valid):
-                raise InvalidParameterError(f"{what} index {index} is out of range 0..{len(valid) - 1}")
-            item = valid[index]
-        if item not in valid:
-            raise InvalidParameterError(f"unknown {what} {item!r}; valid {what} names: "
-                                        + ", ".join(repr(v) for v in valid))
-        chosen.append(item)
+        chosen += _expand(item, valid, what)
     return list(dict.fromkeys(chosen))
 
 
+def _expand(item, valid: list, what: str) -> list:
+    """The names one requested item stands for (see :func:`_resolve`)."""
+    if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+        return [_by_index(int(item), valid, what)]
+    text = str(item)
+    if text.strip() in valid:
+        return [text.strip()]
+    pieces = text.split(",")
+    names, start = [], 0
+    while start < len(pieces):
+        # The longest run of comma-separated pieces that is a valid name; else one piece.
+        for stop in range(len(pieces), start, -1):
+            candidate = ",".join(pieces[start:stop]).strip()
+            if candidate in valid:
+                names.append(candidate)
+                break
+        else:
+            piece = pieces[start].strip()
+            stop = start + 1
+            if piece.isdigit():
+                names.append(_by_index(int(piece), valid, what))
+            elif piece:
+                raise InvalidParameterError(f"unknown {what} {piece!r}; valid {what} names: "
+                                            + ", ".join(repr(v) for v in valid))
+        start = stop
+    return names
+
+
+def _by_index(index: int, valid: list, what: str):
+    if not 0 <= index < len(valid):
+        raise InvalidParameterError(f"{what} index {index} is out of range 0..{len(valid) - 1}")
+    return valid[index]
+
+
 def behavioural_configs(functionality, capability, test_type, *, functionalities=None, capabilities=None,
-                        random_state=BELUGA_SEED) -> list[ConfigSplit]:
+                        random_state=BELUGA_SEED) -> list:
     """The ``seen``, ``func_<i>``, ``class_<capability>`` and ``type_<type>`` configs.
 
     Parameters
@@ -221,11 +208,22 @@ def behavioural_configs(functionality, capability, test_type, *, functionalities
     capabilities : list of str, optional
         Build ``class_<capability>`` configs only for these; default all.
     random_state : int, default=123
+        Seed of the division (BELUGA's 123 by default here, so that ``resplit evaluate-suite``
+        selects BELUGA's test cases; ``resplit behavioural`` passes its ``--seed``).
+
+    Returns
+    -------
+    list of ConfigSplit
     """
+    from split_builders.release.writer import ConfigSplit
+
     functionality = np.asarray(functionality, dtype=object)
     capability = np.asarray(capability, dtype=object)
     test_type = np.asarray(test_type, dtype=object)
     names = list(dict.fromkeys(functionality.tolist()))
+    # Resolve every selection before dividing anything: a wrong name fails at once.
+    held_functionalities = _resolve(functionalities, names, "functionality")
+    held_capabilities = _resolve(capabilities, list(dict.fromkeys(capability.tolist())), "capability")
     splitter = BehaviouralSplitter(random_state=random_state)
     seen = dict(zip(SPLITS, splitter.split(functionality)))
     params = splitter.get_params()
@@ -238,11 +236,11 @@ def behavioural_configs(functionality, capability, test_type, *, functionalities
                    "test": seen["test"][mask[seen["test"]]]}
         configs.append(ConfigSplit(name, indices, "behavioural", {**params, "held_out": what}, description))
 
-    for chosen in _resolve(functionalities, names, "functionality"):
+    for chosen in held_functionalities:
         i = names.index(chosen)
         held_out(f"func_{i}", functionality == chosen, {"functionality": chosen},
                  f"held-out functionality {i}: {chosen}")
-    for chosen in _resolve(capabilities, list(dict.fromkeys(capability.tolist())), "capability"):
+    for chosen in held_capabilities:
         held_out(f"class_{chosen}", capability == chosen, {"capability": chosen},
                  f"held-out capability {chosen} (all its functionalities)")
     for kind in TEST_TYPES:
@@ -252,95 +250,224 @@ def behavioural_configs(functionality, capability, test_type, *, functionalities
 
 
 # ---------------------------------------------------------------------------------------
-# The release
+# The method
 # ---------------------------------------------------------------------------------------
 
 
-def build_behavioural(suite, *, out, functionalities=None, capabilities=None, beluga_labels: bool = True,
-                      overwrite: bool = False):
-    """Write a suite's behavioural configs as a Hub-style folder (``org/checklist-<suite>``).
+def _as_given(text: str) -> tuple:
+    """CLI text of a selection, kept whole: :func:`_resolve` splits it on commas, except inside a
+    name that contains commas."""
+    return (text,)
 
-    Parameters
-    ----------
-    suite : loading_scripts.checklist.CheckListSuite
-    out : path
-        The folder to write.
-    functionalities, capabilities : list, optional
-        Restrict the ``func_<i>`` / ``class_<capability>`` configs (see :func:`behavioural_configs`).
-    beluga_labels : bool, default=True
-        Use BELUGA's relabelling where a test has one.
-    overwrite : bool, default=False
 
-    Returns
-    -------
-    (Path, list of ConfigSplit)
+@dataclass(kw_only=True)
+class BehaviouralOptions(CommonOptions):
+    """Options of ``resplit behavioural`` (besides source, out, overwrite, seed and limit).
+
+    ``seed`` defaults to 42 like every method's; BELUGA's own division is ``seed=123``. ``limit``
+    keeps the first N test cases of each functionality (N >= 3).
     """
-    rows = testcase_rows(suite, beluga_labels=beluga_labels)
-    configs = behavioural_configs(rows["functionality"], rows["capability"], rows["type"],
-                                  functionalities=functionalities, capabilities=capabilities)
-    provenance = {
-        "method": "behavioural",
-        "paper": PAPER,
-        "seed": BELUGA_SEED,
-        "source": {"name": f"CheckList {suite.name} suite", "file": Path(suite.source).name,
-                   "content_sha256": suite.sha256, "functionalities": len(suite.tests), "test_cases": len(rows)},
-        "labels": "BELUGA relabelling applied (beluga_label_override)" if beluga_labels else "CheckList labels",
-        "functionality_ids": {i: test["name"] for i, test in enumerate(suite.tests)},
-    }
-    written = write_release(out, rows, configs, provenance=provenance,
-                            render_card=lambda staging, files: card_body(suite, configs),
-                            license="mit", pretty_name=f"CheckList {suite.name} suite, BELUGA splits",
-                            overwrite=overwrite)
-    return written, configs
+
+    functionalities: tuple | None = option(
+        None, "build func_<i> only for these functionalities: names or 0-based indices, comma-separated "
+              "(a name containing commas is recognised whole); default: all",
+        flags=("--functionality",), parse=_as_given, metavar="NAMES_OR_INDICES")
+    capabilities: tuple | None = option(
+        None, "build class_<capability> only for these capabilities (comma-separated); default: all",
+        flags=("--capability",), parse=_as_given, metavar="NAMES")
+    checklist_labels: bool = option(False, "keep CheckList's labels where BELUGA relabelled a test")
+
+    def validate(self) -> None:
+        for name in ("functionalities", "capabilities"):
+            value = getattr(self, name)
+            if isinstance(value, (str, int)):
+                value = (value,)
+            if value is not None:
+                if any(isinstance(v, bool) or not isinstance(v, (str, int, np.integer)) for v in value):
+                    raise InvalidParameterError(f"{name} must be names or 0-based indices, got {value!r}")
+                setattr(self, name, tuple(value))
+        if self.limit is not None and self.limit < MIN_TESTCASES:
+            raise InvalidParameterError(f"limit keeps the first N test cases of each functionality; a 50/25/25 "
+                                        f"division needs N >= {MIN_TESTCASES}, got {self.limit}")
 
 
-def card_body(suite, configs) -> str:
-    """The human part of the card: what the configs are, the functionalities, how to evaluate."""
-    lines = [
-        f"# CheckList {suite.name} suite as behavioural-learning splits (BELUGA)",
-        "",
-        f"Every test case of CheckList's {suite.name} suite is one row, with its examples, labels, "
-        "expectation, functionality, capability and test type. The configs follow BELUGA "
-        "(Luz de Araujo & Roth, 2023): train on behavioural tests and measure generalisation to "
-        "functionalities, capabilities and test types never seen in training. Built with "
-        "[resplit](https://github.com/resplit/resplit).",
-        "",
-        "```python",
-        "from datasets import load_dataset",
-        f'ds = load_dataset("org/checklist-{suite.name}", "seen")',
-        "```",
-        "",
+def _column(rows, name: str) -> np.ndarray:
+    """One column of the rows as a numpy array (read from Arrow as a whole)."""
+    return rows.data.column(name).to_numpy(zero_copy_only=False)
+
+
+def _distinct(rows, name: str) -> list:
+    """The distinct values of a column in order of first appearance."""
+    return list(dict.fromkeys(_column(rows, name).tolist()))
+
+
+@dataclass
+class SuiteRows:
+    """A loaded suite and its test-case rows."""
+
+    suite: object
+    rows: object
+
+
+class BehaviouralMethod(SplitMethod):
+    """BELUGA splits of a CheckList suite (see the module docstring)."""
+
+    name = "behavioural"
+    paper = PAPER
+    summary = ("BELUGA splits of a CheckList suite: seen, func_<i>, class_<capability>, type_<MFT|INV|DIR> "
+               "(BELUGA's own draw: --seed 123; --limit N keeps the first N test cases of each functionality)")
+    config_names = ("seen", "func_<i>", "class_<capability>", "type_<MFT|INV|DIR>")
+    Options = BehaviouralOptions
+    default_source = None
+    source_aliases = ("--suite",)
+
+    def load(self, options) -> Loaded:
+        from loading_scripts.checklist import read_checklist_suite
+        from loading_scripts.source import content_sha256
+
+        suite = read_checklist_suite(options.source)
+        rows = testcase_rows(suite, beluga_labels=not options.checklist_labels, limit=options.limit)
+        filters = {}
+        if options.limit is not None:
+            total = sum(len(test["data"]) for test in suite.tests)
+            filters[f"beyond the first {options.limit} test cases of a functionality (limit)"] = total - len(rows)
+        info = SourceInfo(
+            name=f"CheckList {suite.name} suite ({Path(suite.source).name})", rows=len(rows),
+            content_sha256=content_sha256(rows), filters=filters,
+            source_id="`functionality_id` and `testcase_id` here: the functionality's 0-based position in the "
+                      "suite and the test case's position in its functionality",
+            license="mit", citation=CHECKLIST_CITATION)
+        return Loaded(SuiteRows(suite, rows), info)
+
+    def check_loaded(self, loaded, options) -> None:
+        # Unknown names fail here, before anything is divided.
+        rows = loaded.data.rows
+        _resolve(options.functionalities, _distinct(rows, "functionality"), "functionality")
+        _resolve(options.capabilities, _distinct(rows, "capability"), "capability")
+
+    def signal(self, loaded, options, context) -> Signal:
+        suite, rows = loaded.data.suite, loaded.data.rows
+        values = {column: _column(rows, column) for column in ("functionality", "capability", "type")}
+        labels = ("CheckList labels" if options.checklist_labels
+                  else "BELUGA relabelling applied (beluga_label_override)")
+        provenance = {
+            "kind": "functionality, capability and test type of each test case (CheckList suite)",
+            "suite": suite.name,
+            "suite_file": Path(suite.source).name,
+            "suite_sha256": suite.sha256,
+            "functionalities": len(suite.tests),
+            "labels": labels,
+            "functionality_ids": {i: test["name"] for i, test in enumerate(suite.tests)},
+        }
+        return Signal(values, provenance, f"{len(suite.tests)} functionalities, {len(rows)} test cases")
+
+    def configs(self, loaded, signal, options) -> list:
+        values = signal.values
+        return behavioural_configs(values["functionality"], values["capability"], values["type"],
+                                   functionalities=options.functionalities, capabilities=options.capabilities,
+                                   random_state=options.seed)
+
+    def rows(self, loaded, signal, configs):
+        return loaded.data.rows
+
+    def card(self, loaded, signal, configs, options):
+        return behavioural_card(loaded.data.suite, loaded.data.rows, configs, options)
+
+    def report(self, result) -> list[str]:
+        suite = result.loaded.data.suite
+        seed = result.options.seed
+        draw = "BELUGA's draw" if seed == BELUGA_SEED else f"BELUGA's own draw is --seed {BELUGA_SEED}"
+        return [f"CheckList {suite.name} suite: {len(suite.tests)} functionalities, {result.rows} test cases; "
+                f"seed {seed} ({draw})"]
+
+    def pretty_name(self, loaded) -> str:
+        return f"CheckList {loaded.data.suite.name} suite, BELUGA splits"
+
+
+register(BehaviouralMethod)
+
+
+# ---------------------------------------------------------------------------------------
+# The card
+# ---------------------------------------------------------------------------------------
+
+
+def behavioural_card(suite, rows, configs, options):
+    """The card's text and figures: what the configs are, the functionalities, how to evaluate."""
+    from split_builders.release.card import CardSpec, Section
+
+    intro = (
+        f"Every test case of CheckList's {suite.name} suite is one row, with its examples, labels, expectation, "
+        "functionality, capability and test type. The configs follow BELUGA (Luz de Araujo & Roth, 2023): train "
+        "on behavioural tests and measure generalisation to functionalities, capabilities and test types never "
+        "seen in training.\n\n"
         "Rows go straight into the `pass_rate` metric: "
         "`pass_rate.compute(predictions=..., confidences=..., **{c: ds['test'][c] for c in "
-        "('labels', 'meta', 'functionality', 'test_type', 'capability', 'expectation', 'agg_fn')})`, "
-        "with one prediction per example of each row.",
-        "",
-        "## Configs",
-        "",
-        "| config | train | validation | test | held out |",
-        "|---|---|---|---|---|",
-    ]
-    for config in configs:
-        sizes = [str(len(config.indices[s])) for s in SPLITS]
-        lines.append(f"| `{config.name}` | " + " | ".join(sizes) + f" | {config.description} |")
-    lines += [
-        "",
-        "## How the splits were built",
-        "",
+        f"{PASS_RATE_COLUMNS!r}}})`, with one prediction per example of each row.")
+    if options.seed == BELUGA_SEED:
+        seed_text = f"With seed {BELUGA_SEED} this reproduces BELUGA's published division."
+    else:
+        seed_text = (f"This release uses seed {options.seed}; BELUGA's published division is seed {BELUGA_SEED} "
+                     f"(`--seed {BELUGA_SEED}`).")
+    how_built = [
         "Per functionality, the test-case ids are divided as scikit-learn's "
-        "`train_test_split(ids, test_size=0.5, random_state=123)` divides them, and the held-out "
-        "half again the same way into validation and test (50/25/25), which reproduces BELUGA's "
-        "published division. A held-out config trains and validates on the `seen` train and "
-        "validation rows of the other functionalities and tests on the `seen` test rows of the held-out "
-        "ones. `testcase_id` is the test case's position in its functionality.",
-        "",
-        "## Functionalities",
-        "",
-        "| id | functionality | capability | type | test cases |",
-        "|---|---|---|---|---|",
+        f"`train_test_split(ids, test_size=0.5, random_state={options.seed})` divides them, and the held-out "
+        f"half again the same way into validation and test (50/25/25). {seed_text} A held-out config trains "
+        "and validates on the `seen` train and validation rows of the other functionalities and tests on the "
+        "`seen` test rows of the held-out ones. `testcase_id` is the test case's position in its functionality.",
+        "Labels: " + ("CheckList's own labels." if options.checklist_labels
+                      else "BELUGA's relabelling is applied where a test has one (`beluga_label_override`)."),
     ]
+    if options.limit is not None:
+        how_built.append(f"Quick build: only the first {options.limit} test cases of each functionality.")
+    by_name = {c.name: c for c in configs}
+    sections = [Section("`seen`", "Every functionality in all three splits.",
+                        [_seen_figure(rows, by_name["seen"])])]
+    groups = (("func_", "Held-out functionalities (`func_<i>`)", "One functionality held out of train and "
+               "validation; test holds its `seen` test rows."),
+              ("class_", "Held-out capabilities (`class_<capability>`)", "Every functionality of one capability "
+               "held out."),
+              ("type_", "Held-out test types (`type_<MFT|INV|DIR>`)", "Every functionality of one test type "
+               "held out."))
+    for prefix, title, text in groups:
+        members = [c for c in configs if c.name.startswith(prefix)]
+        if members:
+            sections.append(Section(title, text, [_sizes_figure(members, prefix, title)]))
+    return CardSpec(
+        title=f"CheckList {suite.name} suite as behavioural-learning splits (BELUGA)",
+        intro=intro, how_built=how_built, configs=sections,
+        extra=[Section("Functionalities", _functionality_table(suite, rows))],
+        citation=CHECKLIST_CITATION)
+
+
+def _seen_figure(rows, seen):
+    """Test cases per functionality (by id) in each split of ``seen``, as grouped bars."""
+    from split_builders.release.card import Figure, Panel
+
+    ids = _column(rows, "functionality_id")
+    categories = list(dict.fromkeys(ids.tolist()))
+    width = max(categories) + 1
+    series = {split: np.bincount(ids[seen.indices[split]], minlength=width)[categories].tolist() for split in SPLITS}
+    return Figure("figures/seen.png", "Test cases per functionality and split (seen)",
+                  [Panel("functionality id", series, kind="bars", categories=categories, ylabel="test cases")],
+                  alt="test cases per functionality in train, validation and test")
+
+
+def _sizes_figure(configs, prefix: str, title: str):
+    """Test cases in each split of each config of one group, as grouped bars."""
+    from split_builders.release.card import Figure, Panel
+
+    categories = [c.name[len(prefix):] for c in configs]
+    series = {split: [int(len(c.indices[split])) for c in configs] for split in SPLITS}
+    return Figure(f"figures/{prefix.rstrip('_')}.png", title.split(" (")[0],
+                  [Panel(f"held out ({prefix}<...>)", series, kind="bars", categories=categories,
+                         ylabel="test cases")],
+                  alt=f"test cases per split of the {prefix}* configs")
+
+
+def _functionality_table(suite, rows) -> str:
+    counts = np.bincount(_column(rows, "functionality_id"), minlength=len(suite.tests))
+    lines = ["| id | functionality | capability | type | test cases |", "|---|---|---|---|---|"]
     for i, test in enumerate(suite.tests):
-        lines.append(f"| {i} | {test['name']} | {test['capability']} | {test['type']} | {len(test['data'])} |")
-    lines += ["", "## Citation", "", f"Ribeiro et al. (2020), Beyond Accuracy: Behavioral Testing of NLP "
-              f"Models with CheckList, ACL. {PAPER}."]
+        lines.append(f"| {i} | {test['name']} | {test['capability']} | {test['type']} | {counts[i]} |")
     return "\n".join(lines)

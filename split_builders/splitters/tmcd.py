@@ -29,14 +29,19 @@ from typing import Sequence
 
 import numpy as np
 
-from split_builders.splitters.atom_constraint import balance_atoms
-from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
+from split_builders.api import BaseSplitter, Split, check_random_state, check_size
 from split_builders.errors import InvalidParameterError
-from split_builders.splitters.partition import check_random_state
+from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
+from split_builders.splitters.atom_constraint import balance_atoms
 
 
 def check_train_size(train_size, n_rows: int) -> int:
-    """``train_size`` as a count strictly between 0 and ``n_rows`` (a fraction in (0, 1) allowed)."""
+    """``train_size`` as a count strictly between 0 and ``n_rows`` (a fraction in (0, 1) allowed).
+
+    Shaw et al.'s generators take a count. A fraction is rounded to the *nearest* count (not
+    :func:`~split_builders.api.resolve_size`'s ceiling), so the default half of GeoQuery's 880
+    rows is the reference's 440 and earlier releases rebuild unchanged.
+    """
     if isinstance(train_size, bool) or not isinstance(train_size, (Integral, Real)):
         raise InvalidParameterError(f"train_size must be a count or a fraction in (0, 1), got {train_size!r}")
     if not isinstance(train_size, Integral):
@@ -122,13 +127,18 @@ class _Divergence:
         np.add.at(self.b, keys, sign * counts)
 
 
-class TMCDSplitter:
+class TMCDSplitter(BaseSplitter):
     """Target Maximum Compound Divergence split with a train size ``train_size``.
+
+    The start is the reference's (:func:`reference_initial_split`, then
+    :func:`~split_builders.splitters.atom_constraint.balance_atoms`); the search is resplit's
+    annealing (see the module docstring).
 
     Parameters
     ----------
     train_size : int or float
-        Train rows (a count in (0, rows) or a fraction in (0, 1)); the rest is test.
+        Train rows (a count in (0, rows) or a fraction in (0, 1), rounded to the nearest count by
+        :func:`check_train_size`); the rest is test.
     n_iterations : int, default=50000
         Annealing steps (each is one swap).
     max_atom_divergence : float, default=0.05
@@ -137,43 +147,41 @@ class TMCDSplitter:
         Annealing temperatures in units of compound divergence.
     balance_iterations : int, default=10000
         Swaps allowed to meet the atom constraint first.
-    random_state : int, default=1
-        Seed of the initial shuffle (the reference's) and of the search (numpy ``default_rng``).
+    random_state : int or None, default=1
+        Seed of the initial shuffle (Python's ``random.Random``, as the reference) and of the
+        search (numpy ``default_rng``); None draws fresh randomness.
 
-    Attributes (after ``split``)
-    ----------------------------
+    Attributes
+    ----------
     compound_divergence_, atom_divergence_ : float
-    history_ : list of (iteration, compound divergence) at each new best.
+        Of the split found (after ``split``).
+    atom_swaps_ : int
+        Swaps the atom balancing needed.
+    history_ : list of (iteration, compound divergence)
+        One entry at each new best.
     """
 
     def __init__(self, *, train_size, n_iterations: int = 50_000, max_atom_divergence: float = 0.05,
                  initial_temperature: float = 2e-3, final_temperature: float = 1e-5,
-                 balance_iterations: int = 10_000, random_state: int = 1):
-        if isinstance(n_iterations, bool) or not isinstance(n_iterations, Integral) or n_iterations < 0:
-            raise InvalidParameterError(f"n_iterations must be a non-negative integer, got {n_iterations!r}")
-        if not isinstance(max_atom_divergence, Real) or not 0.0 < max_atom_divergence <= 1.0:
+                 balance_iterations: int = 10_000, random_state: int | None = 1):
+        for name, value in (("n_iterations", n_iterations), ("balance_iterations", balance_iterations)):
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
+                raise InvalidParameterError(f"{name} must be a non-negative integer, got {value!r}")
+        if (isinstance(max_atom_divergence, bool) or not isinstance(max_atom_divergence, Real)
+                or not 0.0 < max_atom_divergence <= 1.0):
             raise InvalidParameterError(f"max_atom_divergence must be in (0, 1], got {max_atom_divergence!r}")
         if not 0.0 <= final_temperature <= initial_temperature:
             raise InvalidParameterError("temperatures must satisfy 0 <= final_temperature <= initial_temperature")
-        if isinstance(train_size, bool) or not isinstance(train_size, (Integral, Real)) or train_size <= 0:
-            raise InvalidParameterError(f"train_size must be a positive count or a fraction in (0, 1), got {train_size!r}")
-        self.train_size = train_size
+        self.train_size = check_size(train_size, "train_size", allow_zero=False)
         self.n_iterations = int(n_iterations)
         self.max_atom_divergence = float(max_atom_divergence)
         self.initial_temperature = float(initial_temperature)
         self.final_temperature = float(final_temperature)
         self.balance_iterations = int(balance_iterations)
-        self.random_state = check_random_state(random_state) if random_state is not None else 1
+        self.random_state = check_random_state(random_state)
 
-    def get_params(self) -> dict:
-        return {"train_size": self.train_size, "n_iterations": self.n_iterations,
-                "max_atom_divergence": self.max_atom_divergence,
-                "initial_temperature": self.initial_temperature, "final_temperature": self.final_temperature,
-                "balance_iterations": self.balance_iterations, "random_state": self.random_state,
-                "search": "annealed swaps (resplit)"}
-
-    def split(self, atoms: Sequence, compounds: Sequence[Counter]) -> tuple[np.ndarray, np.ndarray]:
-        """Index arrays (train, test), each sorted.
+    def split(self, atoms: Sequence, compounds: Sequence[Counter]) -> Split:
+        """A :class:`~split_builders.api.Split` with train and test (validation empty).
 
         ``atoms[row]`` is the set of atoms of a row, ``compounds[row]`` a Counter of its compounds.
         Raises :class:`~split_builders.errors.AtomConstraintError` (naming the atoms) when no
@@ -188,7 +196,7 @@ class TMCDSplitter:
         in_test = np.zeros(n_rows, dtype=bool)
         in_test[test] = True
         in_test = self._anneal(in_test, _Entries(atoms, counted=False), _Entries(compounds, counted=True))
-        return np.flatnonzero(~in_test), np.flatnonzero(in_test)
+        return Split.of(np.flatnonzero(~in_test), (), np.flatnonzero(in_test))
 
     def _anneal(self, in_test, atom_entries, compound_entries) -> np.ndarray:
         rng = np.random.default_rng(self.random_state)

@@ -156,8 +156,11 @@ def _check_int(name: str, value, minimum: int) -> None:
         raise InvalidParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
-def _check_parameters(n_rows: int, *, k, max_steps, batch_size, learning_rate, eval_steps, eval_fraction,
-                      patience, dtype, score_batch_size, max_batch_tokens, num_processes) -> None:
+def check_parameters(n_rows: int, *, k, max_steps, batch_size, learning_rate, eval_steps, eval_fraction,
+                     patience, dtype, score_batch_size, max_batch_tokens, num_processes) -> None:
+    """Raise :class:`InvalidParameterError` for a parameter of :func:`finetune_scores` out of range
+    for ``n_rows`` rows on ``num_processes`` processes (no I/O: callers check before any work);
+    ``dtype`` None is not checked (not resolved yet)."""
     check_k(k, n_rows)
     smallest_training_set = n_rows - -(-n_rows // k)  # the rows outside the largest fold
     if smallest_training_set < 2:
@@ -174,7 +177,7 @@ def _check_parameters(n_rows: int, *, k, max_steps, batch_size, learning_rate, e
         raise InvalidParameterError(f"learning_rate must be a number > 0, got {learning_rate!r}")
     if isinstance(eval_fraction, bool) or not isinstance(eval_fraction, (int, float)) or not 0 < eval_fraction < 1:
         raise InvalidParameterError(f"eval_fraction must be strictly between 0 and 1, got {eval_fraction!r}")
-    if dtype not in DTYPES:
+    if dtype is not None and dtype not in DTYPES:
         raise InvalidParameterError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     if batch_size % num_processes:
         raise InvalidParameterError(
@@ -487,7 +490,7 @@ def finetune_scores(prompts, queries, *, model_ref, work_dir, k: int = 3, seed: 
     hp = {"max_steps": max_steps, "batch_size": batch_size, "learning_rate": learning_rate, "eval_steps": eval_steps,
           "eval_fraction": eval_fraction, "patience": patience, "score_batch_size": score_batch_size,
           "max_batch_tokens": max_batch_tokens}
-    _check_parameters(len(prompts), k=k, dtype=dtype, num_processes=state.num_processes, **hp)
+    check_parameters(len(prompts), k=k, dtype=dtype, num_processes=state.num_processes, **hp)
 
     with state.main_process_first():  # the default model is converted from GGUF once, by one process
         tokenizer = _load_tokenizer(model_ref)

@@ -294,7 +294,10 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
 
     from split_builders.signals.lm.models import load_model
 
-    loaded = load_model(model_ref, dtype=torch_dtype, device=state.device)
+    # The default model is converted from GGUF once, by the main process: under torch.distributed
+    # transformers saves the weights from rank 0 only, so a conversion by another rank is incomplete.
+    with state.main_process_first():
+        loaded = load_model(model_ref, dtype=torch_dtype, device=state.device)
     scorer = LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size, max_batch_tokens=max_batch_tokens)
     encoded = encode(loaded.tokenizer, prompts, queries, max_length=scorer.max_length)
     batches = plan_batches(encoded, batch_size=batch_size, max_batch_tokens=max_batch_tokens)

@@ -92,6 +92,17 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
 
     out = check_output(options.out, overwrite=options.overwrite)
     method.check(options)
+    if not context.is_main_process:  # only the main process writes, so only it locks
+        return _build(method, options, context, out)
+    from split_builders.release.writer import OutputLock
+
+    with OutputLock(out):
+        # Again under the lock: a build that finished while this one started has created the folder.
+        check_output(out, overwrite=options.overwrite)
+        return _build(method, options, context, out)
+
+
+def _build(method, options, context, out) -> BuildResult:
     loaded = method.load(options)
     method.check_loaded(loaded, options)
     signal = method.signal(loaded, options, context)

@@ -1,0 +1,52 @@
+"""Log-likelihoods a curator computed elsewhere (``--scores S.npy``): read once, the same way for
+every method that takes them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from split_builders.errors import InvalidParameterError
+
+
+def read_given_scores(path, *, source_ids, input_rows: int) -> np.ndarray:
+    """One float64 score per kept row, in the order of ``source_ids``.
+
+    Parameters
+    ----------
+    path : path
+        A plain ``.npy`` array (no pickles) of numbers: one log-likelihood per row of the input
+        file, in file order, or one per kept row.
+    source_ids : sequence of int
+        The kept rows' ``source_id`` (their 0-based row numbers in the input file).
+    input_rows : int
+        How many rows the input file had, before a reader's filter or ``--limit`` kept some.
+
+    An array of ``input_rows`` values is read by ``source_id``; one of exactly ``len(source_ids)``
+    values is taken as aligned with the kept rows. Any other length is refused, naming both counts:
+    an array indexed by position would silently give rows other rows' scores.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidParameterError(f"scores file {str(path)!r} does not exist")
+    try:
+        scores = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise InvalidParameterError(f"scores file {str(path)!r} is not a plain .npy array ({error})") from None
+    if scores.dtype.kind not in "biuf":
+        raise InvalidParameterError(f"scores file {str(path)!r} holds {scores.dtype} values; give numbers "
+                                    "(one log-likelihood per input row)")
+    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
+    ids = np.asarray(source_ids, dtype=np.int64)
+    if scores.size == input_rows and (not ids.size or ids.max() < scores.size):
+        scores = scores[ids]
+    elif scores.size != ids.size:
+        counts = f"{input_rows} rows" + (f" ({ids.size} kept)" if ids.size != input_rows else "")
+        raise InvalidParameterError(f"scores file {str(path)!r} has {scores.size} values but the source has "
+                                    f"{counts}; give one log-likelihood per input row, in row order")
+    if not np.isfinite(scores).all():
+        bad = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise InvalidParameterError(f"scores file {str(path)!r}: the score of source_id {int(ids[bad])} is "
+                                    f"{scores[bad]}; every score must be a finite number")
+    return scores

@@ -1,0 +1,136 @@
+"""Every split family through the one spine: the same common options, the same fail-fast checks,
+the same provenance schema, and a card with figures, on small real inputs from ``../shared``."""
+
+import hashlib
+import subprocess
+import sys
+import zipfile
+
+import datasets
+import pytest
+import yaml
+
+from split_builders.api import CommonOptions, registry
+from split_builders.cli import main
+
+FAMILIES = ("likelihood", "tmcd", "pvi", "curriculum", "behavioural")
+
+
+@pytest.fixture(scope="module")
+def family_args(shared, tmp_path_factory):
+    """Arguments (after the subcommand) that build a small real release of each family."""
+    work = tmp_path_factory.mktemp("family-inputs")
+    boolean = work / "boolean_val.jsonl"
+    with zipfile.ZipFile(shared / "data" / "curriculum" / "tasks" / "boolean.zip") as archive:
+        boolean.write_bytes(archive.read("boolean/val.jsonl"))
+    snli = shared / "reference" / "likelihood" / "inputs" / "snli"
+    return {
+        "likelihood": ["--source", str(snli / "all_examples.csv"), "--prompt-field", "premise", "--query-field",
+                       "hypothesis", "--label-field", "gold_label", "--scores",
+                       str(snli / "all_examples__False_loglikelihoods.npy"), "--dev-size", "200", "--test-size", "200",
+                       "--length-buckets", "4"],
+        "tmcd": ["--source", str(shared / "data" / "geoquery" / "geoquery_nqg.tsv"), "--train-size", "440",
+                 "--iterations", "300", "--configs", "tmcd,length"],
+        "pvi": ["--source", str(boolean), "--text-fields", "premise,hypothesis", "--label-field", "gold_label",
+                "--folds", "2", "--limit", "300", "--cache-dir", str(work / "pvi-cache")],
+        "curriculum": ["--source", str(shared / "data" / "curriculum"), "--phenomena", "verbnet"],
+        "behavioural": ["--source", str(shared / "data" / "checklist" / "sentiment_suite.json.gz")],
+    }
+
+
+@pytest.fixture(scope="module")
+def releases(family_args, tmp_path_factory):
+    """One release folder per family, built through the CLI."""
+    root = tmp_path_factory.mktemp("family-releases")
+    built = {}
+    for family in FAMILIES:
+        out = root / family
+        assert main([family, *family_args[family], "--seed", "7", "--out", str(out), "--no-progress"]) == 0, family
+        built[family] = out
+    return built
+
+
+def front_matter(folder):
+    return yaml.safe_load((folder / "README.md").read_text(encoding="utf-8").split("---\n")[1])
+
+
+def test_the_registry_holds_every_family_with_its_paper_and_options():
+    methods = registry()
+    for family in FAMILIES:
+        method = methods[family]
+        assert method.paper and method.summary and method.config_names
+        assert issubclass(method.Options, CommonOptions)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_provenance_schema_and_hashes(family, releases):
+    meta = front_matter(releases[family])["resplit"]
+    for key in ("schema", "version", "method", "paper", "seed", "parameters", "source", "signal", "environment",
+                "configs"):
+        assert key in meta, key
+    assert meta["method"] == family and meta["seed"] == 7 and meta["schema"] == 1
+    assert meta["source"]["rows"] > 0
+    assert meta["source"].get("content_sha256") or meta["source"].get("revision")
+    assert set(meta["environment"]) >= {"python", "numpy", "torch", "datasets", "transformers"}
+    for config, entry in meta["configs"].items():
+        assert set(entry["rows"]) == set(entry["sha256"]) and "train" in entry["rows"]
+        for split, digest in entry["sha256"].items():
+            files = list((releases[family] / config).glob(f"{split}-00000-of-00001-*.parquet"))
+            assert len(files) == 1, (config, split)
+            assert hashlib.sha256(files[0].read_bytes()).hexdigest() == digest
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_config_loads_with_the_recorded_rows(family, releases, hf_cache):
+    meta = front_matter(releases[family])["resplit"]
+    for config, entry in list(meta["configs"].items())[:3]:
+        loaded = datasets.load_dataset(str(releases[family]), config, cache_dir=hf_cache)
+        assert {s: len(loaded[s]) for s in loaded} == entry["rows"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_card_has_the_skeleton_and_figures(family, releases):
+    card = (releases[family] / "README.md").read_text(encoding="utf-8")
+    for heading in ("## How to load it", "## Configs", "## How the splits were built", "## How the splits differ",
+                    "## Source and citation"):
+        assert heading in card, heading
+    figures = list((releases[family] / "figures").glob("*.png"))
+    assert figures and all(f"]({f.relative_to(releases[family]).as_posix()})" in card for f in figures)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_an_existing_out_fails_before_the_source_is_read(family, family_args, tmp_path, monkeypatch, capsys):
+    method = registry()[family]
+
+    def never(*args, **kwargs):
+        raise AssertionError("the source was read before the output location was checked")
+
+    monkeypatch.setattr(type(method), "load", never)
+    out = tmp_path / "exists"
+    out.mkdir()
+    assert main([family, *family_args[family], "--out", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert main([family, *family_args[family], "--out", str(tmp_path / "file" / "out")]) == 2
+    assert "is a file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_command_refuses_an_existing_out_without_a_traceback(family, family_args, tmp_path):
+    out = tmp_path / "exists"
+    out.mkdir()
+    done = subprocess.run([sys.executable, "-m", "split_builders.cli", family, *family_args[family], "--seed", "1",
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr and "exists" in done.stderr
+
+
+def test_show_prints_any_familys_release(releases, capsys):
+    for family in FAMILIES:
+        assert main(["show", str(releases[family])]) == 0
+        assert f"{family} release" in capsys.readouterr().out
+
+
+def test_importing_the_readers_loads_neither_torch_nor_nltk():
+    code = "import sys, loading_scripts; print('torch' in sys.modules, 'nltk' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "False"]
