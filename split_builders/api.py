@@ -26,6 +26,7 @@ import dataclasses
 import importlib
 import inspect
 import math
+import types
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import Any, Callable, NamedTuple
@@ -174,6 +175,7 @@ class CommonOptions:
     limit: int | None = option(None, "use only the first N rows (quick runs)", group="common")
 
     def __post_init__(self):
+        self._normalise_lists()
         for spec in dataclasses.fields(self):
             choices = spec.metadata.get("choices")
             value = getattr(self, spec.name)
@@ -191,6 +193,26 @@ class CommonOptions:
 
     def validate(self) -> None:
         """Cheap checks of the method's own options (no I/O); raise InvalidParameterError."""
+
+    def _normalise_lists(self) -> None:
+        """A tuple-typed option given as ``"a,b"`` or a list becomes a tuple of stripped names; an
+        empty one becomes None where None is allowed (as on the command line)."""
+        import typing
+
+        hints = typing.get_type_hints(type(self))
+        for spec in dataclasses.fields(self):
+            hint = hints[spec.name]
+            members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+            if not any(typing.get_origin(m) is tuple for m in members):
+                continue
+            value = getattr(self, spec.name)
+            if isinstance(value, str):
+                value = tuple(part.strip() for part in value.split(",") if part.strip())
+            elif value is not None:
+                value = tuple(value)
+            if value == () and type(None) in members:
+                value = None
+            setattr(self, spec.name, value)
 
     def recorded(self) -> dict:
         """The parameters provenance records: every option except local paths and output handling."""

@@ -176,3 +176,16 @@ def test_bad_limit_and_missing_suite(suite_file, tmp_path, capsys):
     assert "--suite" in capsys.readouterr().err
     assert main(["behavioural", "--suite", str(tmp_path / "nope.json"), "--out", str(tmp_path / "x")]) == 2
     assert "cannot read CheckList suite" in capsys.readouterr().err
+
+
+def test_evaluate_suite_selects_the_rows_of_a_release_built_with_the_same_seed(suite_file, tmp_path, hf_cache):
+    from loading_scripts.checklist import read_checklist_suite
+    from split_builders.cli.evaluate import select_config
+
+    out = tmp_path / "release"
+    assert main(["behavioural", "--source", str(suite_file), "--out", str(out), "--seed", "7"]) == 0
+    released = datasets.load_dataset(str(out), "seen", split="test", cache_dir=hf_cache)
+    suite = read_checklist_suite(suite_file)
+    assert select_config(suite, "seen", "test", seed=7)["testcase_id"] == released["testcase_id"]
+    other = [select_config(suite, "seen", "test", seed=s)["testcase_id"] for s in range(8, 14)]
+    assert any(ids != released["testcase_id"] for ids in other)  # the seed matters

@@ -27,13 +27,15 @@ def resolve_suite(suite: str, suite_dir: str | None = None):
     raise InvalidParameterError(f"suite {suite!r} is neither a file nor one of {', '.join(NAMED_SUITES)}")
 
 
-def select_config(suite, config: str, split: str):
-    """The rows (test cases) of one config's split, built in memory."""
+def select_config(suite, config: str, split: str, *, seed: int = 42):
+    """The rows (test cases) of one config's split, built in memory with ``seed`` (the seed of the
+    release being evaluated: ``resplit behavioural``'s default is 42, BELUGA's own draw 123)."""
     from split_builders.methods.behavioural import behavioural_configs, testcase_rows
     from split_builders.errors import InvalidParameterError
 
     rows = testcase_rows(suite)
-    configs = {c.name: c for c in behavioural_configs(rows["functionality"], rows["capability"], rows["type"])}
+    configs = {c.name: c for c in behavioural_configs(rows["functionality"], rows["capability"], rows["type"],
+                                                       random_state=seed)}
     if config not in configs:
         raise InvalidParameterError(f"unknown config {config!r}; valid configs: {', '.join(configs)}")
     return rows.select(sorted(int(i) for i in configs[config].indices[split]))
@@ -122,7 +124,7 @@ def run_evaluate_suite(args) -> int:
     if suite.name == "squad":
         raise InvalidParameterError("evaluate-suite runs sequence classifiers; the squad suite needs a question-"
                                     "answering model: write its answers to a file and use `resplit pass-rate`")
-    rows = select_config(suite, args.config, args.split)
+    rows = select_config(suite, args.config, args.split, seed=args.seed)
     pass_rate = load_metric("pass_rate", args.metrics_dir)
     g_score = load_metric("g_score", args.metrics_dir)
     probabilities = classify(args.model, rows, batch_size=args.batch_size, max_length=args.max_length,
@@ -158,6 +160,9 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("--suite-dir", help=f"folder of the named suites (default: ${SUITE_DIR_ENV})")
     parser.add_argument("--config", default="seen", help="seen, func_<i>, class_<capability> or type_<T>")
     parser.add_argument("--split", default="test", choices=("train", "validation", "test"))
+    parser.add_argument("--seed", type=int, default=42,
+                        help="seed the config's split was drawn with, as given to `resplit behavioural` "
+                             "(default 42; BELUGA's own draw: 123)")
     parser.add_argument("--iid-score", type=float, required=True,
                         help="the model's score on i.i.d. test data, a fraction in [0, 1]")
     parser.add_argument("--batch-size", type=int, default=32)

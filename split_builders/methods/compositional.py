@@ -69,9 +69,6 @@ class CompositionalOptions(CommonOptions):
                                 record=False)
 
     def validate(self) -> None:
-        if isinstance(self.configs, str):
-            self.configs = tuple(part.strip() for part in self.configs.split(",") if part.strip())
-        self.configs = tuple(self.configs)
         unknown = [c for c in self.configs if c not in BUILT]
         if unknown or not self.configs:
             raise InvalidParameterError(f"unknown config(s) {unknown}; known: {', '.join(BUILT)}" if unknown

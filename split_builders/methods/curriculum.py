@@ -47,12 +47,6 @@ class CurriculumOptions(CommonOptions):
                                    group="signal", record=False)
 
     def validate(self) -> None:
-        if isinstance(self.phenomena, str):
-            self.phenomena = tuple(p.strip() for p in self.phenomena.split(",") if p.strip())
-        elif self.phenomena is not None:
-            self.phenomena = tuple(self.phenomena)
-        if self.phenomena == ():
-            self.phenomena = None
         check_folds(self.folds)
 
 

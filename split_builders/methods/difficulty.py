@@ -179,12 +179,6 @@ class PVIOptions(CommonOptions):
                                          "fraction in (0, 1)", parse=float, group="split")
 
     def validate(self) -> None:
-        if isinstance(self.text_fields, str):
-            self.text_fields = tuple(f.strip() for f in self.text_fields.split(",") if f.strip())
-        elif self.text_fields is not None:
-            self.text_fields = tuple(self.text_fields)
-        if self.text_fields == ():
-            self.text_fields = None
         check_folds(self.folds)
         if self.epochs is not None and (isinstance(self.epochs, bool) or not isinstance(self.epochs, int)
                                         or self.epochs < 1):
