@@ -182,7 +182,7 @@ def test_no_row_is_scored_by_a_model_that_trained_on_it(tiny_ref, tmp_path, monk
     assert report["best_eval_loss"] == min(loss for _, loss in report["eval_losses"])
     # Only the scores and reports stay: the Trainer's checkpoints (weights) are gone.
     assert sorted(p.name for p in run.work_dir.iterdir()) == sorted(
-        [f"fold{f}.{kind}" for f in range(3) for kind in ("json", "scores.npy")] + ["run.json"])
+        [f"fold{f}.entry" for f in range(3)] + ["run.json"])
 
 
 def test_resumed_run_equals_uninterrupted_run_bit_for_bit(tiny_ref, tmp_path):
@@ -193,7 +193,7 @@ def test_resumed_run_equals_uninterrupted_run_bit_for_bit(tiny_ref, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "b", stop_after_folds=1, **FAST)
     (folder,) = (tmp_path / "b").iterdir()
-    assert (folder / "fold0.json").is_file() and not (folder / "fold1.json").exists()
+    assert (folder / "fold0.entry").is_file() and not (folder / "fold1.entry").exists()
     resumed = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "b", **FAST)
     assert resumed.resumed_folds == 1
     # Separate work folders, separate processes of training: identical arrays (CPU determinism).

@@ -135,8 +135,8 @@ def test_checkpoints_resume_per_fold(tmp_path, snli_rows):
     groups = [r[0] for r in records]
     family = HashedNgramFamily(epochs=1)
     first = CrossFitPVI(family, n_folds=3, cache_dir=tmp_path).compute(records, labels, 3, groups=groups)
-    saved = sorted(tmp_path.rglob("fold*.npz"))
-    assert [p.name for p in saved] == ["fold0.npz", "fold1.npz", "fold2.npz"]
+    saved = sorted(tmp_path.rglob("fold*.entry"))
+    assert [p.name for p in saved] == ["fold0.entry", "fold1.entry", "fold2.entry"]
     saved[1].unlink()  # as if the run had stopped during fold 1
 
     class CountingFamily(HashedNgramFamily):
@@ -151,6 +151,12 @@ def test_checkpoints_resume_per_fold(tmp_path, snli_rows):
     again = CrossFitPVI(counting, n_folds=3, cache_dir=tmp_path).compute(records, labels, 3, groups=groups)
     assert CountingFamily.fits == 1
     assert np.array_equal(again.pvi, first.pvi)
+
+    # a damaged fold entry is reported and that fold recomputed, never read as garbage
+    saved[2].write_bytes(saved[2].read_bytes()[:-16])
+    CountingFamily.fits = 0
+    third = CrossFitPVI(counting, n_folds=3, cache_dir=tmp_path).compute(records, labels, 3, groups=groups)
+    assert CountingFamily.fits == 1 and np.array_equal(third.pvi, first.pvi)
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -105,7 +105,7 @@ def test_transformers_family_plumbing_with_a_tiny_random_model(tiny_classifier, 
     # a fresh 3-way head replaced the saved 2-way one; the null model gives one value per label
     for label in range(3):
         assert np.ptp(result.h_yb[(labels[:48] == label) & (result.fold == 0)]) < 1e-9
-    assert len(list(tmp_path.rglob("fold*.npz"))) == 2
+    assert len(list(tmp_path.rglob("fold*.entry"))) == 2
 
 
 def test_transformers_family_reports_a_missing_model(tmp_path):

@@ -90,18 +90,19 @@ def test_cached_scores_are_reused_without_loading_the_model(pairs, tmp_path, mon
         compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=tmp_path, dtype="bfloat16", progress=False)
 
 
-def test_an_interrupted_run_resumes_and_gives_the_same_scores(pairs, tmp_path):
+def test_an_interrupted_run_resumes_and_gives_the_same_scores(pairs, tmp_path, capsys):
     prompts, queries = pairs
     ref = resolve_model(None)
-    kwargs = dict(model_ref=ref, batch_size=4, checkpoint_every=1, progress=False)
+    kwargs = dict(model_ref=ref, batch_size=4, checkpoint_seconds=0, progress=False)
     uninterrupted = compute_scores(prompts, queries, cache_dir=tmp_path / "a", **kwargs).scores
     with pytest.raises(KeyboardInterrupt):
         compute_scores(prompts, queries, cache_dir=tmp_path / "b", stop_after_batches=2, **kwargs)
-    assert list((tmp_path / "b").glob("*.partial/rank0-of-1.npy"))
+    assert list((tmp_path / "b").glob("*.partial/rank0-of-1"))
     resumed = compute_scores(prompts, queries, cache_dir=tmp_path / "b", **kwargs)
     assert resumed.resumed_batches == 2
+    assert "resuming: 2 of" in capsys.readouterr().err
     assert np.array_equal(resumed.scores, uninterrupted)  # the same batches: bit for bit
-    assert not list((tmp_path / "b").glob("*.partial/*.npy"))
+    assert not list((tmp_path / "b").glob("*.partial/rank*"))
 
 
 def test_two_processes_give_the_same_scores_as_one(pairs, tmp_path):
@@ -127,3 +128,21 @@ def test_auto_precision_is_float32_on_cpu():
     assert resolve_dtype("bfloat16", "cpu") == "bfloat16"
     if not torch.cuda.is_available():
         assert resolve_dtype("auto", None) == "float32"
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_a_damaged_score_cache_entry_is_reported_and_recomputed(pairs, tmp_path, capsys, damage):
+    prompts, queries = pairs
+    ref = resolve_model(None)
+    first = compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=tmp_path, progress=False)
+    entry = first.cache_file
+    data = bytearray(entry.read_bytes())
+    if damage == "flip":
+        data[-40] ^= 0xFF  # inside the stored scores
+    else:
+        data = data[: len(data) // 2]
+    entry.write_bytes(bytes(data))
+    again = compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=tmp_path, progress=False)
+    assert not again.from_cache and "is damaged" in capsys.readouterr().err
+    assert np.array_equal(again.scores, first.scores)
+    assert compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=tmp_path, progress=False).from_cache

@@ -1,8 +1,6 @@
 """The spine every split family shares: a toy method defined here, registered, and built end to
 end through the CLI and ``load_dataset`` without any edit to the CLI or the release writer."""
 
-import hashlib
-import json
 from dataclasses import dataclass
 
 import datasets

@@ -22,7 +22,7 @@ import numpy as np
 
 from split_builders.api import CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option, register
 from split_builders.errors import FieldError, InvalidParameterError, SourceLoadError
-from split_builders.splitters.difficulty import CONFIGS, DifficultySplitter, simple_mask
+from split_builders.splitters.difficulty import CONFIGS, DifficultySplitter
 
 PAPER = ("Ethayarajh, Choi & Swayamdipta 2022, Understanding Dataset Difficulty with V-Usable Information "
          "(PVI), as used by CURRICULUM (Chen & Gao 2022)")
@@ -48,7 +48,7 @@ def label_ids(values) -> tuple[np.ndarray, list]:
 
 def pvi_cache_dir(cache_dir=None) -> Path:
     """Where per-fold PVI checkpoints go: ``cache_dir``, else ``<resplit cache>/pvi``."""
-    from split_builders.signals.lm.models import cache_root
+    from split_builders.cache import cache_root
 
     return Path(cache_dir) if cache_dir else cache_root() / "pvi"
 
@@ -138,7 +138,7 @@ def rule_text(options) -> str:
             f"{1 - size:.0%}/{size:.0%} train/validation division of each part and label.")
 
 
-def pvi_figure(path: str, title: str, pvi, simple) -> "Figure":  # noqa: F821 - card's Figure
+def pvi_figure(path: str, title: str, pvi, simple):
     """PVI of the simple rows against the hard rows (one histogram panel)."""
     from split_builders.release.card import Figure, Panel
 
@@ -220,7 +220,7 @@ class PVIRows:
 def read_rows(options):
     """The source's table, its name, the named source (or None) and the text / label fields
     (named sources have defaults)."""
-    from loading_scripts import NAMED_SOURCES, load_source
+    from loading_scripts import load_source
     from loading_scripts.files import read_table
     from loading_scripts.source import with_row_numbers
 

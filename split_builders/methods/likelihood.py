@@ -261,7 +261,7 @@ def _finetuned_run(src, options: LikelihoodOptions, *, ref, dtype, progress):
     """k-fold cross-fitted fine-tuned scores. The template is the task's unconditioned one (the
     fine-tuned LM learns the dataset, so SNLI's prompt does not name the label), or ``--template``."""
     from split_builders.signals.lm.finetune import default_max_steps, finetune_scores
-    from split_builders.signals.lm.models import cache_root
+    from split_builders.cache import cache_root
     from split_builders.signals.lm.prompts import render_all, resolve_template
 
     name = options.template if options.template is not None else FINETUNE_TEMPLATE.get(src.task)
@@ -445,7 +445,8 @@ class LikelihoodMethod(SplitMethod):
     @staticmethod
     def _prompted(src, options: LikelihoodOptions, context):
         """Prompted scores of a frozen LM (cached on disk, resumable, sharded over processes)."""
-        from split_builders.signals.lm.models import cache_root, resolve_model
+        from split_builders.cache import cache_root
+        from split_builders.signals.lm.models import resolve_model
         from split_builders.signals.lm.prompts import render_all, resolve_template
         from split_builders.signals.lm.scoring import SCORER_VERSION, compute_scores
 

@@ -32,7 +32,8 @@ import numpy as np
 
 from split_builders.api import BaseSplitter, Split
 from split_builders.errors import InvalidParameterError
-from split_builders.splitters.partition import check_random_state, shuffle_split
+from split_builders.api import check_random_state
+from split_builders.splitters.partition import shuffle_split
 
 CONFIGS = ("simple", "hard", "simple_to_hard", "hard_to_simple")
 THRESHOLDS = ("median", "midrange")

