@@ -173,6 +173,8 @@ class CommonOptions:
     overwrite: bool = option(False, "replace an existing output folder", group="common", record=False)
     seed: int = option(42, "seed of every random choice (default 42)", group="common")
     limit: int | None = option(None, "use only the first N rows (quick runs)", group="common")
+    dedupe: bool = option(False, "drop exact duplicate rows before splitting (the first source_id of each is kept)",
+                          group="common")
 
     def __post_init__(self):
         self._normalise_lists()
@@ -356,6 +358,18 @@ class SplitMethod:
     def card(self, loaded: Loaded, signal: Signal, configs: list, options):
         """A :class:`split_builders.release.card.CardSpec`: text and figure specifications."""
         raise NotImplementedError
+
+    def row_keys(self, loaded: Loaded):
+        """One string per loaded row; rows with equal keys are exact duplicates (the fields the
+        method splits on, e.g. premise + hypothesis + label). None: the method defines no duplicates.
+        Rows of ``rows()`` beyond these (lexical copies) map back to row ``i % len(keys)``."""
+        return None
+
+    def select_rows(self, loaded: Loaded, keep) -> Loaded:
+        """The loaded source restricted to the sorted positions ``keep`` (``--dedupe``)."""
+        from split_builders.errors import InvalidParameterError
+
+        raise InvalidParameterError(f"{self.name} does not support --dedupe")
 
     def report(self, result) -> list[str]:
         """Lines the CLI prints after a build (the shared summary table comes first)."""

@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from split_builders.api import CommonOptions, Context, Loaded, Signal, SplitMethod, get_method
 from split_builders.errors import InvalidParameterError, OutputExistsError
 
@@ -104,6 +106,8 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
 
 def _build(method, options, context, out) -> BuildResult:
     loaded = method.load(options)
+    if options.dedupe:
+        loaded = _drop_duplicates(method, loaded)
     method.check_loaded(loaded, options)
     signal = method.signal(loaded, options, context)
     configs = method.configs(loaded, signal, options)
@@ -118,6 +122,7 @@ def _build(method, options, context, out) -> BuildResult:
 
     rows = method.rows(loaded, signal, configs)
     spec = method.card(loaded, signal, configs, options)
+    spec.duplicates = duplicate_report(method.row_keys(loaded), configs)
     written_out = write_release(
         out, rows, configs, provenance=provenance(method, options, loaded.info, signal),
         render_card=lambda staging, written: cards.render(spec, method=method, info=loaded.info,
@@ -125,6 +130,43 @@ def _build(method, options, context, out) -> BuildResult:
         license=loaded.info.license, pretty_name=method.pretty_name(loaded), overwrite=options.overwrite)
     _wait_for_everyone()
     return BuildResult(written_out, method, options, loaded, signal, configs, sizes)
+
+
+def first_occurrences(keys) -> np.ndarray:
+    """Sorted positions of the first row of every distinct key."""
+    _, first = np.unique(np.asarray(keys, dtype=object).astype(str), return_index=True)
+    return np.sort(first).astype(np.int64)
+
+
+def _drop_duplicates(method, loaded):
+    """``--dedupe``: keep the first row (the lowest ``source_id``) of every group of exact duplicates."""
+    keys = method.row_keys(loaded)
+    if keys is None:
+        raise InvalidParameterError(f"{method.name} defines no duplicate rows: --dedupe does not apply")
+    keep = first_occurrences(keys)
+    if keep.size == len(keys):
+        return loaded
+    dropped = len(keys) - keep.size
+    loaded = method.select_rows(loaded, keep)
+    loaded.info.filters = {**loaded.info.filters, "exact duplicate (--dedupe)": dropped}
+    loaded.info.rows = int(keep.size)
+    return loaded
+
+
+def duplicate_report(keys, configs) -> dict | None:
+    """How many rows repeat an earlier row, and per config how many evaluation rows (validation
+    and test) have an exact duplicate in train: a model can score those by memory."""
+    if keys is None:
+        return None
+    codes = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)[1]
+    per_config = {}
+    for config in configs:
+        if config.rows is not None or "train" not in config.indices:
+            continue
+        at = lambda split: codes[np.asarray(config.indices.get(split, []), dtype=np.int64) % codes.size]
+        evaluation = np.concatenate([at("validation"), at("test")])
+        per_config[config.name] = int(np.isin(evaluation, at("train")).sum())
+    return {"duplicate_rows": int(codes.size - np.unique(codes).size), "eval_rows_in_train": per_config}
 
 
 def _wait_for_everyone() -> None:

@@ -71,6 +71,12 @@ class ToyMethod(SplitMethod):
     def rows(self, loaded, signal, configs):
         return loaded.data.add_column("length", signal.values.tolist())
 
+    def row_keys(self, loaded):
+        return np.asarray(loaded.data["text"], dtype=object)
+
+    def select_rows(self, loaded, keep):
+        return Loaded(loaded.data.select(keep), loaded.info)
+
     def card(self, loaded, signal, configs, options):
         from split_builders.release.card import CardSpec, Figure, Panel, Section
 
@@ -163,3 +169,31 @@ def test_stale_staging_is_removed_and_folders_follow_the_umask(toy, tmp_path):
         os.umask(old)
     assert not stale.exists()
     assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o755
+
+
+def test_duplicates_are_counted_per_config_and_dedupe_drops_them(tmp_path, hf_cache):
+    import yaml
+
+    register(ToyMethod)
+    try:
+        source = tmp_path / "dups.csv"
+        texts = [f"{'y' * (i % 30 % 9 + 1)} {i % 30}" for i in range(60)]  # each text twice
+        source.write_text("text,label\n" + "".join(f"{t},0\n" for t in texts))
+        out = tmp_path / "with"
+        assert main(["toy-shortest", "--source", str(source), "--out", str(out), "--test-size", "0.5"]) == 0
+        card = (out / "README.md").read_text()
+        assert "Exact duplicates: 30 row(s) repeat an earlier row" in card
+        loaded = datasets.load_dataset(str(out), "shortest", cache_dir=hf_cache)
+        train = set(loaded["train"]["text"])
+        in_train = sum(t in train for s in ("validation", "test") for t in loaded[s]["text"])
+        assert f"| {in_train} |" in card  # the configs table's count equals an independent count
+
+        out = tmp_path / "deduped"
+        assert main(["toy-shortest", "--source", str(source), "--out", str(out), "--dedupe"]) == 0
+        meta = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])["resplit"]
+        assert meta["source"]["rows"] == 30 and meta["source"]["filters"] == {"exact duplicate (--dedupe)": 30}
+        kept = datasets.load_dataset(str(out), "shortest", cache_dir=hf_cache)
+        ids = sorted(i for s in kept for i in kept[s]["source_id"])
+        assert ids == list(range(30))  # the first source_id of each text is kept
+    finally:
+        unregister("toy-shortest")

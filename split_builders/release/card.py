@@ -177,6 +177,7 @@ class CardSpec:
     descriptions: dict = field(default_factory=dict)
     extra: list = field(default_factory=list)
     citation: str | None = None
+    duplicates: dict | None = None  # filled by the builder (builder.duplicate_report)
 
 
 def render_figure(path: Path, figure: Figure) -> None:
@@ -242,16 +243,24 @@ def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> 
              "Every row keeps `source_id` "
              f"({info.source_id}), so any split can be joined back to the source.", "",
              "## Configs", ""]
-    header = ["config", "train", "validation", "test", *spec.columns, "what is held out"]
+    columns = dict(spec.columns)
+    if spec.duplicates is not None:
+        columns["evaluation rows duplicated in train"] = spec.duplicates["eval_rows_in_train"]
+    header = ["config", "train", "validation", "test", *columns, "what is held out"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for config in configs:
         files = written[config.name]
         sizes = [str(files[s].num_examples) if s in files else "-" for s in SPLITS]
-        extra = [str(column.get(config.name, "")) for column in spec.columns.values()]
+        extra = [str(column.get(config.name, "")) for column in columns.values()]
         what = spec.descriptions.get(config.name, config.description)
         lines.append("| " + " | ".join([f"`{config.name}`", *sizes, *extra, what]) + " |")
     lines += ["", "## How the splits were built", "", *_paragraphs(spec.how_built),
-              f"Rows dropped while reading the source: {_filters(info.filters)}.", "",
+              f"Rows dropped while reading the source: {_filters(info.filters)}.", ""]
+    if spec.duplicates is not None:
+        lines += [f"Exact duplicates: {spec.duplicates['duplicate_rows']} row(s) repeat an earlier row; the configs "
+                  "table counts, per config, the evaluation rows whose exact duplicate is in train (`--dedupe` "
+                  "drops duplicates before splitting, keeping the first `source_id`).", ""]
+    lines += [
               "The YAML header (`resplit:`) records the method, every parameter, the seed, the source's "
               "content hash or revision, the signal (model and revision, precision), the library versions "
               "and the sha256 of every data file.", "",
