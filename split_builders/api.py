@@ -278,9 +278,15 @@ class Signal:
 
 @dataclass
 class Context:
-    """The run's environment as a method sees it: progress output and the process group."""
+    """The run's environment as a method sees it: progress output, verbosity and the process group.
+
+    ``progress``: show progress bars (on stderr); ``verbose``: also the libraries' own reports (a
+    Trainer's raw logs, weight-loading reports) that a normal run keeps quiet; ``log``: one-line
+    messages for the terminal.
+    """
 
     progress: bool = True
+    verbose: bool = False
     log: Callable[[str], None] = print
 
     @property

@@ -66,8 +66,8 @@ def check_output(out, *, overwrite: bool) -> Path:
     return out
 
 
-def build(method, options: CommonOptions | None = None, /, *, progress: bool = True, log=print,
-          **values) -> BuildResult:
+def build(method, options: CommonOptions | None = None, /, *, progress: bool = True, verbose: bool = False,
+          log=print, **values) -> BuildResult:
     """Build a release folder with a registered split method.
 
     Parameters
@@ -78,6 +78,8 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
         The method's options; or give them as keyword arguments (``source=..., out=..., seed=...``).
     progress : bool
         Progress bars while computing the signal.
+    verbose : bool
+        Also the libraries' own reports (Trainer logs, weight-loading reports).
 
     Returns
     -------
@@ -90,7 +92,7 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
         raise InvalidParameterError("give the options either as an Options object or as keyword arguments")
     if not isinstance(options, method.Options):
         raise InvalidParameterError(f"{method.name} takes {method.Options.__name__}, got {type(options).__name__}")
-    context = Context(progress=progress, log=log)
+    context = Context(progress=progress, verbose=verbose, log=log)
 
     out = check_output(options.out, overwrite=options.overwrite)
     method.check(options)

@@ -80,6 +80,8 @@ def add_options(parser: argparse.ArgumentParser, method) -> list[str]:
         group.add_argument(*flags, help=help_text, **kwargs)
         names.append(spec.name)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--verbose", action="store_true",
+                        help="also print the libraries' own reports (training logs, weight-loading reports)")
     return names
 
 
@@ -93,7 +95,7 @@ def run_method(method, names, args) -> int:
     from split_builders.builder import build
 
     options = method.options(**{name: getattr(args, name) for name in names if hasattr(args, name)})
-    result = build(method, options, progress=not args.no_progress)
+    result = build(method, options, progress=not args.no_progress, verbose=args.verbose)
     if result.out is None:  # not the main process: the main one reports
         return 0
     for line in method.report(result):
