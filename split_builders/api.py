@@ -377,6 +377,17 @@ class SplitMethod:
 
         raise InvalidParameterError(f"{self.name} does not support --dedupe")
 
+    def rederive(self, released, record: dict) -> dict:
+        """Every config's splits re-derived from the released rows alone (``resplit verify`` level 2).
+
+        ``released`` is a :class:`split_builders.release.verify.Released` (the release's rows per
+        config and split); ``record`` its ``resplit:`` provenance (parameters, seed, signal). The
+        partition is a pure function of the per-row signal the rows carry, so this needs no source,
+        no model and no GPU. Returns ``{config: {split: source_ids}}`` for the configs it can
+        re-derive (the others are reported as not checked).
+        """
+        return {}
+
     def report(self, result) -> list[str]:
         """Lines the CLI prints after a build (the shared summary table comes first)."""
         return []

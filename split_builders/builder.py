@@ -67,7 +67,7 @@ def check_output(out, *, overwrite: bool) -> Path:
 
 
 def build(method, options: CommonOptions | None = None, /, *, progress: bool = True, verbose: bool = False,
-          log=print, **values) -> BuildResult:
+          log=print, license: str | None = None, citation: str | None = None, **values) -> BuildResult:
     """Build a release folder with a registered split method.
 
     Parameters
@@ -80,6 +80,9 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
         Progress bars while computing the signal.
     verbose : bool
         Also the libraries' own reports (Trainer logs, weight-loading reports).
+    license, citation : str, optional
+        The release's license and the BibTeX its card shows, where a recipe states them (else the
+        source's own).
 
     Returns
     -------
@@ -93,20 +96,21 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
     if not isinstance(options, method.Options):
         raise InvalidParameterError(f"{method.name} takes {method.Options.__name__}, got {type(options).__name__}")
     context = Context(progress=progress, verbose=verbose, log=log)
+    card_overrides = {"license": license, "citation": citation}
 
     out = check_output(options.out, overwrite=options.overwrite)
     method.check(options)
     if not context.is_main_process:  # only the main process writes, so only it locks
-        return _build(method, options, context, out)
+        return _build(method, options, context, out, card_overrides)
     from split_builders.release.writer import OutputLock
 
     with OutputLock(out):
         # Again under the lock: a build that finished while this one started has created the folder.
         check_output(out, overwrite=options.overwrite)
-        return _build(method, options, context, out)
+        return _build(method, options, context, out, card_overrides)
 
 
-def _build(method, options, context, out) -> BuildResult:
+def _build(method, options, context, out, overrides) -> BuildResult:
     loaded = method.load(options)
     if options.dedupe:
         loaded = _drop_duplicates(method, loaded)
@@ -125,6 +129,10 @@ def _build(method, options, context, out) -> BuildResult:
     rows = method.rows(loaded, signal, configs)
     spec = method.card(loaded, signal, configs, options)
     spec.duplicates = duplicate_report(method.row_keys(loaded), configs)
+    if overrides.get("citation"):
+        spec.citation = overrides["citation"]
+    if overrides.get("license"):
+        loaded.info.license = overrides["license"]
     written_out = write_release(
         out, rows, configs, provenance=provenance(method, options, loaded.info, signal),
         render_card=lambda staging, written: cards.render(spec, method=method, info=loaded.info,

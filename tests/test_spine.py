@@ -77,6 +77,13 @@ class ToyMethod(SplitMethod):
     def select_rows(self, loaded, keep):
         return Loaded(loaded.data.select(keep), loaded.info)
 
+    def rederive(self, released, record):
+        rows = released.all_rows()
+        parameters = record["configs"]["shortest"]["parameters"]
+        split = ShortestToTestSplitter(**parameters).split(rows.column("length").to_numpy())
+        ids = np.asarray(rows.column("source_id").to_numpy())
+        return {"shortest": {name: ids[part] for name, part in split.as_indices().items()}}
+
     def card(self, loaded, signal, configs, options):
         from split_builders.release.card import CardSpec, Figure, Panel, Section
 

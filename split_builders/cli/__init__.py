@@ -20,6 +20,7 @@ from split_builders.errors import ResplitError
 # Subcommands that are not split methods; each module exposes ``add_parsers(subparsers)``.
 TOOL_MODULES = (
     "split_builders.cli.tools",
+    "split_builders.cli.release",
     "split_builders.cli.metrics",
     "split_builders.cli.publish",
     "split_builders.cli.evaluate",

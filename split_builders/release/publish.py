@@ -28,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from split_builders.errors import PublishError
+from split_builders.release.diff import count_moves
 from split_builders.release.writer import SPLITS, quiet_datasets
 
 VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
@@ -187,30 +188,6 @@ def validate_release(folder) -> dict:
 
 
 # -- change report --------------------------------------------------------------------------------
-def count_moves(previous: dict, current: dict) -> dict:
-    """Per config, rows whose split changed between two versions.
-
-    ``previous`` and ``current`` map config -> split -> source ids. Returns config ->
-    ``{"moved": n, "pairs": {"train->test": n, ...}, "added": n, "removed": n}``; configs missing
-    from ``previous`` are new (``None``).
-    """
-    report = {}
-    for config, splits in current.items():
-        if config not in previous:
-            report[config] = None
-            continue
-        before = {i: s for s, ids in previous[config].items() for i in ids}
-        after = {i: s for s, ids in splits.items() for i in ids}
-        pairs: dict = {}
-        for source_id in before.keys() & after.keys():
-            if before[source_id] != after[source_id]:
-                key = f"{before[source_id]}->{after[source_id]}"
-                pairs[key] = pairs.get(key, 0) + 1
-        report[config] = {"moved": sum(pairs.values()), "pairs": dict(sorted(pairs.items())),
-                          "added": len(after.keys() - before.keys()), "removed": len(before.keys() - after.keys())}
-    return report
-
-
 def changelog_section(tag: str, previous_tag: str | None, current: dict, moves: dict) -> str:
     """The Markdown CHANGELOG section of one version."""
     lines = [f"## {tag} ({date.today().isoformat()})", ""]

@@ -1,0 +1,130 @@
+"""``resplit diff A B``: what changed between two releases (folders or ``HUB_ID@REVISION``).
+
+Per config and split: rows added, removed, and moved between splits (by ``source_id``); the
+parameters and provenance that changed (model, source revision, seed, resplit version, ...); and how
+the split statistics changed (Kolmogorov-Smirnov statistic of the score between train and test,
+compound and atom divergence, I_V). :func:`count_moves` is the one comparison of index sets:
+``push`` writes its CHANGELOG section from it too.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+IGNORED = ("configs", "release_version")  # per-config entries are compared row by row instead
+
+
+def count_moves(previous: dict, current: dict) -> dict:
+    """Per config, rows whose split changed between two versions.
+
+    ``previous`` and ``current`` map config -> split -> source ids. Returns config ->
+    ``{"moved": n, "pairs": {"train->test": n, ...}, "added": n, "removed": n}``; configs missing
+    from ``previous`` are new (``None``).
+    """
+    report = {}
+    for config, splits in current.items():
+        if config not in previous:
+            report[config] = None
+            continue
+        before = {i: s for s, ids in previous[config].items() for i in ids}
+        after = {i: s for s, ids in splits.items() for i in ids}
+        pairs: dict = {}
+        for source_id in before.keys() & after.keys():
+            if before[source_id] != after[source_id]:
+                key = f"{before[source_id]}->{after[source_id]}"
+                pairs[key] = pairs.get(key, 0) + 1
+        report[config] = {"moved": sum(pairs.values()), "pairs": dict(sorted(pairs.items())),
+                          "added": len(after.keys() - before.keys()), "removed": len(before.keys() - after.keys())}
+    return report
+
+
+def _flatten(value, prefix="") -> dict:
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def provenance_changes(a: dict, b: dict) -> dict:
+    """``{key: [before, after]}`` for every provenance value that differs (dotted keys)."""
+    flat_a = _flatten({k: v for k, v in a.items() if k not in IGNORED})
+    flat_b = _flatten({k: v for k, v in b.items() if k not in IGNORED})
+    return {key: [flat_a.get(key), flat_b.get(key)] for key in sorted(flat_a.keys() | flat_b.keys())
+            if flat_a.get(key) != flat_b.get(key)}
+
+
+def _statistics(released, config: str) -> dict:
+    """Statistics of one config that a reader compares across versions."""
+    from split_builders.release.card import ks_statistic
+
+    stats = {}
+    files = released.files[config]
+    if "train" in files and "test" in files:
+        train, test = released.table(config, "train"), released.table(config, "test")
+        for column in ("score", "score_finetuned", "pvi"):
+            if column in train.column_names:
+                stats[f"ks_{column}_train_test"] = round(ks_statistic(train.column(column).to_numpy(),
+                                                                      test.column(column).to_numpy()), 6)
+    parameters = ((released.record.get("configs") or {}).get(config) or {}).get("parameters") or {}
+    for key, value in (parameters.get("divergences") or {}).items():
+        if key in ("compound_divergence", "atom_divergence"):
+            stats[key] = value
+    return stats
+
+
+def diff(a: str, b: str) -> dict:
+    """Compare two releases. Returns ``{"configs": {config: {...}}, "provenance": {key: [a, b]}}``;
+    each config has ``moved``, ``added``, ``removed``, ``pairs``, ``status`` (changed, unchanged,
+    added, removed) and ``statistics`` (``{name: [a, b]}`` for those that changed)."""
+    from split_builders.release.verify import Released, resolve_target
+
+    with tempfile.TemporaryDirectory(prefix="resplit-diff-") as work:
+        left = Released(resolve_target(a, Path(work) / "a"))
+        right = Released(resolve_target(b, Path(work) / "b"))
+        ids = [{c: {s: r.source_ids(c, s).tolist() for s in r.files[c]} for c in r.configs} for r in (left, right)]
+        moves = count_moves(*ids)
+        configs = {}
+        for config in right.configs:
+            move = moves[config]
+            if move is None:
+                rows = sum(len(v) for v in ids[1][config].values())
+                configs[config] = {"moved": 0, "added": rows, "removed": 0, "pairs": {}, "status": "added"}
+                continue
+            stats_a, stats_b = _statistics(left, config), _statistics(right, config)
+            changed = {k: [stats_a.get(k), stats_b.get(k)] for k in sorted(stats_a.keys() | stats_b.keys())
+                       if stats_a.get(k) != stats_b.get(k)}
+            status = "changed" if move["moved"] or move["added"] or move["removed"] else "unchanged"
+            configs[config] = {**move, "status": status, "statistics": changed}
+        for config in left.configs:
+            if config not in configs:
+                rows = sum(len(v) for v in ids[0][config].values())
+                configs[config] = {"moved": 0, "added": 0, "removed": rows, "pairs": {}, "status": "removed"}
+        return {"configs": configs, "provenance": provenance_changes(left.record, right.record)}
+
+
+def format_diff(result: dict) -> list[str]:
+    """The human report: provenance changes, then one line per config."""
+    lines = []
+    for key, (before, after) in result["provenance"].items():
+        shorten = lambda v: (json.dumps(v) if not isinstance(v, str) else v)[:60]
+        lines.append(f"  {key}: {shorten(before)} -> {shorten(after)}")
+    lines = (["provenance that changed:"] + lines) if lines else ["provenance: unchanged"]
+    lines.append(f"{'config':<32}{'status':>10}{'moved':>8}{'added':>8}{'removed':>9}")
+    for config, entry in result["configs"].items():
+        lines.append(f"{config:<32}{entry['status']:>10}{entry['moved']:>8}{entry['added']:>8}{entry['removed']:>9}"
+                     + (f"  ({', '.join(f'{k} {v}' for k, v in entry['pairs'].items())})" if entry["pairs"] else ""))
+        for name, (before, after) in (entry.get("statistics") or {}).items():
+            lines.append(f"{'':<4}{name}: {before} -> {after}")
+    return lines
+
+
+def json_line(result: dict) -> str:
+    """One JSON object: per config its moved / added / removed counts (and the rest of its entry)."""
+    return json.dumps({c: {k: v for k, v in e.items()} for c, e in result["configs"].items()},
+                      sort_keys=True, default=lambda v: np.asarray(v).tolist())

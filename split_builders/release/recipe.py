@@ -1,0 +1,189 @@
+"""Release recipes: one YAML file per Hub dataset we publish (``releases/<name>.yaml``).
+
+A recipe is a method name plus that method's options, and what a maintainer must not have to
+remember: the Hub repository (``{org}/name``: the organisation comes from ``--org`` or
+``$RESPLIT_ORG``), the source pinned to a revision (a Hub id and commit, or files by URL and sha256)
+(``origin`` says where the files come from), with the places a local copy may be, the model pinned to a revision, the seed, the license and the
+BibTeX of the method's paper and of the source dataset. ::
+
+    repo: "{org}/geoquery-compositional"
+    method: tmcd
+    seed: 1
+    options: {train_size: 440, configs: [tmcd, length, template, standard]}
+    source:
+      files: [{path: geoquery_nqg.tsv, sha256: ...}]   # or {url: ..., sha256: ...}
+      local: [../shared/data/geoquery]
+    license: gpl-2.0
+    citation: {method: "@inproceedings{...}", source: "@inproceedings{...}"}
+
+Options are validated by the method's options dataclass when the recipe is read: an unknown or
+mistyped key is an error that names it and the keys the method takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from split_builders.errors import InvalidParameterError
+
+ORG_ENV = "RESPLIT_ORG"
+KEYS = {"repo", "method", "seed", "options", "source", "model", "license", "citation", "description", "kind",
+        "space", "pretty_name"}
+# Keys of ``options`` that a recipe sets elsewhere (or that only make sense on a command line).
+RESERVED_OPTIONS = {"source", "out", "overwrite", "seed"}
+
+
+@dataclass
+class Recipe:
+    """A parsed, validated recipe (see the module docstring)."""
+
+    name: str
+    path: Path
+    repo: str
+    kind: str = "dataset"  # or "metric": a metric Space (``space`` is its folder)
+    method: str | None = None
+    seed: int = 42
+    options: dict = field(default_factory=dict)
+    source: dict = field(default_factory=dict)
+    model: dict | None = None
+    license: str | None = None
+    citation: dict = field(default_factory=dict)
+    space: str | None = None
+    pretty_name: str | None = None
+
+    def repo_id(self, org: str | None = None) -> str:
+        """The Hub repository, with the organisation filled in (``--org`` or ``$RESPLIT_ORG``)."""
+        org = org or os.environ.get(ORG_ENV)
+        if "{org}" in self.repo and not org:
+            raise InvalidParameterError(f"recipe {self.name}: repo {self.repo!r} needs an organisation: pass --org "
+                                        f"or set ${ORG_ENV}")
+        return self.repo.replace("{org}", org or "")
+
+    def local_source(self) -> Path | None:
+        """The first local copy of the source that exists (paths relative to the recipe's repository
+        root, i.e. the folder holding ``releases/``), or None."""
+        root = self.path.resolve().parent.parent
+        for candidate in self.source.get("local", []) or []:
+            path = Path(candidate)
+            path = path if path.is_absolute() else root / path
+            if path.exists():
+                return path.resolve()
+        return None
+
+    def pinned(self) -> bool:
+        """Whether the source (and the model, if any) is pinned to an exact revision."""
+        source_pinned = bool(self.source.get("revision")) or (
+            bool(self.source.get("files")) and all(f.get("sha256") for f in self.source["files"]))
+        model_pinned = self.model is None or bool(self.model.get("revision")) or self.model.get("bundled", False)
+        return source_pinned and model_pinned
+
+    def method_options(self, *, source, out, overwrite: bool = False, **overrides):
+        """The method's options object for a build of this recipe (validated by the dataclass)."""
+        from split_builders.api import get_method
+
+        method = get_method(self.method)
+        values = {**self.options, **{k: v for k, v in overrides.items() if v is not None}}
+        return method.Options(source=str(source), out=str(out), overwrite=overwrite, seed=self.seed, **values)
+
+
+def _check_option_keys(name: str, method_name: str, options: dict) -> None:
+    from split_builders.api import get_method
+
+    method = get_method(method_name)
+    known = {f.name for f in dataclasses.fields(method.Options)} - RESERVED_OPTIONS
+    for key in options:
+        if key in RESERVED_OPTIONS:
+            raise InvalidParameterError(f"recipe {name}: options.{key} is set by the recipe itself "
+                                        f"({'top-level seed' if key == 'seed' else 'the source block or the command line'})")
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InvalidParameterError(f"recipe {name}: unknown option {key!r} for method {method_name}{hint}; "
+                                        f"it takes: {', '.join(sorted(known))}")
+
+
+def load_recipe(path) -> Recipe:
+    """Read and validate a recipe file; every problem is one line naming the recipe and the key."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidParameterError(f"recipe {str(path)!r} does not exist")
+    name = path.stem
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise InvalidParameterError(f"recipe {name}: not valid YAML ({error})") from None
+    if not isinstance(data, dict):
+        raise InvalidParameterError(f"recipe {name}: expected a mapping of keys, got {type(data).__name__}")
+    unknown = sorted(set(data) - KEYS)
+    if unknown:
+        raise InvalidParameterError(f"recipe {name}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(KEYS))}")
+    if "repo" not in data:
+        raise InvalidParameterError(f"recipe {name}: 'repo' is missing (e.g. \"{{org}}/{name}\")")
+    kind = data.get("kind", "dataset")
+    recipe = Recipe(name=name, path=path, repo=data["repo"], kind=kind, method=data.get("method"),
+                    seed=data.get("seed", 42), options=dict(data.get("options") or {}),
+                    source=dict(data.get("source") or {}), model=data.get("model"), license=data.get("license"),
+                    citation=dict(data.get("citation") or {}), space=data.get("space"),
+                    pretty_name=data.get("pretty_name"))
+    if kind == "metric":
+        if not recipe.space:
+            raise InvalidParameterError(f"recipe {name}: a metric recipe needs 'space' (its folder, e.g. metrics/g_score)")
+        return recipe
+    if kind != "dataset":
+        raise InvalidParameterError(f"recipe {name}: kind must be 'dataset' or 'metric', got {kind!r}")
+    if not recipe.method:
+        raise InvalidParameterError(f"recipe {name}: 'method' is missing")
+    _check_option_keys(name, recipe.method, recipe.options)
+    if not (recipe.source.get("hub") or recipe.source.get("files") or recipe.source.get("local")):
+        raise InvalidParameterError(f"recipe {name}: 'source' needs 'hub' (+ 'revision'), 'files' (url + sha256) "
+                                    "or 'local'")
+    for entry in recipe.source.get("files", []) or []:
+        if not isinstance(entry, dict) or not (entry.get("path") or entry.get("url")) or "sha256" not in entry:
+            raise InvalidParameterError(f"recipe {name}: each of source.files needs a path (relative to the source "
+                                        "folder) or a url, and its sha256")
+    missing = [k for k in ("method", "source") if k not in recipe.citation]
+    if missing:
+        raise InvalidParameterError(f"recipe {name}: citation needs BibTeX for {' and '.join(missing)}")
+    # The options themselves, as the method validates them (types, ranges, choices).
+    recipe.method_options(source="(recipe)", out="(recipe)")
+    return recipe
+
+
+def recipes_folder() -> Path:
+    """``releases/`` of this checkout (beside the ``split_builders`` package)."""
+    return Path(__file__).resolve().parents[2] / "releases"
+
+
+def list_recipes(folder=None) -> list[Recipe]:
+    folder = Path(folder) if folder else recipes_folder()
+    return [load_recipe(path) for path in sorted(folder.glob("*.yaml"))]
+
+
+def file_sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_local_copy(recipe: Recipe, local: Path) -> list[str]:
+    """Pinned files of the recipe that a local copy holds with another sha256 (a list of lines; empty
+    when everything that can be checked matches). Files are matched by name."""
+    problems = []
+    for entry in recipe.source.get("files", []) or []:
+        expected = entry.get("sha256")
+        name = entry.get("path") or entry["url"].rsplit("/", 1)[-1]
+        candidate = local / name if local.is_dir() else local
+        if expected and candidate.is_file() and candidate.name == Path(name).name:  # a file the copy holds
+            actual = file_sha256(candidate)
+            if actual != expected:
+                problems.append(f"{candidate}: sha256 {actual[:16]}... but the recipe pins {expected[:16]}...")
+    return problems

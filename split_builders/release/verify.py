@@ -1,0 +1,251 @@
+"""``resplit verify FOLDER | HUB_ID[@REVISION]``: check that a release is what its card says.
+
+Three levels, each reported per config and split as identical or differs (with the rows that differ):
+
+1. integrity: every data file's sha256 equals the card's, every config loads with ``datasets``, no
+   ``source_id`` is in two splits of one config, and the row counts equal the card's;
+2. rebuild from the release alone: each method re-derives its configs from the per-row signal the
+   released rows carry, the parameters and the seed the card records (``SplitMethod.rederive``);
+   no source, no model, no GPU;
+3. ``--rescore``: when the source (and model) are reachable, the whole release is rebuilt from the
+   recorded options into a temporary folder: the signal is recomputed and compared (largest
+   difference) and so are the index sets.
+
+Everything checked must be identical for the exit code to be 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from split_builders.errors import InvalidParameterError
+
+SPLIT_ORDER = ("train", "validation", "test")
+
+
+@dataclass
+class Finding:
+    """One check of one config (and split): ``status`` is identical, differs or not checked."""
+
+    level: int
+    config: str
+    split: str | None
+    status: str
+    detail: str = ""
+
+    def line(self) -> str:
+        where = self.config + (f"/{self.split}" if self.split else "")
+        return f"level {self.level}  {where:<40} {self.status}" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass
+class Report:
+    target: str
+    findings: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(f.status != "differs" for f in self.findings)
+
+    def add(self, level, config, split, same: bool, detail: str = "") -> None:
+        self.findings.append(Finding(level, config, split, "identical" if same else "differs", detail))
+
+    def skip(self, level, config, detail: str) -> None:
+        self.findings.append(Finding(level, config, None, "not checked", detail))
+
+
+class Released:
+    """A release folder's card and rows, read with Arrow (no ``datasets`` cache involved)."""
+
+    def __init__(self, folder):
+        from split_builders.release.publish import data_files, read_card
+
+        self.folder = Path(folder)
+        self.metadata, _ = read_card(self.folder)
+        self.record = self.metadata.get("resplit") or {}
+        self.files = data_files(self.metadata)
+
+    @property
+    def configs(self) -> list[str]:
+        return list(self.files)
+
+    def table(self, config: str, split: str):
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.folder / self.files[config][split])
+
+    def source_ids(self, config: str, split: str) -> np.ndarray:
+        return np.asarray(self.table(config, split).column("source_id").to_numpy(), dtype=np.int64)
+
+    def rows(self, config: str):
+        """Every row of ``config`` (all its splits) in ``source_id`` order, and the split of each."""
+        import pyarrow as pa
+
+        parts, names = [], []
+        for split in self.files[config]:
+            table = self.table(config, split)
+            parts.append(table)
+            names += [split] * table.num_rows
+        table = pa.concat_tables(parts)
+        order = np.argsort(np.asarray(table.column("source_id").to_numpy()), kind="stable")
+        return table.take(order), np.asarray(names, dtype=object)[order]
+
+    def all_rows(self, configs=None):
+        """The union of the rows of ``configs`` (default: every config), one per ``source_id``, in
+        ``source_id`` order: the release's rows before they were split."""
+        import pyarrow as pa
+
+        tables = [self.rows(c)[0] for c in (configs or self.configs)]
+        table = pa.concat_tables(tables, promote_options="default")
+        ids = np.asarray(table.column("source_id").to_numpy())
+        _, first = np.unique(ids, return_index=True)
+        return table.take(np.sort(first))
+
+
+def resolve_target(target: str, work: Path) -> Path:
+    """A local folder, or ``HUB_ID[@REVISION]`` downloaded (through ``huggingface_hub``) into ``work``."""
+    path = Path(target)
+    if path.exists():
+        if not (path / "README.md").is_file():
+            raise InvalidParameterError(f"{target!r} is not a release folder (no README.md)")
+        return path
+    repo_id, _, revision = target.partition("@")
+    if repo_id.count("/") != 1 or repo_id.startswith((".", "/")):
+        raise InvalidParameterError(f"{target!r} is neither an existing folder nor a Hub id org/name[@revision]")
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision or None,
+                                      local_dir=work / repo_id.replace("/", "--")))
+    except (RepositoryNotFoundError, RevisionNotFoundError) as error:
+        raise InvalidParameterError(f"{target}: no such dataset or revision on the Hub ({type(error).__name__})") from None
+    except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as error:
+        raise InvalidParameterError(f"{target}: could not download it ({str(error).splitlines()[0]})") from None
+
+
+def _ids_detail(expected: np.ndarray, actual: np.ndarray) -> str:
+    missing = np.setdiff1d(expected, actual)
+    extra = np.setdiff1d(actual, expected)
+    show = lambda ids: ", ".join(str(i) for i in ids[:10]) + (" ..." if ids.size > 10 else "")
+    parts = []
+    if missing.size:
+        parts.append(f"{missing.size} row(s) missing (source_id {show(missing)})")
+    if extra.size:
+        parts.append(f"{extra.size} row(s) that should not be there (source_id {show(extra)})")
+    return "; ".join(parts)
+
+
+def check_integrity(released: Released, report: Report, *, load: bool = True) -> None:
+    """Level 1: hashes, counts, no row in two splits, and (``load``) every config loads."""
+    recorded = released.record.get("configs") or {}
+    with tempfile.TemporaryDirectory(prefix="resplit-verify-") as cache:
+        for config, files in released.files.items():
+            card = recorded.get(config) or {}
+            seen: dict = {}
+            for split, relative in files.items():
+                path = released.folder / relative
+                if not path.is_file():
+                    report.add(1, config, split, False, f"{relative} is missing")
+                    continue
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                expected = (card.get("sha256") or {}).get(split)
+                ids = released.source_ids(config, split)
+                problems = []
+                if digest != expected:
+                    problems.append(f"sha256 {digest[:12]}... but the card says {str(expected)[:12]}...")
+                if (card.get("rows") or {}).get(split) != ids.size:
+                    problems.append(f"{ids.size} rows but the card says {(card.get('rows') or {}).get(split)}")
+                both = [int(i) for i in ids if i in seen]
+                if both:
+                    problems.append(f"{len(both)} source_id(s) also in {seen[both[0]]} (e.g. {both[0]})")
+                seen.update((int(i), split) for i in ids)
+                report.add(1, config, split, not problems, "; ".join(problems))
+            if load:
+                _check_loads(released.folder, config, cache, report)
+
+
+def _check_loads(folder: Path, config: str, cache: str, report: Report) -> None:
+    import datasets
+
+    from split_builders.release.writer import quiet_datasets
+
+    try:
+        with quiet_datasets():
+            datasets.load_dataset(str(folder), config, cache_dir=cache)
+    except Exception as error:  # any failure to load is what a user would meet
+        report.add(1, config, "load", False, f"load_dataset fails: {str(error).splitlines()[0]}")
+
+
+def check_rederived(released: Released, report: Report) -> None:
+    """Level 2: the method re-derives each config from the released rows."""
+    from split_builders.api import get_method
+
+    method = get_method(released.record.get("method"))
+    rederived = method.rederive(released, released.record)
+    for config in released.configs:
+        if config not in rederived:
+            report.skip(2, config, f"{method.name} does not re-derive this config from the rows")
+            continue
+        for split in released.files[config]:
+            actual = released.source_ids(config, split)
+            expected = np.sort(np.asarray(rederived[config].get(split, []), dtype=np.int64))
+            same = np.array_equal(np.sort(actual), expected)
+            report.add(2, config, split, same, "" if same else _ids_detail(expected, actual))
+        extra = set(rederived[config]) - set(released.files[config]) - {s for s in SPLIT_ORDER
+                                                                         if not len(rederived[config].get(s, []))}
+        for split in sorted(extra):
+            report.add(2, config, split, False, "the re-derived config has this split; the release does not")
+
+
+def check_rescored(released: Released, report: Report, work: Path) -> None:
+    """Level 3: rebuild from the recorded options (source and model must be reachable) and compare."""
+    from split_builders.api import get_method
+    from split_builders.builder import build
+
+    record = released.record
+    method = get_method(record.get("method"))
+    source = (record.get("source") or {}).get("name")
+    fields = {f for f in method.Options.__dataclass_fields__}
+    values = {k: v for k, v in (record.get("parameters") or {}).items() if k in fields}
+    try:
+        options = method.Options(source=source, out=str(work / "rescored"), seed=record.get("seed", 42), **values)
+        rebuilt = build(method, options, progress=False)
+    except Exception as error:  # the source or the model is not reachable here, or options changed
+        report.skip(3, "(all)", f"could not rebuild from the recorded options: {str(error).splitlines()[0]}")
+        return
+    again = Released(rebuilt.out)
+    for config in released.configs:
+        if config not in again.files:
+            report.add(3, config, None, False, "the rebuild has no such config")
+            continue
+        for split in released.files[config]:
+            actual = released.source_ids(config, split)
+            expected = again.source_ids(config, split) if split in again.files[config] else np.array([], np.int64)
+            same = np.array_equal(np.sort(actual), np.sort(expected))
+            report.add(3, config, split, same, "" if same else _ids_detail(np.sort(expected), actual))
+    for column in ("score", "score_finetuned", "pvi"):
+        first = released.configs[0]
+        old, new = released.rows(first)[0], again.rows(first)[0]
+        if column in old.column_names and column in new.column_names and old.num_rows == new.num_rows:
+            gap = float(np.max(np.abs(np.asarray(old.column(column).to_numpy(), float)
+                                      - np.asarray(new.column(column).to_numpy(), float)), initial=0.0))
+            report.add(3, f"signal `{column}`", None, gap == 0.0, f"largest difference {gap:.3g}")
+
+
+def verify(target: str, *, rescore: bool = False, load: bool = True) -> Report:
+    """Verify a release folder or ``HUB_ID[@REVISION]`` (see the module docstring)."""
+    report = Report(target)
+    with tempfile.TemporaryDirectory(prefix="resplit-verify-") as work:
+        folder = resolve_target(target, Path(work))
+        released = Released(folder)
+        check_integrity(released, report, load=load)
+        check_rederived(released, report)
+        if rescore:
+            check_rescored(released, report, Path(work))
+    return report

@@ -1,0 +1,167 @@
+"""``resplit verify`` (integrity, re-derivation from the released rows), ``resplit diff`` and the
+release recipes, on a toy method registered in the test and on the recipes in ``releases/``."""
+
+import hashlib
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from split_builders.api import register, unregister
+from split_builders.cli import main
+from split_builders.errors import InvalidParameterError
+from split_builders.release.recipe import list_recipes, load_recipe, recipes_folder
+from split_builders.release.verify import verify
+from test_spine import ToyMethod
+
+
+@pytest.fixture()
+def toy_release(tmp_path):
+    register(ToyMethod)
+    source = tmp_path / "toy.csv"
+    source.write_text("text,label\n" + "".join(f"{'x' * (i % 17 + 1)} {i},{i % 2}\n" for i in range(80)))
+
+    def build(name, seed):
+        out = tmp_path / name
+        assert main(["toy-shortest", "--source", str(source), "--out", str(out), "--seed", str(seed)]) == 0
+        return out
+
+    yield build
+    unregister("toy-shortest")
+
+
+def _card(folder):
+    text = (folder / "README.md").read_text()
+    _, front, body = text.split("---\n", 2)
+    return yaml.safe_load(front), body
+
+
+def _write_card(folder, meta, body):
+    (folder / "README.md").write_text("---\n" + yaml.safe_dump(meta, sort_keys=False) + "---\n" + body)
+
+
+def _move_a_row(folder, config="shortest", source="test", target="train"):
+    """Move one row between two splits and update the card's hashes and counts to match."""
+    meta, body = _card(folder)
+    files = {f["split"]: folder / f["path"] for c in meta["configs"] if c["config_name"] == config
+             for f in c["data_files"]}
+    a, b = pq.read_table(files[source]), pq.read_table(files[target])
+    moved = a.slice(0, 1)
+    pq.write_table(a.slice(1), files[source])
+    pq.write_table(pa.concat_tables([b, moved]), files[target])
+    for split in (source, target):
+        entry = meta["resplit"]["configs"][config]
+        entry["sha256"][split] = hashlib.sha256(files[split].read_bytes()).hexdigest()
+        entry["rows"][split] = pq.read_table(files[split]).num_rows
+        for info in meta["dataset_info"]:  # what datasets checks when it loads the config
+            for described in info["splits"] if info["config_name"] == config else []:
+                if described["name"] == split:
+                    described["num_examples"] = entry["rows"][split]
+    _write_card(folder, meta, body)
+    return moved.column("source_id")[0].as_py()
+
+
+def test_an_untouched_release_verifies(toy_release, capsys):
+    out = toy_release("a", 3)
+    report = verify(str(out))
+    assert report.ok and {f.level for f in report.findings} == {1, 2}
+    assert all(f.status == "identical" for f in report.findings)
+    assert main(["verify", str(out)]) == 0
+    assert "-> OK" in capsys.readouterr().out
+
+
+def test_a_changed_byte_fails_level_one_naming_the_split(toy_release, capsys):
+    out = toy_release("a", 3)
+    (path,) = out.glob("shortest/test-*.parquet")
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    assert main(["verify", str(out), "--no-load-check"]) == 1
+    printed = capsys.readouterr().out
+    assert "level 1  shortest/test" in printed and "sha256" in printed
+
+
+def test_a_row_moved_with_the_hashes_recomputed_fails_level_two(toy_release, capsys):
+    out = toy_release("a", 3)
+    moved = _move_a_row(out)
+    report = verify(str(out))
+    assert all(f.status == "identical" for f in report.findings if f.level == 1)  # the hashes match the card
+    bad = [f for f in report.findings if f.status == "differs"]
+    assert bad and all(f.level == 2 and f.config == "shortest" for f in bad)
+    assert any(f"source_id {moved}" in f.detail for f in bad)
+    assert main(["verify", str(out)]) == 1
+
+
+def test_a_changed_seed_in_the_card_fails_level_two(toy_release):
+    out = toy_release("a", 3)
+    meta, body = _card(out)
+    meta["resplit"]["configs"]["shortest"]["parameters"]["random_state"] = 4
+    _write_card(out, meta, body)
+    assert not verify(str(out), load=False).ok
+
+
+def test_diff_equals_an_independent_comparison_of_source_ids(toy_release, capsys):
+    a, b = toy_release("a", 3), toy_release("b", 5)
+    assert main(["diff", str(a), str(b), "--json"]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()
+    result = json.loads(printed[-1])
+
+    def splits(folder):
+        return {p.name.split("-")[0]: set(pq.read_table(p).column("source_id").to_pylist())
+                for p in (folder / "shortest").glob("*.parquet")}
+
+    before, after = splits(a), splits(b)
+    where = lambda parts: {i: s for s, ids in parts.items() for i in ids}
+    wa, wb = where(before), where(after)
+    moved = sum(wa[i] != wb[i] for i in wa.keys() & wb.keys())
+    assert result["shortest"]["moved"] == moved > 0
+    assert result["shortest"]["added"] == len(wb.keys() - wa.keys()) and result["shortest"]["removed"] == 0
+    assert any("seed: 3 -> 5" in line for line in printed)
+
+
+def test_every_recipe_validates_against_its_method():
+    recipes = list_recipes()
+    names = {r.name for r in recipes}
+    assert {"snli-likelihood", "boolq-likelihood", "spider-likelihood", "geoquery-compositional",
+            "spider-compositional", "scan-compositional", "cogs-compositional", "curriculum", "checklist-sentiment",
+            "checklist-qqp", "checklist-squad", "metric-pass-rate", "metric-g-score", "metric-concurrence"} <= names
+    by_name = {r.name: r for r in recipes}
+    snli = by_name["snli-likelihood"]
+    assert snli.options["dev_size"] == snli.options["test_size"] == 10000 and snli.options["folds"] == 3
+    assert snli.model["hub"].endswith("gpt2-medium") and snli.pinned()
+    assert by_name["boolq-likelihood"].options["dev_size"] == 2540
+    assert by_name["geoquery-compositional"].options["train_size"] == 440
+    assert by_name["spider-likelihood"].options["train_size"] == 5966
+    assert not by_name["boolq-likelihood"].pinned()  # its Hub commit is not pinned yet: --push refuses it
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"options": {"train_sise": 440}}, "unknown option 'train_sise' for method tmcd (did you mean 'train_size'?)"),
+    ({"colour": "red"}, "unknown key(s) colour"),
+    ({"options": {"train_size": -3}}, "train"),
+    ({"citation": {"method": "x"}}, "citation needs BibTeX for source"),
+])
+def test_a_bad_recipe_names_the_key(change, message, tmp_path):
+    data = yaml.safe_load((recipes_folder() / "geoquery-compositional.yaml").read_text())
+    for key, value in change.items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) and key in data and key != "citation" else value
+    (tmp_path / "releases").mkdir()
+    path = tmp_path / "releases" / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(InvalidParameterError) as error:
+        load_recipe(path)
+    assert message in str(error.value)
+
+
+def test_push_refuses_an_unpinned_recipe(capsys):
+    assert main(["release", "boolq-likelihood", "--push", "--version", "1.0.0", "--org", "o"]) == 2
+    assert "not pinned" in capsys.readouterr().err
+
+
+def test_release_list_shows_every_recipe(capsys):
+    assert main(["release", "--list"]) == 0
+    printed = capsys.readouterr().out
+    assert "geoquery-compositional" in printed and "metric-g-score" in printed
