@@ -83,6 +83,8 @@ def read_checklist_suite(path) -> CheckListSuite:
         The file is missing, not JSON, or does not follow the suite schema.
     """
     path = Path(path)
+    if not path.exists():
+        raise SourceLoadError(f"cannot read CheckList suite {str(path)!r}: no such file")
     try:
         raw = path.read_bytes()
     except OSError as error:
@@ -91,9 +93,20 @@ def read_checklist_suite(path) -> CheckListSuite:
         raise SourceLoadError(f"{path} looks like a pickle; resplit reads CheckList suites as JSON only "
                               "(see SPEC.md next to the released suites)")
     try:
-        text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-        suite = json.loads(text.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    except (OSError, EOFError) as error:
+        raise SourceLoadError(f"{path}: not a readable gzip file ({error})") from None
+    if not data.strip():
+        raise SourceLoadError(f"{path} is empty: a CheckList suite is a JSON object with a 'tests' list")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise SourceLoadError(f"{path}: line {line} is not UTF-8 (byte 0x{data[error.start]:02x} at offset "
+                              f"{error.start}); re-encode the file as UTF-8") from None
+    try:
+        suite = json.loads(text)
+    except json.JSONDecodeError as error:
         raise SourceLoadError(f"{path} is not a (gzipped) JSON file: {error}") from None
     return validate_suite(suite, source=str(path), sha256=hashlib.sha256(raw).hexdigest())
 

@@ -30,6 +30,7 @@ class CompositionalSource:
     published: dict = field(default_factory=dict)
     published_from: dict = field(default_factory=dict)
     license: str | None = None
+    dropped_published: list = field(default_factory=list)  # published splits left out, with the reason
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -47,20 +48,34 @@ class CompositionalSource:
         return self.rows["target"]
 
     def head(self, n_rows: int) -> "CompositionalSource":
-        """The first ``n_rows`` rows; each published split keeps only its ids among them (a split
-        left without train or without any evaluation rows is dropped)."""
+        """The first ``n_rows`` rows (:meth:`select`)."""
         if n_rows >= len(self):
             return self
-        published, published_from = {}, {}
+        return self.select(np.arange(n_rows), "--limit")
+
+    def select(self, keep, why: str) -> "CompositionalSource":
+        """The rows at the sorted positions ``keep``; each published split keeps its rows among
+        them, renumbered (a split left without train or without any evaluation rows is dropped,
+        and ``dropped_published`` says so with ``why``)."""
+        keep = np.asarray(keep, dtype=np.int64)
+        new_position = np.full(len(self), -1, dtype=np.int64)
+        new_position[keep] = np.arange(keep.size)
+        published, published_from, dropped = {}, {}, list(self.dropped_published)
         for name, split in self.published.items():
-            kept = {part: np.asarray(ids, dtype=np.int64) for part, ids in split.items()}
-            kept = {part: ids[ids < n_rows] for part, ids in kept.items()}
+            kept = {part: new_position[np.asarray(ids, dtype=np.int64)] for part, ids in split.items()}
+            kept = {part: ids[ids >= 0] for part, ids in kept.items()}
             kept = {part: ids for part, ids in kept.items() if ids.size}
             if "train" in kept and len(kept) > 1:
                 published[name] = kept
                 published_from[name] = self.published_from[name]
-        return dataclasses.replace(self, rows=self.rows.select(range(n_rows)), published=published,
-                                   published_from=published_from)
+            else:
+                dropped.append(f"{name} (no train or no evaluation rows left after {why})")
+        from split_builders.release.writer import quiet_datasets
+
+        with quiet_datasets():  # one flat table now, rather than a progress bar when a column is added
+            rows = self.rows.select(keep).flatten_indices()
+        return dataclasses.replace(self, rows=rows, published=published, published_from=published_from,
+                                   dropped_published=dropped)
 
 
 def rows_dataset(inputs, targets, **extra) -> datasets.Dataset:

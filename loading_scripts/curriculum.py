@@ -80,6 +80,9 @@ class Phenomenon:
 def find_zips(data_dir) -> dict:
     """``{name: path}`` of the phenomenon zips in ``data_dir`` or its ``tasks/`` subfolder."""
     data_dir = Path(data_dir)
+    if data_dir.exists() and not data_dir.is_dir():
+        raise SourceLoadError(f"CURRICULUM source {str(data_dir)!r} is a file; give the folder holding the "
+                              "<phenomenon>.zip files (or its parent with tasks/)")
     if not data_dir.is_dir():
         raise SourceLoadError(f"CURRICULUM folder {str(data_dir)!r} does not exist")
     for folder in (data_dir, data_dir / "tasks"):
@@ -96,7 +99,7 @@ def read_tasks_json(data_dir) -> dict:
         if candidate.is_file():
             try:
                 return json.loads(candidate.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as error:
+            except (json.JSONDecodeError, UnicodeDecodeError) as error:
                 raise SourceLoadError(f"cannot parse {candidate}: {error}") from None
     return {}
 
@@ -111,13 +114,21 @@ def _read_jsonl(archive: zipfile.ZipFile, name: str, split_file: str) -> list[di
         for number, line in enumerate(handle, 1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    rows.append(json.loads(line.decode("utf-8-sig")))
+                except UnicodeDecodeError as error:
+                    raise SourceLoadError(f"{archive.filename}:{split_file} line {number} is not UTF-8 (byte "
+                                          f"0x{line[error.start]:02x} at offset {error.start} of the line)") from None
                 except json.JSONDecodeError as error:
                     raise SourceLoadError(f"{archive.filename}:{split_file} line {number}: {error}") from None
-    for column in ("premise", "hypothesis", "gold_label"):
-        if rows and column not in rows[0]:
-            raise SourceLoadError(f"{archive.filename}:{split_file} has no {column!r} field; "
-                                  f"fields: {', '.join(sorted(rows[0]))}")
+    if not rows:
+        raise SourceLoadError(f"{archive.filename}:{split_file} holds no rows")
+    required = {"premise", "hypothesis", "gold_label"}
+    for number, row in enumerate(rows, 1):
+        if not isinstance(row, dict) or not required <= row.keys():
+            fields = ", ".join(sorted(row)) if isinstance(row, dict) else type(row).__name__
+            missing = ", ".join(repr(c) for c in sorted(required - set(row))) if isinstance(row, dict) else "an object"
+            raise SourceLoadError(f"{archive.filename}:{split_file} row {number} has no {missing} field; "
+                                  f"fields: {fields}")
     return rows
 
 
@@ -171,6 +182,8 @@ def read_phenomenon(path, *, info: dict | None = None, limit: int | None = None)
             label = normalise_label(row["gold_label"], label_set)
             normalised += label != row["gold_label"]
             idx = row.get("idx", row.get("index", position))
+            if isinstance(idx, bool) or not isinstance(idx, (int, str)) or not str(idx).strip().lstrip("-").isdigit():
+                raise SourceLoadError(f"{path}:{SPLIT_FILES[split]} row {position + 1}: idx {idx!r} is not an integer")
             records.append({"source_id": len(records), "idx": int(idx), "premise": row["premise"] or "",
                             "hypothesis": row["hypothesis"] or "", "label": label})
     features = datasets.Features({

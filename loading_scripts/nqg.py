@@ -13,7 +13,7 @@ from pathlib import Path
 
 import datasets
 
-from loading_scripts.files import open_text
+from loading_scripts.files import open_text, read_text
 from split_builders.errors import SourceLoadError
 
 COLUMNS = ("input", "target")
@@ -21,21 +21,28 @@ SOURCE_ID_NOTE = "0-based line number in the input file"
 
 
 def read_pairs(path: str | Path) -> list[tuple[str, str]]:
-    """``(input, target)`` per line, in file order; a line without exactly one TAB is an error."""
+    """``(input, target)`` per line, in file order, read as strictly as the table readers
+    (:func:`loading_scripts.files.read_text`: UTF-8, a bad byte named with its line). A line with
+    other than exactly two tab-separated fields is an error naming the line and its field count
+    (a quote is text, so a stray one cannot merge lines; a blank line is an error too, as source
+    ids are line numbers); a file without a line is an error."""
     path = Path(path)
     if not path.is_file():
         raise SourceLoadError(f"source file {str(path)!r} does not exist")
+    # Lines end at "\n" only (str.splitlines would also cut at U+2028 and other separators in a text).
+    lines = read_text(path).split("\n")
+    if lines[-1] == "":
+        lines.pop()
     pairs = []
-    with open_text(path) as handle:
-        for line_number, line in enumerate(handle):
-            fields = line.rstrip("\r\n").split("\t")
-            if len(fields) != 2:
-                raise SourceLoadError(
-                    f"{path}: line {line_number + 1} has {len(fields)} tab-separated field(s); the "
-                    f"NQG format is one 'input<TAB>target' pair per line")
-            pairs.append((fields[0], fields[1]))
+    for line_number, line in enumerate(lines, start=1):
+        fields = line.rstrip("\r").split("\t")
+        if len(fields) != 2:
+            raise SourceLoadError(
+                f"{path}: line {line_number} has {len(fields)} tab-separated field(s); the NQG format is "
+                "one 'input<TAB>target' pair per line")
+        pairs.append((fields[0], fields[1]))
     if not pairs:
-        raise SourceLoadError(f"{path} holds no rows")
+        raise SourceLoadError(f"{path} holds no 'input<TAB>target' line (the file is empty)")
     return pairs
 
 

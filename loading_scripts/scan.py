@@ -1,7 +1,11 @@
 """SCAN (Lake & Baroni 2018): ``IN: <command> OUT: <actions>`` per line of ``tasks.txt``.
 
 The released splits are text files of their own; their lines are mapped back to rows of
-``tasks.txt`` (every command occurs once there). The MCD splits (Keysers et al. 2020) are index
+``tasks.txt`` (every command occurs once there). A line repeated within one split file is one row:
+a split is a set of examples, and the add-primitive train files repeat their primitive (``jump``
+1,467 times in ``tasks_train_addprim_jump.txt``, ``turn left`` in the turn_left one) to oversample
+it, which a trainer can do again; the config's ``file`` parameter says how many lines repeated.
+A line in both a train and a test file is an error before any search (``check_loaded``). The MCD splits (Keysers et al. 2020) are index
 files (``trainIdxs``/``devIdxs``/``testIdxs``) into ``tasks.txt``.
 """
 
@@ -58,14 +62,19 @@ def load(folder) -> CompositionalSource:
         files = {split: _find(folder, pattern.format(split)) for split in ("train", "test")}
         if None in files.values():
             continue
-        split = {}
+        split, repeated = {}, {}
         for part, path in files.items():
-            missing = [pair for pair in read_tasks(path) if pair not in row_of]
+            lines = read_tasks(path)
+            missing = [pair for pair in lines if pair not in row_of]
             if missing:
                 raise SourceLoadError(f"{path}: {len(missing)} line(s) not in tasks.txt, e.g. {missing[0]}")
-            split[part] = [row_of[pair] for pair in read_tasks(path)]
+            split[part] = list(dict.fromkeys(row_of[pair] for pair in lines))  # first occurrence order
+            if len(lines) > len(split[part]):
+                repeated[part] = len(lines) - len(split[part])
         source.published[name] = split
-        source.published_from[name] = f"Lake & Baroni (2018) {pattern.format('train|test')}"
+        note = "; ".join(f"{count} repeated line(s) of the {part} file read as one row each"
+                         for part, count in repeated.items())
+        source.published_from[name] = f"Lake & Baroni (2018) {pattern.format('train|test')}" + (f" ({note})" if note else "")
     for k in (1, 2, 3):
         path = folder / "mcd_split" / f"mcd{k}.json"
         if path.is_file():

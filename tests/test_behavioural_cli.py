@@ -189,3 +189,39 @@ def test_evaluate_suite_selects_the_rows_of_a_release_built_with_the_same_seed(s
     assert select_config(suite, "seen", "test", seed=7)["testcase_id"] == released["testcase_id"]
     other = [select_config(suite, "seen", "test", seed=s)["testcase_id"] for s in range(8, 14)]
     assert any(ids != released["testcase_id"] for ids in other)  # the seed matters
+
+
+def _tiny_causal_lm(folder, tokenizer_folder):
+    """A 1-layer random GPT-2 (a causal LM: no sequence-classification head) with a word-level tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder)
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tokenizer), n_layer=1, n_head=2, n_embd=16, n_positions=64,
+                        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
+                        eos_token_id=tokenizer.sep_token_id)
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.mark.parametrize("kind, weights", [("causal-lm", "score.weight"), ("base-encoder", "classifier.weight")])
+def test_evaluate_suite_refuses_a_model_whose_head_is_not_in_its_weights(suite_file, tiny_model, tmp_path, capsys,
+                                                                          kind, weights):
+    from transformers import AutoModel
+
+    if kind == "causal-lm":
+        model = _tiny_causal_lm(tmp_path / kind, tiny_model)
+    else:  # the encoder of the tiny classifier without its head
+        model = str(tmp_path / kind)
+        AutoModel.from_pretrained(tiny_model).save_pretrained(model)
+        __import__("transformers").AutoTokenizer.from_pretrained(tiny_model).save_pretrained(model)
+    capsys.readouterr()  # what saving the model printed
+    code = main(["evaluate-suite", "--model", model, "--suite", str(suite_file), "--iid-score", "0.9",
+                 "--no-progress", "--json"])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert f"{model!r} is not a trained sequence classifier" in err and weights in err

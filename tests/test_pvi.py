@@ -181,3 +181,14 @@ def test_pvi_is_in_bits():
     # one row, p(y|x) = 1/2 and prior 1/4: 2 - 1 = 1 bit
     assert pvi(bits([0.25]), bits([0.5]))[0] == pytest.approx(1.0)
     assert bits([0.5])[0] == pytest.approx(-math.log2(0.5))
+
+
+def test_group_ids_sort_as_numpy_unique_does():
+    from split_builders.signals.pvi.crossfit import _sorted_group_ids
+
+    texts = ["b", "a", "", "é", "e\x00", "e", "Z", "日本", "a", "z\U0001F600", "b"]
+    expected = np.unique(np.asarray(texts, dtype=object).astype(str), return_inverse=True)[1]
+    assert np.array_equal(_sorted_group_ids(texts), expected)
+    mixed = [3, "3", None, 2.5, 3]  # not all text: numpy's own path
+    assert np.array_equal(_sorted_group_ids(mixed),
+                          np.unique(np.asarray(mixed, dtype=object).astype(str), return_inverse=True)[1])

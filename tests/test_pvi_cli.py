@@ -97,3 +97,29 @@ def test_too_many_folds_for_the_rarest_label(boolean_file, tmp_path, capsys):
                  "gold_label", "--limit", "10", "--folds", "5", "--out", str(tmp_path / "o")])
     assert code == 2
     assert "lower --folds" in capsys.readouterr().err
+
+
+def test_dedupe_keeps_the_first_of_each_exact_duplicate(boolean_file, tmp_path, hf_cache):
+    import json
+
+    rows = [json.loads(line) for line in boolean_file.read_text().splitlines()][:300]
+    # Rows 0-9 again at the end, and row 1's text with another label (not a duplicate: the label differs).
+    other = {**rows[1], "gold_label": next(y for y in ("entailment", "neutral") if y != rows[1]["gold_label"])}
+    source = tmp_path / "dup.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows + rows[:10] + [other]))
+    out = tmp_path / "out"
+    assert _run(source, out, tmp_path / "cache", "--dedupe", "--no-progress") == 0
+    meta = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])["resplit"]
+    assert meta["source"]["rows"] == 301 and meta["source"]["filters"]["exact duplicate (--dedupe)"] == 10
+    simple = datasets.load_dataset(str(out), "simple", cache_dir=hf_cache)
+    hard = datasets.load_dataset(str(out), "hard", cache_dir=hf_cache)
+    kept = sorted(i for d in (simple, hard) for s in d for i in d[s]["source_id"])
+    assert kept == list(range(300)) + [310]  # the first source_id of each duplicate kept
+
+
+def test_fold_bar_on_stderr_unless_no_progress(boolean_file, tmp_path, capsys):
+    assert _run(boolean_file, tmp_path / "a", tmp_path / "cache", "--limit", "90") == 0
+    assert "PVI folds" in capsys.readouterr().err
+    assert _run(boolean_file, tmp_path / "b", tmp_path / "cache", "--limit", "90", "--no-progress") == 0
+    err = capsys.readouterr().err
+    assert "PVI folds" not in err and "fold" not in err

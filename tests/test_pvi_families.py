@@ -112,3 +112,43 @@ def test_transformers_family_reports_a_missing_model(tmp_path):
     family = TransformersFamily(str(tmp_path / "nothing-here"))
     with pytest.raises(ModelLoadError, match="cannot load sequence classifier"):
         family.fit([("a", "b")], [0], 2)
+
+
+# ---- hashed bags: hashing once and selecting rows as arrays gives what hashing per call gave ----
+
+
+def test_bags_select_rows_as_hashing_them_again_would(snli):
+    from split_builders.signals.pvi.families import HashedBags
+
+    records, _ = snli
+    records = records[:200] + [("", ""), ("Only one field has words.", "")]
+    bags = HashedBags.of(records, 2 ** 18)
+    for rows in ([5, 3, 201, 200, 3], list(range(0, 202, 7)), []):
+        taken, direct = bags.take(rows), HashedBags.of([records[i] for i in rows], 2 ** 18)
+        assert np.array_equal(taken.ids, direct.ids) and np.array_equal(taken.offsets, direct.offsets)
+    assert bags.take([3]).ids.tolist() == hashed_features(records[3], 2 ** 18)
+
+
+class _RecordsOnly:
+    """The hashed family without ``encode``: cross-fitting hands it plain records per fold."""
+
+    def __init__(self, family):
+        self.family = family
+
+    def fit(self, records, labels, n_classes):
+        assert isinstance(records, list)
+        return self.family.fit(records, labels, n_classes)
+
+    def fingerprint(self):
+        return self.family.fingerprint()
+
+
+def test_cross_fitting_on_encoded_records_equals_fitting_on_records(snli):
+    records, labels = snli
+    records, labels = records[:300], labels[:300]
+    groups = [r[0] for r in records]
+    encoded = CrossFitPVI(HashedNgramFamily(epochs=2), n_folds=3).compute(records, labels, 3, groups=groups)
+    plain = CrossFitPVI(_RecordsOnly(HashedNgramFamily(epochs=2)), n_folds=3).compute(records, labels, 3,
+                                                                                      groups=groups)
+    for name in ("pvi", "h_yx", "h_yb", "fold", "correct"):
+        assert np.array_equal(getattr(encoded, name), getattr(plain, name)), name

@@ -78,10 +78,13 @@ def classify(model_path: str, rows, *, batch_size: int = 32, max_length: int = 1
     from split_builders.errors import ModelLoadError
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(model_path)
-        model = AutoModelForSequenceClassification.from_pretrained(model_path).eval()
+        with _quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(model_path)
+            model, loading = AutoModelForSequenceClassification.from_pretrained(model_path, output_loading_info=True)
     except (OSError, ValueError) as error:
         raise ModelLoadError(f"cannot load a sequence classifier from {model_path!r}: {error}") from None
+    check_weights_loaded(model_path, loading)
+    model.eval()
     examples = [example for case in rows["examples"] for example in case]
     probabilities = []
     with torch.no_grad():
@@ -94,6 +97,50 @@ def classify(model_path: str, rows, *, batch_size: int = 32, max_length: int = 1
                                 return_tensors="pt")
             probabilities.append(torch.softmax(model(**encoded).logits.float(), dim=-1))
     return torch.cat(probabilities).tolist() if probabilities else []
+
+
+def check_weights_loaded(model_path: str, loading: dict) -> None:
+    """Refuse a model whose weights were not all read from its checkpoint.
+
+    ``from_pretrained`` initialises at random whatever the checkpoint lacks (a causal LM or a base
+    encoder has no classification head) or has in another shape; such a model's pass rates and
+    G-score measure a random head, not the model.
+
+    Raises
+    ------
+    ModelLoadError
+        Naming the model and the weights that were newly initialised.
+    """
+    from split_builders.errors import ModelLoadError
+
+    missing = sorted(loading.get("missing_keys") or ())
+    mismatched = sorted(key[0] if isinstance(key, tuple) else key for key in loading.get("mismatched_keys") or ())
+    if missing or mismatched:
+        names = missing + [f"{k} (shape differs)" for k in mismatched]
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        raise ModelLoadError(f"{model_path!r} is not a trained sequence classifier: its checkpoint lacks {shown}, "
+                             "which would be initialised at random (give a model fine-tuned for this task)")
+
+
+def _quiet_transformers():
+    """Keep transformers' loading reports and weight-loading bars off the terminal."""
+    import contextlib
+
+    from transformers.utils import logging as hf_logging
+
+    @contextlib.contextmanager
+    def quiet():
+        verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        try:
+            yield
+        finally:
+            hf_logging.set_verbosity(verbosity)
+            if bars:
+                hf_logging.enable_progress_bar()
+
+    return quiet()
 
 
 def to_checklist_predictions(metric, suite_name: str, probabilities):

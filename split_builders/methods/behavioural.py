@@ -112,6 +112,7 @@ def testcase_rows(suite, *, beluga_labels: bool = True, limit: int | None = None
         JSON, as ``pass_rate`` reads them.
     """
     import datasets
+    import pyarrow as pa
 
     features = _features()
     columns = {name: [] for name in features}
@@ -136,7 +137,10 @@ def testcase_rows(suite, *, beluga_labels: bool = True, limit: int | None = None
             columns["examples"].append([[e] if isinstance(e, str) else list(e) for e in examples])
             columns["labels"].append(json.dumps(_per_testcase(labels, index)))
             columns["meta"].append(json.dumps(_per_testcase(test.get("meta"), index)))
-    return datasets.Dataset.from_dict(columns, features=features)
+    # Straight to Arrow with the declared schema: Dataset.from_dict would re-encode every nested
+    # example list through the features in Python.
+    table = pa.Table.from_pydict(columns, schema=features.arrow_schema)
+    return datasets.Dataset(table, info=datasets.DatasetInfo(features=features))
 
 
 # ---------------------------------------------------------------------------------------
@@ -320,6 +324,9 @@ class BehaviouralMethod(SplitMethod):
     Options = BehaviouralOptions
     default_source = None
     source_aliases = ("--suite",)
+
+    # --dedupe does not apply (row_keys stays None): a test case is defined by its functionality and
+    # its position in it, and the same text under two functionalities tests two different behaviours.
 
     def load(self, options) -> Loaded:
         from loading_scripts.checklist import read_checklist_suite

@@ -36,7 +36,7 @@ PROGRAM_SIDE = {"funql": "target", "sql": "target", "scan": "input", "cogs": "ta
 DEFAULT_TRAIN_SHARE = 0.5
 WUG_SEED = 555  # Sun et al.'s seed of the wug words (WugReplacer's default)
 DESCRIPTIONS = {
-    "tmcd": "TMCD: compound divergence maximised under the atom constraint, atom divergence <= {bound}",
+    "tmcd": "TMCD: compound divergence maximised under the atom constraint, searched with atom divergence <= {bound}",
     "tmcd_reference": "TMCD, Shaw et al.'s reference search reproduced choice for choice",
     "length": "length: the longest inputs held out for test",
     "template": "template: program templates as groups, none in both train and test",
@@ -129,6 +129,7 @@ class ProgramSignal:
     scores: np.ndarray | None = None
     wugs: dict = field(default_factory=dict)
     search_seconds: dict = field(default_factory=dict)
+    progress: bool = False  # the search's progress bar (Context.progress; never recorded)
 
 
 def train_rows(options: CompositionalOptions, n_parsed: int) -> int:
@@ -149,6 +150,38 @@ def with_validation(train, test, validation_size: int, rng) -> dict:
     mask = np.zeros(len(test), dtype=bool)
     mask[chosen] = True
     return {"train": train, "validation": np.sort(test[mask]), "test": np.sort(test[~mask])}
+
+
+def check_published(source) -> None:
+    """Every published split is a partition of some of the source's rows (no row in two splits,
+    train and an evaluation split present), checked before any search: a split file that does
+    not match the data fails at once, naming it."""
+    from split_builders.errors import SourceLoadError
+    from split_builders.release.writer import ConfigSplit
+
+    for name, split in source.published.items():
+        try:
+            ConfigSplit(name, {k: np.asarray(v, dtype=np.int64) for k, v in split.items()}, method="published").check(len(source))
+        except InvalidParameterError as error:
+            raise SourceLoadError(f"published split {name!r} ({source.published_from[name]}) is inconsistent: "
+                                  f"{error}; fix or remove its files, or pass --no-published") from None
+
+
+def tmcd_description(parameters: dict, validation_size: int) -> str:
+    """What the card says of a ``tmcd`` config: the bound searched under and the divergences
+    measured on the final splits, saying plainly when the atom divergence is above the bound."""
+    bound, figures = parameters["max_atom_divergence"], parameters["divergences"]
+    text = (f"{DESCRIPTIONS['tmcd'].format(bound=f'{bound:g}')}. Measured on the final train and test splits: "
+            f"compound divergence {figures['compound_divergence']:.4f}, atom divergence {figures['atom_divergence']:.4f}")
+    if not parameters["search_met_bound"]:
+        text += (f". **The search found no split within the bound**: this is its start split (Shaw et al.'s balanced "
+                 f"shuffle), atom divergence {parameters['search_atom_divergence']:.4f} > {bound:g}; raise "
+                 "--max-atom-divergence or --iterations")
+    elif figures["atom_divergence"] > bound + 1e-12:
+        text += (f". **Atom divergence above the bound** ({figures['atom_divergence']:.4f} > {bound:g}): the search "
+                 f"met it ({parameters['search_atom_divergence']:.4f}), then {validation_size} test rows moved to "
+                 "validation changed it")
+    return text + ". Built by resplit."
 
 
 def _rounded(figures: dict) -> dict:
@@ -190,10 +223,15 @@ class CompositionalMethod(SplitMethod):
         """Parseable programs, the train size among them and the validation size against the
         test size, all before the search."""
         rows = loaded.data
+        if options.published:
+            check_published(rows.source)
         n_parsed = rows.parsed.size
         if n_parsed < 2:
-            raise InvalidParameterError(f"{n_parsed} parseable program(s) in {rows.source.name}; "
-                                        + rows.row_atoms.describe_unparseable(rows.source.source_ids))
+            unparseable = rows.row_atoms.unparseable
+            raise InvalidParameterError(
+                f"{rows.source.name}: {len(rows.source)} row(s) read, {n_parsed} with a parseable {rows.language} "
+                "program; a split needs at least 2 (one train, one test)"
+                + (f"; {rows.row_atoms.describe_unparseable(rows.source.source_ids)}" if unparseable else ""))
         n_test = n_parsed - train_rows(options, n_parsed)  # the template split's test can only be larger
         if options.validation_size and not options.validation_size < n_test:
             raise InvalidParameterError(f"validation_size must be in (0, {n_test}) (rows taken from test), "
@@ -211,7 +249,8 @@ class CompositionalMethod(SplitMethod):
 
         rows = loaded.data
         atoms, parsed = rows.row_atoms.atoms, rows.parsed
-        values = ProgramSignal(atoms, compounds_by_row(rows.programs, rows.language), parsed)
+        values = ProgramSignal(atoms, compounds_by_row(rows.programs, rows.language), parsed,
+                               progress=context.progress)
         provenance = {"kind": "atoms and compounds of each row's program", "target_language": rows.language,
                       "program_side": PROGRAM_SIDE[rows.language], "compound_alpha": COMPOUND_ALPHA,
                       "atom_alpha": ATOM_ALPHA, "parseable_rows": int(parsed.size),
@@ -259,6 +298,8 @@ class CompositionalMethod(SplitMethod):
             built += self._likelihood_configs(values, n_train, options)
         for config in built:
             config.parameters["divergences"] = self._divergences(config, values, len(src))
+            if config.method == "tmcd" and not options.reference:
+                config.description = tmcd_description(config.parameters, options.validation_size)
         return built + self._lexical_configs(built, values, len(src))
 
     def _search(self, name, loaded, values, n_train, options):
@@ -281,9 +322,10 @@ class CompositionalMethod(SplitMethod):
                 return Split.of(train, (), test), parameters, DESCRIPTIONS["tmcd_reference"]
             splitter = TMCDSplitter(train_size=n_train, n_iterations=options.iterations,
                                     max_atom_divergence=options.max_atom_divergence, random_state=seed)
-            split = splitter.split(atoms, compounds)
-            parameters = {**splitter.get_params(), "search": "annealed swaps (resplit)",
-                          "atom_swaps": splitter.atom_swaps_}
+            split = splitter.split(atoms, compounds, progress=values.progress)
+            parameters = {**splitter.get_params(), "search": "annealed sampled swaps (resplit)",
+                          "atom_swaps": splitter.atom_swaps_, "search_met_bound": splitter.bound_met_,
+                          "search_atom_divergence": round(float(splitter.atom_divergence_), 6)}
             return split, parameters, DESCRIPTIONS["tmcd"].format(bound=f"{options.max_atom_divergence:g}")
         if name == "length":
             splitter = LongestToTestSplitter(train_size=n_train)
@@ -393,9 +435,13 @@ class CompositionalMethod(SplitMethod):
             ("`tmcd` is Shaw et al.'s reference first-improvement greedy search, reproduced choice for choice."
              if options.reference else
              f"`tmcd` starts from Shaw et al.'s shuffled, atom-balanced split and anneals over swaps "
-             f"({options.iterations} iterations), keeping the best split whose atom divergence is at most "
-             f"{options.max_atom_divergence:g} and whose test atoms all occur in train."),
+             f"({options.iterations} iterations, each choosing among 256 sampled rows per side), keeping the "
+             f"best split whose atom divergence is at most {options.max_atom_divergence:g} (the bound used) and "
+             "whose test atoms all occur in train; the divergences in the table are measured on the final "
+             "splits (after any validation rows are taken from test)."),
         ]
+        if rows.source.dropped_published:
+            paragraphs.append("**Published splits left out:** " + "; ".join(rows.source.dropped_published) + ".")
         if rows.row_atoms.unparseable:
             paragraphs.append(f"**Excluded:** {rows.row_atoms.describe_unparseable(rows.source.source_ids)}. "
                               "These rows are in no split.")
@@ -424,10 +470,35 @@ class CompositionalMethod(SplitMethod):
             "origin": origin,
         }
 
+    def row_keys(self, loaded: Loaded):
+        """Input and target: two rows with both equal are exact duplicates (whole Arrow columns)."""
+        import pyarrow.compute as pc
+
+        table = loaded.data.source.rows.data
+        return np.asarray(pc.binary_join_element_wise(table.column("input"), table.column("target"), "\x00")
+                          .to_numpy(zero_copy_only=False), dtype=object)
+
+    def select_rows(self, loaded: Loaded, keep) -> Loaded:
+        """The kept rows; published splits follow them (see ``CompositionalSource.select``)."""
+        import dataclasses
+
+        rows = loaded.data
+        source = rows.source.select(keep, "--dedupe")
+        return Loaded(dataclasses.replace(rows, source=source), loaded.info)
+
     def report(self, result) -> list[str]:
         values = result.signal.values
         unparseable = result.loaded.data.row_atoms.unparseable
         lines = [f"{len(unparseable)} unparseable program(s) excluded (listed in the card)"] if unparseable else []
+        for config in result.configs:
+            if config.method == "tmcd" and "search_met_bound" in config.parameters:
+                bound, found = config.parameters["max_atom_divergence"], config.parameters["divergences"]["atom_divergence"]
+                if not config.parameters["search_met_bound"]:
+                    lines.append(f"warning: {config.name}: the search found no split with atom divergence <= {bound:g}; "
+                                 f"the config is its start split (atom divergence {found:.4f}, see the card)")
+                elif found > bound + 1e-12:
+                    lines.append(f"warning: {config.name}: atom divergence {found:.4f} > {bound:g} on the final splits "
+                                 "(validation rows taken from test changed it; see the card)")
         lines.append(f"{'config':<28}{'train':>7}{'test':>7}{'compound div':>14}{'atom div':>10}{'seconds':>9}")
         for config in result.configs:
             f = config.parameters["divergences"]

@@ -90,6 +90,10 @@ class CurriculumMethod(SplitMethod):
     default_source = None
     source_aliases = ("--data",)
 
+    # --dedupe does not apply (row_keys stays None): every config is a phenomenon's *released*
+    # train / validation split, which --dedupe would change; the card's leakage report counts the
+    # duplicate pairs within and across the released splits instead.
+
     def load(self, options) -> Loaded:
         from loading_scripts.curriculum import CITATION, LICENSE, read_curriculum
 
@@ -115,15 +119,13 @@ class CurriculumMethod(SplitMethod):
         scorer = CrossFitPVI(family, n_folds=options.folds, random_state=options.seed,
                              cache_dir=pvi_cache_dir(options.cache_dir))
         results, iv = {}, {}
-        for p in loaded.data:
+        for p in _phenomena_bar(loaded.data, enabled=context.progress):
             premises = p.rows["premise"]
             # Rows sharing a premise share a fold (see CrossFitPVI.compute's groups).
             results[p.name] = scorer.compute(list(zip(premises, p.rows["hypothesis"])), p.rows["label"],
                                              len(p.label_set), groups=premises)
             # I_V on the released validation rows: held out from the official train split as the paper's is.
             iv[p.name] = float(results[p.name].pvi[p.split_sizes["train"]:].mean())
-            if context.progress:
-                print(f"{p.name}: I_V {iv[p.name]:.3f} bits", file=sys.stderr, flush=True)
         provenance = {"kind": "cross-fitted pointwise V-information (bits)", "family": family.fingerprint(),
                       "folds": options.folds, "null": "prior", "group_field": "premise",
                       "text_fields": ["premise", "hypothesis"], "I_V": iv}
@@ -210,6 +212,20 @@ LEAKAGE = (
     "**Leakage report.** Rows are kept as released. `train∩val` counts distinct (premise, hypothesis) pairs "
     "found in both splits; `val seen` the validation rows whose pair occurs in train; `dup` duplicate rows "
     "within a split; `empty` empty premises / hypotheses (train + validation).")
+
+
+def _phenomena_bar(phenomena, *, enabled: bool):
+    """The phenomena, with a progress bar (stderr) that names the one being scored."""
+    if not enabled:
+        yield from phenomena
+        return
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(phenomena), desc="PVI", unit="phenomenon", dynamic_ncols=True, file=sys.stderr) as bar:
+        for p in phenomena:
+            bar.set_postfix_str(f"{p.name} ({len(p.rows)} rows)")
+            yield p
+            bar.update(1)
 
 
 def phenomena_table(phenomena, *, iv: dict | None = None) -> str:

@@ -7,6 +7,9 @@ trained on it), then :class:`~split_builders.splitters.difficulty.DifficultySpli
 Gao 2022) uses them. The released rows carry ``pvi``, ``h_yx``, ``h_yb`` (bits), ``pvi_fold`` and
 ``difficulty``.
 
+``--dedupe`` drops rows whose text fields and label equal an earlier row's (the first ``source_id``
+is kept), before PVI is computed.
+
 The helpers below (:func:`label_ids`, :func:`with_pvi_columns`, :func:`difficulty_configs`,
 :func:`pvi_summary`, :func:`summary_markdown`) are shared with ``resplit curriculum --pvi``.
 """
@@ -14,6 +17,7 @@ The helpers below (:func:`label_ids`, :func:`with_pvi_columns`, :func:`difficult
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -291,6 +295,17 @@ class DifficultyMethod(SplitMethod):
                           license=getattr(src, "license", None), citation=getattr(src, "citation", None))
         return Loaded(PVIRows(dataset, text_fields, label_field, group_field, labels, label_names), info)
 
+    def row_keys(self, loaded):
+        """Exact duplicates are rows with the same text fields and label (``--dedupe``)."""
+        rows = loaded.data
+        return duplicate_keys(rows.dataset, rows.text_fields, rows.labels)
+
+    def select_rows(self, loaded, keep) -> Loaded:
+        rows = loaded.data
+        keep = np.asarray(keep, dtype=np.int64)
+        return Loaded(dataclasses.replace(rows, dataset=rows.dataset.select(keep), labels=rows.labels[keep]),
+                      loaded.info)
+
     def check_loaded(self, loaded, options) -> None:
         rows = loaded.data
         if rows.group_field is not None and rows.group_field not in rows.dataset.column_names:
@@ -311,8 +326,8 @@ class DifficultyMethod(SplitMethod):
                              cache_dir=pvi_cache_dir(options.cache_dir))
         records = list(zip(*[["" if t is None else str(t) for t in rows.dataset[f]] for f in rows.text_fields]))
         groups = rows.dataset[rows.group_field] if rows.group_field else None
-        result = scorer.compute(records, rows.labels, len(rows.label_names), groups=groups,
-                                progress=_fold_progress if context.progress else None)
+        with fold_bar(options.folds, enabled=context.progress, description="PVI folds") as progress:
+            result = scorer.compute(records, rows.labels, len(rows.label_names), groups=groups, progress=progress)
         provenance = {"kind": "cross-fitted pointwise V-information (bits)", "family": family.fingerprint(),
                       "folds": options.folds, "null": options.null, "group_field": rows.group_field,
                       "text_fields": rows.text_fields, "label_field": rows.label_field,
@@ -393,8 +408,38 @@ def _check_fields(dataset, name, text_fields, label_field) -> None:
             raise FieldError(column, dataset.column_names, role=role, source=name)
 
 
-def _fold_progress(done: int, total: int) -> None:
-    print(f"fold {done}/{total} done", file=sys.stderr, flush=True)
+def fold_bar(total: int, *, enabled: bool, description: str):
+    """A progress bar (stderr) over cross-fitting folds, as a context manager that yields the
+    ``progress(done, total)`` callback of :meth:`CrossFitPVI.compute` (None when disabled)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def bar():
+        if not enabled:
+            yield None
+            return
+        from tqdm.auto import tqdm
+
+        with tqdm(total=total, desc=description, unit="fold", dynamic_ncols=True, file=sys.stderr) as shown:
+            yield lambda done, _total: shown.update(done - shown.n)
+
+    return bar()
+
+
+def duplicate_keys(dataset, text_fields, labels) -> np.ndarray:
+    """One string per row from its text fields and label id, computed on whole Arrow columns.
+
+    Each part is prefixed by its length, so no text can make two different rows share a key."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def part(values):
+        values = pc.fill_null(pc.cast(values, pa.string()), "")
+        return pc.binary_join_element_wise(pc.cast(pc.utf8_length(values), pa.string()), values, ":")
+
+    table = dataset.with_format("arrow")[:]
+    parts = [part(table.column(f)) for f in text_fields] + [part(pa.array(np.asarray(labels, dtype=np.int64)))]
+    return pc.binary_join_element_wise(*parts, "|").to_numpy(zero_copy_only=False)
 
 
 register(DifficultyMethod)

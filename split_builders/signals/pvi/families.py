@@ -4,7 +4,10 @@ A family is an object with
 
 * ``fit(records, labels, n_classes)`` -> a fitted model with ``predict_log_proba(records)``
   (natural-log probabilities, shape ``(n, n_classes)``), leaving the family itself unchanged;
-* ``fingerprint()`` -> a JSON-able dict that identifies it (the cache key of cross-fitted scores).
+* ``fingerprint()`` -> a JSON-able dict that identifies it (the cache key of cross-fitted scores);
+* optionally ``encode(records)`` -> the records prepared once (an object with ``take(rows)`` that
+  ``fit`` and ``predict_log_proba`` accept in place of records): cross-fitting then prepares each
+  record once instead of once per fold.
 
 ``records`` are tuples of text fields (``(premise, hypothesis)`` for NLI); a null input is a tuple
 of empty strings. Two built-ins:
@@ -53,31 +56,85 @@ def hashed_features(record, n_buckets: int) -> list[int]:
     crc32 rather than ``hash()``: Python salts string hashes per process, which would break
     determinism across runs.
     """
+    return list(map(_Buckets(n_buckets).__getitem__, _feature_strings(record)))
+
+
+def _feature_strings(record) -> list[str]:
+    """The feature strings of one record (see :func:`hashed_features`), in a fixed order."""
     features = []
     tokens = [TOKEN.findall(field.lower()) for field in record]
     for position, words in enumerate(tokens):
         tag = f"{position}:"
-        features.extend(tag + w for w in words)
-        features.extend(f"{tag}{a} {b}" for a, b in zip(words, words[1:]))
+        features += [tag + w for w in words]
+        features += [f"{tag}{a} {b}" for a, b in zip(words, words[1:])]
     if len(tokens) >= 2:
         first = set(tokens[0])
         last = tokens[-1]
-        features.extend(("in:" if w in first else "out:") + w for w in last)
+        inside = [w in first for w in last]
+        features += [("in:" if i else "out:") + w for i, w in zip(inside, last)]
         if last:
-            share = sum(w in first for w in last) / len(last)
-            features.append(f"overlap:{int(share * 4)}")  # quartile of the hypothesis covered
-    return [zlib.crc32(f.encode("utf-8")) % n_buckets for f in features]
+            features.append(f"overlap:{int(sum(inside) / len(last) * 4)}")  # quartile of the hypothesis covered
+    return features
 
 
-def _bags(records, n_buckets):
-    """Flat bucket ids and offsets of each record's bag (the EmbeddingBag input format)."""
-    ids, offsets, total = [], [], 0
-    for record in records:
-        offsets.append(total)
-        feats = hashed_features(record, n_buckets)
-        ids.extend(feats)
-        total += len(feats)
-    return np.asarray(ids, dtype=np.int64), np.asarray(offsets, dtype=np.int64)
+class _Buckets(dict):
+    """feature string -> bucket id, each distinct string hashed once (words repeat across rows)."""
+
+    def __init__(self, n_buckets: int):
+        super().__init__()
+        self.n_buckets = n_buckets
+
+    def __missing__(self, feature: str) -> int:
+        bucket = self[feature] = zlib.crc32(feature.encode("utf-8")) % self.n_buckets
+        return bucket
+
+
+class HashedBags:
+    """Records as hashed feature bags: flat bucket ids (``ids``) and where each record's bag starts
+    (``offsets``), the ``EmbeddingBag`` input format. ``take(rows)`` selects records as whole
+    arrays, so cross-fitting hashes every record once, not once per fold."""
+
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray, n_buckets: int):
+        self.ids, self.offsets, self.n_buckets = ids, offsets, n_buckets
+        self.lengths = np.diff(np.append(offsets, ids.size))
+
+    @classmethod
+    def of(cls, records, n_buckets: int) -> "HashedBags":
+        buckets, ids, lengths = _Buckets(n_buckets), [], []
+        for record in records:
+            features = _feature_strings(record)
+            ids += map(buckets.__getitem__, features)
+            lengths.append(len(features))
+        lengths = np.asarray(lengths, dtype=np.int64)
+        return cls(np.asarray(ids, dtype=np.int64), _starts(lengths), n_buckets)
+
+    def __len__(self) -> int:
+        return self.offsets.size
+
+    def take(self, rows) -> "HashedBags":
+        rows = np.asarray(rows, dtype=np.int64)
+        lengths = self.lengths[rows]
+        return HashedBags(self.ids[_positions(self.offsets[rows], lengths)], _starts(lengths), self.n_buckets)
+
+
+def _starts(lengths: np.ndarray) -> np.ndarray:
+    """Where each of consecutive runs of ``lengths`` starts."""
+    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+
+
+def _positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``starts[i] .. starts[i] + lengths[i] - 1`` of every run, concatenated."""
+    total = int(lengths.sum())
+    return np.repeat(starts - _starts(lengths), lengths) + np.arange(total, dtype=np.int64)
+
+
+def _bags(records, n_buckets) -> HashedBags:
+    """Records as :class:`HashedBags` (records already hashed with ``n_buckets`` pass through)."""
+    if isinstance(records, HashedBags):
+        if records.n_buckets != n_buckets:
+            raise InvalidParameterError(f"bags hashed into {records.n_buckets} buckets, the model has {n_buckets}")
+        return records
+    return HashedBags.of(records, n_buckets)
 
 
 class HashedNgramFamily:
@@ -121,6 +178,11 @@ class HashedNgramFamily:
                 "weight_decay": self.weight_decay, "calibration_size": self.calibration_size,
                 "seed": self.random_state}
 
+    def encode(self, records) -> HashedBags:
+        """Records hashed once into feature bags; ``fit`` and ``predict_log_proba`` take them as they
+        take records, and ``take(rows)`` selects rows (cross-fitting hashes each record once)."""
+        return HashedBags.of(records, self.n_buckets)
+
     def fit(self, records, labels, n_classes: int) -> "_FittedHashed":
         import torch
 
@@ -137,8 +199,8 @@ class HashedNgramFamily:
         import torch
 
         labels = np.asarray(labels, dtype=np.int64)
-        ids, offsets = _bags(records, self.n_buckets)
-        lengths = np.diff(np.append(offsets, ids.size))
+        bags = _bags(records, self.n_buckets)
+        ids, offsets, lengths = bags.ids, bags.offsets, bags.lengths
         rng = np.random.RandomState(self.random_state)
         # A held-out slice of the training rows picks the epoch and a softmax temperature. PVI is a
         # log-probability: an over-confident linear model turns every error into many negative bits,
@@ -193,11 +255,12 @@ def _nll(logits, labels, temperature: float) -> float:
 
 
 def _gather(ids_t, offsets, lengths, rows):
+    """The bags of ``rows`` as EmbeddingBag input (ids, offsets), gathered as whole arrays."""
     import torch
 
-    parts = [ids_t[offsets[r]:offsets[r] + lengths[r]] for r in rows]
-    batch_offsets = np.concatenate([[0], np.cumsum(lengths[rows])[:-1]])
-    return torch.cat(parts) if parts else ids_t[:0], torch.from_numpy(batch_offsets)
+    batch_lengths = lengths[rows]
+    positions = _positions(offsets[rows], batch_lengths)
+    return ids_t[torch.from_numpy(positions)], torch.from_numpy(_starts(batch_lengths))
 
 
 class _FittedHashed:
@@ -207,10 +270,10 @@ class _FittedHashed:
     def predict_log_proba(self, records) -> np.ndarray:
         import torch
 
-        ids, offsets = _bags(records, self.n_buckets)
+        bags = _bags(records, self.n_buckets)
         with torch.no_grad():
-            logits = torch.nn.functional.embedding_bag(torch.from_numpy(ids), self.weight,
-                                                       torch.from_numpy(offsets), mode="sum") + self.bias
+            logits = torch.nn.functional.embedding_bag(torch.from_numpy(bags.ids), self.weight,
+                                                       torch.from_numpy(bags.offsets), mode="sum") + self.bias
             return torch.log_softmax(logits.double() / self.temperature, dim=1).numpy()
 
 
