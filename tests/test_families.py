@@ -134,3 +134,27 @@ def test_importing_the_readers_loads_neither_torch_nor_nltk():
     code = "import sys, loading_scripts; print('torch' in sys.modules, 'nltk' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_verify_passes_on_every_untouched_release(family, releases):
+    from split_builders.release.verify import verify
+
+    report = verify(str(releases[family]), load=False)
+    assert report.ok and any(f.level == 1 for f in report.findings)
+    assert all(f.status == "identical" for f in report.findings if f.level == 1)
+
+
+@pytest.mark.parametrize("family, config, moves", [("pvi", "simple_to_hard", ("test", "train")),
+                                                   ("behavioural", "seen", ("test", "train"))])
+def test_verify_names_the_config_when_a_row_was_moved(family, config, moves, releases, tmp_path, capsys):
+    import shutil
+
+    from test_verify_diff import _move_a_row
+
+    copy = tmp_path / family
+    shutil.copytree(releases[family], copy)
+    _move_a_row(copy, config, *moves)
+    assert main(["verify", str(copy), "--no-load-check"]) == 1
+    printed = capsys.readouterr().out
+    assert f"level 2  {config}/" in printed and "differs" in printed

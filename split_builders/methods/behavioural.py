@@ -377,6 +377,20 @@ class BehaviouralMethod(SplitMethod):
     def rows(self, loaded, signal, configs):
         return loaded.data.rows
 
+    def rederive(self, released, record) -> dict:
+        """Every config from the released test cases' functionality, capability and type, with the
+        recorded selections and seed (rows in ``testcase_id`` order, the suite's order)."""
+        rows = released.all_rows()
+        column = lambda name: np.asarray(rows.column(name).to_pylist(), dtype=object)
+        parameters = record.get("parameters") or {}
+        configs = behavioural_configs(column("functionality"), column("capability"), column("type"),
+                                      functionalities=parameters.get("functionalities"),
+                                      capabilities=parameters.get("capabilities"), random_state=record["seed"])
+        from split_builders.release.verify import row_ids
+
+        ids = row_ids(rows)
+        return {c.name: {s: ids[np.asarray(r, dtype=np.int64)] for s, r in c.indices.items()} for c in configs}
+
     def card(self, loaded, signal, configs, options):
         return behavioural_card(loaded.data.suite, loaded.data.rows, configs, options)
 

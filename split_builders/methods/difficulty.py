@@ -96,6 +96,22 @@ def difficulty_configs(pvi, labels, options, *, parameters: dict, rows=None, pre
     return configs
 
 
+def rederive_difficulty(released, record, configs, *, prefix: str = "") -> dict:
+    """``{config: {split: source_ids}}`` of difficulty configs re-derived from their released rows."""
+    out = {}
+    for config in configs:
+        if not config.startswith(prefix) or config[len(prefix):] not in CONFIGS:
+            continue
+        parameters = record["configs"][config]["parameters"]
+        rows = released.all_rows([c for c in configs if c.startswith(prefix) and c[len(prefix):] in CONFIGS])
+        labels, _ = label_ids([str(v) for v in rows.column(parameters.get("label_field") or "label").to_pylist()])
+        splitter = DifficultySplitter(**{k: parameters[k] for k in DifficultySplitter._param_names()})
+        split = splitter.split(np.asarray(rows.column("pvi").to_numpy(), dtype=np.float64), labels)
+        ids = np.asarray(rows.column("source_id").to_numpy(), dtype=np.int64)
+        out[config] = {s: ids[np.asarray(r, dtype=np.int64)] for s, r in split.as_indices().items()}
+    return out
+
+
 def part_mask(config, n_rows: int) -> np.ndarray:
     """The rows of a ``simple`` or ``hard`` config (its train and validation) as a boolean mask."""
     mask = np.zeros(n_rows, dtype=bool)
@@ -344,6 +360,11 @@ class DifficultyMethod(SplitMethod):
 
     def rows(self, loaded, signal, configs):
         return with_pvi_columns(loaded.data.dataset, signal.values, self._simple(loaded, configs))
+
+    def rederive(self, released, record) -> dict:
+        """The four configs from the released rows' ``pvi`` and label (rows in ``source_id`` order) with
+        each config's recorded splitter parameters."""
+        return rederive_difficulty(released, record, released.configs)
 
     @staticmethod
     def _simple(loaded, configs) -> np.ndarray:

@@ -145,7 +145,9 @@ def _check_config(folder: Path, config: str, rows: dict, cache_dir: str) -> dict
             loaded = datasets.load_dataset(str(folder), config, cache_dir=cache_dir)
     except Exception as error:  # any loading failure means users could not load it either
         raise InvalidReleaseError(f"config {config!r} does not load: {error}") from error
-    ids = {split: list(loaded[split]["source_id"]) for split in loaded}
+    from split_builders.release.verify import row_ids
+
+    ids = {split: row_ids(loaded[split].data.table).tolist() for split in loaded}
     for split, values in ids.items():
         if rows.get(split) != len(values):
             raise InvalidReleaseError(f"{config}/{split} has {len(values)} rows, the card says {rows.get(split)}")

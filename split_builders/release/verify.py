@@ -26,6 +26,18 @@ import numpy as np
 from split_builders.errors import InvalidParameterError
 
 SPLIT_ORDER = ("train", "validation", "test")
+def row_ids(table) -> np.ndarray:
+    """What identifies each row of a release's table across splits and versions (int64): its
+    ``source_id``; for behavioural test cases, whose ``testcase_id`` restarts in every functionality,
+    ``functionality_id * 2**32 + testcase_id``."""
+    names = table.column_names
+    if "source_id" in names:
+        return np.asarray(table.column("source_id").to_numpy(), dtype=np.int64)
+    if "testcase_id" in names and "functionality_id" in names:
+        functionality = np.asarray(table.column("functionality_id").to_numpy(), dtype=np.int64)
+        return (functionality << 32) + np.asarray(table.column("testcase_id").to_numpy(), dtype=np.int64)
+    raise InvalidParameterError(f"no row identity (source_id, or functionality_id + testcase_id) among "
+                                f"{', '.join(names)}")
 
 
 @dataclass
@@ -80,7 +92,8 @@ class Released:
         return pq.read_table(self.folder / self.files[config][split])
 
     def source_ids(self, config: str, split: str) -> np.ndarray:
-        return np.asarray(self.table(config, split).column("source_id").to_numpy(), dtype=np.int64)
+        """The row identities (:func:`row_ids`) of one split."""
+        return row_ids(self.table(config, split))
 
     def rows(self, config: str):
         """Every row of ``config`` (all its splits) in ``source_id`` order, and the split of each."""
@@ -92,7 +105,7 @@ class Released:
             parts.append(table)
             names += [split] * table.num_rows
         table = pa.concat_tables(parts)
-        order = np.argsort(np.asarray(table.column("source_id").to_numpy()), kind="stable")
+        order = np.argsort(row_ids(table), kind="stable")
         return table.take(order), np.asarray(names, dtype=object)[order]
 
     def all_rows(self, configs=None):
@@ -102,7 +115,7 @@ class Released:
 
         tables = [self.rows(c)[0] for c in (configs or self.configs)]
         table = pa.concat_tables(tables, promote_options="default")
-        ids = np.asarray(table.column("source_id").to_numpy())
+        ids = row_ids(table)
         _, first = np.unique(ids, return_index=True)
         return table.take(np.sort(first))
 
