@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import datasets
+import numpy as np
+import pyarrow as pa
 
 from loading_scripts.files import read_table
 from loading_scripts.hub import load_hub_splits
@@ -26,15 +28,34 @@ CITATION = (
 LABEL = datasets.ClassLabel(names=["false", "true"])
 
 
-def _canonical(records, *, offset: int = 0, split: str | None = None) -> list[dict]:
-    rows = []
-    for i, r in enumerate(records):
-        row = {"source_id": offset + i, "question": r["question"], "passage": r["passage"],
-               "title": r.get("title"), "label": int(bool(r["answer"]))}
-        if split is not None:
-            row["source_split"] = split
-        rows.append(row)
-    return rows
+def _canonical(table, *, offset: int = 0, split: str | None = None):
+    """Canonical columns of a BoolQ table (whole Arrow columns): source_id, question, passage,
+    title (null where absent), label (0 false / 1 true, from ``answer``) and source_split."""
+    import pyarrow.compute as pc
+
+    data = table.data.table
+    if table._indices is not None:
+        data = data.take(table._indices.column(0))
+    n = len(data)
+    answer = data.column("answer").combine_chunks()
+    if not pa.types.is_boolean(answer.type):  # truthiness, as bool(value)
+        answer = pa.array([bool(value) for value in answer.to_pylist()])
+    columns = {"source_id": pa.array(np.arange(offset, offset + n, dtype=np.int64)),
+               "question": data.column("question").combine_chunks().cast(pa.string()),
+               "passage": data.column("passage").combine_chunks().cast(pa.string()),
+               "title": (data.column("title").combine_chunks().cast(pa.string()) if "title" in data.column_names
+                         else pa.nulls(n, pa.string())),
+               "label": pc.cast(pc.fill_null(answer, False), pa.int64())}
+    if split is not None:
+        columns["source_split"] = pa.array([split] * n, pa.string())
+    return pa.table(columns)
+
+
+def _dataset(table, features) -> datasets.Dataset:
+    from datasets.table import InMemoryTable
+
+    return datasets.Dataset(InMemoryTable(table.cast(features.arrow_schema)),
+                            info=datasets.DatasetInfo(features=features), fingerprint=f"resplit-boolq-{len(table)}")
 
 
 def _features(extra: str | None = None) -> datasets.Features:
@@ -53,7 +74,7 @@ def from_jsonl(path: str | Path, *, name: str | None = None) -> Source:
     for column in ("question", "passage", "answer"):
         if column not in table.column_names:
             raise FieldError(column, table.column_names, source=str(path))
-    dataset = datasets.Dataset.from_list(_canonical(table), features=_features())
+    dataset = _dataset(_canonical(table), _features())
     return Source(dataset, name=name or str(path), task="boolq", prompt_field="passage",
                   query_field="question", label_field="label",
                   source_id_note="0-based line number in the BoolQ jsonl file",
@@ -63,11 +84,11 @@ def from_jsonl(path: str | Path, *, name: str | None = None) -> Source:
 def from_hub(repo_id: str = HUB_ID, *, splits: list[str] | None = None,
              revision: str | None = None) -> Source:
     """Read BoolQ from the Hub; splits concatenated in order (train, validation)."""
-    rows, offset = [], 0
+    tables, offset = [], 0
     for split_name, part in load_hub_splits(repo_id, splits or ["train", "validation"], revision=revision):
-        rows += _canonical(part, offset=offset, split=split_name)
+        tables.append(_canonical(part, offset=offset, split=split_name))
         offset += len(part)
-    dataset = datasets.Dataset.from_list(rows, features=_features("source_split"))
+    dataset = _dataset(pa.concat_tables(tables), _features("source_split"))
     return Source(dataset, name=repo_id, task="boolq", prompt_field="passage", query_field="question",
                   label_field="label", revision=revision,
                   source_id_note="0-based row number in the Hub splits concatenated in order "

@@ -12,6 +12,8 @@ from importlib import resources
 from pathlib import Path
 
 import datasets
+import numpy as np
+import pyarrow as pa
 
 from loading_scripts.files import read_table
 from loading_scripts.hub import load_hub_splits
@@ -42,19 +44,54 @@ def sample_path() -> Path:
     return Path(resources.files("loading_scripts") / "samples" / SAMPLE_FILE)
 
 
-def _filter(rows: list[dict]) -> tuple[list[dict], dict]:
-    """Apply the paper's filter; return kept rows and counts of dropped ones by reason."""
-    kept, dropped = [], {"no gold label": 0, "placeholder premise": 0, "empty hypothesis": 0}
-    for row in rows:
-        if row["label"] not in LABELS:
-            dropped["no gold label"] += 1
-        elif row["premise"].strip() == PLACEHOLDER_PREMISE:
-            dropped["placeholder premise"] += 1
-        elif not (row["hypothesis"] or "").strip():
-            dropped["empty hypothesis"] += 1
-        else:
-            kept.append(row)
-    return kept, dropped
+def _filter(premise, hypothesis, label) -> tuple[np.ndarray, dict]:
+    """Apply the paper's filter to whole columns: ``(kept row positions, {reason: dropped row
+    positions})``. A row is dropped for the first reason that applies, in this order: no gold
+    label, the placeholder premise (after ``str.strip``), an empty hypothesis (``str.strip``)."""
+    import pyarrow.compute as pc
+
+    no_gold = ~np.asarray(pc.fill_null(pc.is_in(label, value_set=pa.array(LABELS)), False))
+    # Arrow finds the few candidates; Python's own strip() decides, so the test is exactly str.strip's.
+    maybe_placeholder = np.flatnonzero(np.asarray(pc.fill_null(pc.match_substring(premise, PLACEHOLDER_PREMISE),
+                                                               False)))
+    placeholder = np.zeros(len(label), dtype=bool)
+    placeholder[[i for i in maybe_placeholder.tolist()
+                 if premise[i].as_py().strip() == PLACEHOLDER_PREMISE]] = True
+    # A hypothesis with a letter or digit is not empty; the others (and nulls) are checked one by one.
+    maybe_empty = np.flatnonzero(~np.asarray(pc.fill_null(pc.match_substring_regex(hypothesis, "[A-Za-z0-9]"),
+                                                          False)))
+    empty = np.zeros(len(label), dtype=bool)
+    empty[[i for i in maybe_empty.tolist() if not (hypothesis[i].as_py() or "").strip()]] = True
+    placeholder &= ~no_gold
+    empty &= ~(no_gold | placeholder)
+    dropped = {"no gold label": np.flatnonzero(no_gold), "placeholder premise": np.flatnonzero(placeholder),
+               "empty hypothesis": np.flatnonzero(empty)}
+    return np.flatnonzero(~(no_gold | placeholder | empty)), dropped
+
+
+def _canonical(columns: dict, labels, *, name: str, features, **source) -> Source:
+    """Canonical rows from whole columns (``source_id`` = position): the filter applied, labels
+    encoded as the ClassLabel, the counts of dropped rows kept by reason with their source ids."""
+    import datasets.table
+
+    kept, dropped = _filter(columns["premise"], columns["hypothesis"], labels)
+    label_codes = pc_index_in(labels, LABELS)
+    table = pa.table({"source_id": pa.array(np.arange(len(labels), dtype=np.int64)), "premise": columns["premise"],
+                      "hypothesis": columns["hypothesis"], "label": label_codes,
+                      **{k: v for k, v in columns.items() if k not in ("premise", "hypothesis")}})
+    table = table.take(pa.array(kept)).cast(features.arrow_schema)
+    dataset = datasets.Dataset(datasets.table.InMemoryTable(table), info=datasets.DatasetInfo(features=features),
+                               fingerprint=f"resplit-snli-{len(table)}")  # no hashing of the rows
+    return Source(dataset, name=name, task="snli", prompt_field="premise", query_field="hypothesis",
+                  label_field="label", filtered={reason: int(rows.size) for reason, rows in dropped.items()},
+                  dropped_ids=dropped, license=LICENSE, citation=CITATION, **source)
+
+
+def pc_index_in(labels, names) -> pa.Array:
+    """Position of each label in ``names`` (null where it is not one of them)."""
+    import pyarrow.compute as pc
+
+    return pc.cast(pc.index_in(labels, value_set=pa.array(names)), pa.int64())
 
 
 def from_jsonl(path: str | Path, *, name: str | None = None) -> Source:
@@ -64,19 +101,14 @@ def from_jsonl(path: str | Path, *, name: str | None = None) -> Source:
     for column in needed:
         if column not in table.column_names:
             raise FieldError(column, table.column_names, source=str(path))
-    rows = [
-        {"source_id": i, "premise": r["sentence1"], "hypothesis": r["sentence2"],
-         "label": r["gold_label"], "pair_id": r.get("pairID")}
-        for i, r in enumerate(table)
-    ]
-    kept, dropped = _filter(rows)
+    data = table.data.table
+    string = lambda column: data.column(column).combine_chunks().cast(pa.string())  # noqa: E731
+    pair_id = (string("pairID") if "pairID" in table.column_names else pa.nulls(len(data), pa.string()))
     features = FEATURES.copy()
     features["pair_id"] = datasets.Value("string")
-    dataset = datasets.Dataset.from_list(kept, features=features)
-    return Source(dataset, name=name or str(path), task="snli", prompt_field="premise",
-                  query_field="hypothesis", label_field="label", filtered=dropped,
-                  source_id_note="0-based line number in the SNLI jsonl file (pairID kept as pair_id)",
-                  license=LICENSE, citation=CITATION)
+    return _canonical({"premise": string("sentence1"), "hypothesis": string("sentence2"), "pair_id": pair_id},
+                      string("gold_label"), name=name or str(path), features=features,
+                      source_id_note="0-based line number in the SNLI jsonl file (pairID kept as pair_id)")
 
 
 def sample() -> Source:
@@ -88,22 +120,25 @@ def from_hub(repo_id: str = HUB_ID, *, splits: list[str] | None = None,
              revision: str | None = None) -> Source:
     """Read SNLI from the Hub; all splits concatenated in order (train, validation, test)."""
     parts = load_hub_splits(repo_id, splits or ["train", "validation", "test"], revision=revision)
-    rows, offset = [], 0
+    premise, hypothesis, labels, split_names = [], [], [], []
     for split_name, part in parts:
-        names = part.features["label"].names if isinstance(part.features["label"], datasets.ClassLabel) else None
-        for i, r in enumerate(part):
-            label = r["label"]
-            if names is not None and label is not None and label >= 0:
-                label = names[label]
-            rows.append({"source_id": offset + i, "premise": r["premise"], "hypothesis": r["hypothesis"],
-                         "label": label, "source_split": split_name})
-        offset += len(part)
-    kept, dropped = _filter(rows)
+        data = part.data.table
+        if part._indices is not None:
+            data = data.take(part._indices.column(0))
+        label = data.column("label").combine_chunks()
+        if isinstance(part.features["label"], datasets.ClassLabel):  # codes to names; -1 (no gold) to null
+            names = pa.array(part.features["label"].names + [None], pa.string())
+            codes = np.asarray(label.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+            label = names.take(pa.array(np.where(codes < 0, len(names) - 1, codes)))
+        premise.append(data.column("premise").combine_chunks().cast(pa.string()))
+        hypothesis.append(data.column("hypothesis").combine_chunks().cast(pa.string()))
+        labels.append(label.cast(pa.string()))
+        split_names.append(pa.array([split_name] * len(data), pa.string()))
     features = FEATURES.copy()
     features["source_split"] = datasets.Value("string")
-    dataset = datasets.Dataset.from_list(kept, features=features)
-    return Source(dataset, name=repo_id, task="snli", prompt_field="premise", query_field="hypothesis",
-                  label_field="label", filtered=dropped, revision=revision,
-                  source_id_note="0-based row number in the Hub splits concatenated in order "
-                                 "(train, validation, test); source_split names the split",
-                  license=LICENSE, citation=CITATION)
+    concat = lambda arrays: pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())  # noqa: E731
+    return _canonical({"premise": concat(premise), "hypothesis": concat(hypothesis),
+                       "source_split": concat(split_names)}, concat(labels), name=repo_id, features=features,
+                      revision=revision,
+                      source_id_note="0-based row number in the Hub splits concatenated in order "
+                                     "(train, validation, test); source_split names the split")

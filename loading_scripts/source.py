@@ -42,6 +42,9 @@ class Source:
         The Hub revision the rows were read at, when known.
     filtered : dict
         Rows dropped by the reader's filter, by reason.
+    dropped_ids : dict
+        The ``source_id`` of every dropped row, by reason (sorted), when the reader knows them: so
+        that :meth:`head` can count what was dropped among the rows it keeps.
     """
 
     dataset: datasets.Dataset
@@ -56,6 +59,7 @@ class Source:
     license: str | None = None
     citation: str | None = None
     filtered: dict = field(default_factory=dict)
+    dropped_ids: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         columns = self.dataset.column_names
@@ -69,27 +73,61 @@ class Source:
     def __len__(self) -> int:
         return len(self.dataset)
 
+    def column(self, field_name: str):
+        """One column of the rows as a single Arrow array (a selection taken with Arrow: ``datasets``'
+        own ``dataset[name]`` is a lazy column that reads row by row)."""
+        column = self.dataset.data.table.column(field_name)
+        if self.dataset._indices is not None:
+            column = column.take(self.dataset._indices.column(0))
+        return column.combine_chunks()
+
     @property
     def source_ids(self):
-        return self.dataset["source_id"]
+        """Every row's ``source_id`` (int64 array)."""
+        import numpy as np
+
+        return np.asarray(self.column("source_id").to_numpy(zero_copy_only=False), dtype=np.int64)
 
     def texts(self, field_name: str) -> list[str]:
-        return self.dataset[field_name]
+        return self.column(field_name).to_pylist()
 
     def labels(self):
         """Label values (class names for a ``ClassLabel``), or None without a label field."""
         if self.label_field is None:
             return None
-        values = self.dataset[self.label_field]
+        import pyarrow as pa
+
+        values = self.column(self.label_field)
         feature = self.dataset.features[self.label_field]
-        if isinstance(feature, datasets.ClassLabel):
-            return [feature.int2str(v) for v in values]
-        return values
+        if isinstance(feature, datasets.ClassLabel):  # codes to names with one Arrow take
+            return pa.array(feature.names, pa.string()).take(values).to_pylist()
+        return values.to_pylist()
+
+    def head(self, n: int) -> "Source":
+        """Keep the first ``n`` rows (``--limit``); the filter counts become those of the input rows
+        they were read from (dropped rows after the last one kept were never reached)."""
+        if n >= len(self.dataset):
+            return self
+        self.dataset = self.dataset.select(range(n))
+        if self.dropped_ids:
+            last = int(self.dataset[n - 1]["source_id"])
+            self.dropped_ids = {reason: ids[ids < last] for reason, ids in self.dropped_ids.items()}
+            self.filtered = {reason: int(ids.size) for reason, ids in self.dropped_ids.items()}
+        return self
 
     def check_queries(self) -> None:
         """Refuse empty query texts: they have no likelihood and no length."""
-        queries = self.texts(self.query_field)
-        empty = [sid for sid, q in zip(self.source_ids, queries) if q is None or not str(q).strip()]
+        import numpy as np
+        import pyarrow.compute as pc
+
+        column = self.column(self.query_field)
+        if not pa_is_string(column.type):
+            column = column.cast("string")
+        # A query with a letter or digit is not empty; the rest (and nulls) are checked with str.strip.
+        maybe = np.flatnonzero(~np.asarray(pc.fill_null(pc.match_substring_regex(column, "[A-Za-z0-9]"), False)))
+        queries = column.take(maybe).to_pylist() if maybe.size else []
+        ids = self.source_ids[maybe] if maybe.size else []
+        empty = [int(sid) for sid, q in zip(ids, queries) if q is None or not str(q).strip()]
         if empty:
             shown = ", ".join(str(s) for s in empty[:10]) + (" ..." if len(empty) > 10 else "")
             raise EmptyTextError(
@@ -100,6 +138,12 @@ class Source:
     def content_hash(self) -> str:
         """sha256 of the canonical rows: the source's identity (see :func:`content_sha256`)."""
         return content_sha256(self.dataset)
+
+
+def pa_is_string(data_type) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(data_type) or pa.types.is_large_string(data_type)
 
 
 def content_sha256(dataset: datasets.Dataset) -> str:
@@ -118,12 +162,22 @@ def content_sha256(dataset: datasets.Dataset) -> str:
 
 
 def with_row_numbers(dataset: datasets.Dataset, *, name: str) -> datasets.Dataset:
-    """Add ``source_id`` = 0-based row number, or check the one the data already has."""
+    """Add ``source_id`` = 0-based row number, or check the one the data already has (whole
+    columns: Arrow and numpy)."""
+    import numpy as np
+    import pyarrow as pa
+    from datasets.table import InMemoryTable
+
     if "source_id" in dataset.column_names:
-        ids = dataset["source_id"]
-        if any(not isinstance(i, int) or isinstance(i, bool) for i in ids):
+        column = dataset.data.table.column("source_id")
+        if not pa.types.is_integer(column.type) or column.null_count:
             raise InvalidParameterError(f"column 'source_id' of {name} must hold integers")
-        if len(set(ids)) != len(ids):
+        ids = column.to_numpy()
+        if np.unique(ids).size != ids.size:
             raise InvalidParameterError(f"column 'source_id' of {name} has duplicate values")
         return dataset
-    return dataset.add_column("source_id", list(range(len(dataset))))
+    table = dataset.data.table.append_column("source_id", pa.array(np.arange(len(dataset), dtype=np.int64)))
+    info = dataset.info.copy()
+    info.features = datasets.Features({**dataset.features, "source_id": datasets.Value("int64")})
+    # A fingerprint of our own: ``datasets`` would hash the whole table for one.
+    return datasets.Dataset(InMemoryTable(table), info=info, fingerprint=f"resplit-rows-{len(dataset)}")

@@ -182,6 +182,7 @@ def duplicate_report(keys, configs) -> dict | None:
 def _wait_for_everyone() -> None:
     """Hold the processes of a distributed run together (a no-op in a single process)."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        from accelerate import PartialState
+        # The same process group the signal used (gloo on CPUs): PartialState() alone sets up none there.
+        from split_builders.signals.lm.scoring import process_state
 
-        PartialState().wait_for_everyone()
+        process_state().wait_for_everyone()

@@ -400,3 +400,17 @@ def test_finetune_and_given_scores_exclude_each_other(tmp_path, capsys):
     np.save(tmp_path / "s.npy", np.zeros(1964))
     code = main(["likelihood", "--scores", str(tmp_path / "s.npy"), "--finetune", "--out", str(tmp_path / "o")])
     assert code == 2 and "either --finetune or --scores" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_each_evaluation_is_one_line_and_raw_trainer_logs_need_verbose(tiny_ref, tmp_path, capsys, verbose):
+    prompts, queries = pairs(24)
+    finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path, **{**FAST, "verbose": verbose})
+    captured = capsys.readouterr()
+    output = captured.out + captured.err
+    # max_steps 4, evaluation every 2 steps, 2 folds: four summary lines.
+    lines = [line for line in output.splitlines() if line.startswith("fold ")]
+    assert [line.split(":")[0] for line in lines] == ["fold 1/2, step 2/4", "fold 1/2, step 4/4",
+                                                      "fold 2/2, step 2/4", "fold 2/2, step 4/4"]
+    assert all("held-out loss" in line for line in lines)
+    assert ("{'eval_loss'" in output) == verbose  # the Trainer's raw dicts

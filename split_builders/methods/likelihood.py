@@ -169,6 +169,33 @@ class LikelihoodSource:
     unparseable: list = field(default_factory=list)
     length_buckets: int = DEFAULT_LENGTH_BUCKETS
     input_rows: int = 0
+    summaries: dict | None = field(default=None, repr=False)  # card statistics, computed once
+    summaries_of: tuple | None = field(default=None, repr=False)
+    _label_codes: tuple | None = field(default=None, repr=False)
+
+    def label_codes(self):
+        """``(classes, codes)``: the distinct labels (an object array, first-appearance order) and
+        each row's position in it; ``(None, None)`` without labels. Whole columns, no per-row Python."""
+        if self.labels is None:
+            return None, None
+        if self._label_codes is None:
+            import pandas as pd
+
+            codes, classes = pd.factorize(np.asarray(self.labels, dtype=object), use_na_sentinel=False)
+            self._label_codes = (np.asarray(classes, dtype=object), codes)
+        return self._label_codes
+
+    def select(self, keep) -> "LikelihoodSource":
+        """The same source restricted to the sorted row positions ``keep`` (``--dedupe``)."""
+        keep = np.asarray(keep, dtype=np.int64)
+        self.source.dataset = self.source.dataset.select(keep)
+        self.lengths = self.lengths[keep]
+        if self.labels is not None:
+            self.labels = [self.labels[i] for i in keep.tolist()]
+        if self.atoms is not None:
+            self.atoms = [self.atoms[i] for i in keep.tolist()]
+        self.summaries = self.summaries_of = self._label_codes = None
+        return self
 
     def given_scores(self, path) -> np.ndarray:
         from split_builders.signals.given import read_given_scores
@@ -257,7 +284,41 @@ def _info_buckets(lengths, labels, n_buckets) -> np.ndarray:
     return buckets
 
 
-def _finetuned_run(src, options: LikelihoodOptions, *, ref, dtype, progress):
+def _with_columns(dataset, columns: dict):
+    """``dataset`` (its selection taken with Arrow, not rewritten row by row) plus ``columns``
+    (whole numpy arrays; float64 and int64 become ``Value('float64')`` and ``Value('int64')``)."""
+    import datasets
+    from datasets.table import InMemoryTable
+
+    table = dataset.data.table
+    if dataset._indices is not None:
+        table = table.take(dataset._indices.column(0))
+    # Fingerprints of our own: ``datasets`` would hash every added column to make one.
+    rows = datasets.Dataset(InMemoryTable(table), info=dataset.info.copy(), fingerprint="resplit-rows")
+    for name, values in columns.items():
+        rows = rows.add_column(name, np.asarray(values), new_fingerprint=f"resplit-rows-{name}")
+    return rows
+
+
+def _tuple_ids(dataset, fields) -> np.ndarray:
+    """One int64 per row, equal exactly when the rows' values of ``fields`` are all equal."""
+    table = dataset.data.table.select(fields)
+    if dataset._indices is not None:
+        table = table.take(dataset._indices.column(0))
+    codes = []
+    for name in fields:
+        encoded = table.column(name).combine_chunks().dictionary_encode()
+        # Nulls get their own code (-1): two rows without a value are equal in that field.
+        codes.append(np.asarray(encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64))
+    if not codes:
+        return np.arange(len(dataset), dtype=np.int64)
+    ids = codes[0]
+    for more in codes[1:]:  # pairs of codes as one int64, renumbered densely (so it never overflows)
+        ids = np.unique(ids * (int(more.max(initial=-1)) + 2) + (more + 1), return_inverse=True)[1].reshape(-1)
+    return ids.astype(np.int64)
+
+
+def _finetuned_run(src, options: LikelihoodOptions, *, ref, dtype, progress, verbose=False):
     """k-fold cross-fitted fine-tuned scores. The template is the task's unconditioned one (the
     fine-tuned LM learns the dataset, so SNLI's prompt does not name the label), or ``--template``."""
     from split_builders.signals.lm.finetune import default_max_steps, finetune_scores
@@ -274,7 +335,7 @@ def _finetuned_run(src, options: LikelihoodOptions, *, ref, dtype, progress):
                           batch_size=options.finetune_batch_size, learning_rate=options.learning_rate,
                           eval_steps=options.eval_steps, eval_fraction=FINETUNE_EVAL_FRACTION,
                           patience=options.patience, dtype=dtype, device=options.device,
-                          keep_models=options.keep_models, progress=progress)
+                          keep_models=options.keep_models, progress=progress, verbose=verbose)
     provenance = {
         "kind": "log-likelihood s(x) under an LM fine-tuned on the other folds (k-fold cross-fitting)",
         "model": ref.name, "model_revision": ref.revision, "dtype": dtype, "template": chosen.describe(),
@@ -313,22 +374,28 @@ def _per_split(config, values: np.ndarray, data: LikelihoodSource) -> dict:
     """Per split of a config: its signal, lengths and labels (empty arrays for a split it lacks)."""
     from split_builders.release.writer import SPLITS
 
+    classes, codes = data.label_codes()
     parts = {}
     for split in SPLITS:
         rows = np.asarray(config.indices.get(split, ()), dtype=np.int64)
         parts[split] = {"signal": values[rows], "length": data.lengths[rows],
-                        "labels": None if data.labels is None else [data.labels[i] for i in rows]}
+                        "labels": None if classes is None else classes[codes[rows]].tolist()}
     return parts
 
 
 def summaries(loaded: Loaded, signal: Signal, configs) -> dict:
     """Per config: rows, label shares, mean score and length per split, and the train-vs-test
-    Kolmogorov-Smirnov statistics of score and length (:func:`split_builders.release.card.split_summary`)."""
+    Kolmogorov-Smirnov statistics of score and length (:func:`split_builders.release.card.split_summary`).
+    Computed once per build (the card and the terminal report both show them)."""
     from split_builders.release.card import split_summary
 
     data = loaded.data
-    return {c.name: split_summary(_per_split(c, signal.values.of(c), data), "score", labels=data.labels)
-            for c in configs}
+    key = tuple(id(c) for c in configs)
+    if data.summaries_of != key:
+        data.summaries = {c.name: split_summary(_per_split(c, signal.values.of(c), data), "score", labels=data.labels)
+                          for c in configs}
+        data.summaries_of = key
+    return data.summaries
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,6 +417,12 @@ class LikelihoodMethod(SplitMethod):
     def check(self, options: LikelihoodOptions) -> None:
         if options.scores is not None and not Path(options.scores).is_file():
             raise InvalidParameterError(f"scores file {options.scores!r} does not exist")
+        if options.device == "cuda" and options.scores is None:
+            import torch
+
+            if not torch.cuda.is_available():
+                raise InvalidParameterError("--device cuda was given but no CUDA GPU is available here; leave "
+                                            "--device out (or give --device cpu) to score on the CPU")
 
     def load(self, options: LikelihoodOptions) -> Loaded:
         from loading_scripts import load_source, nqg
@@ -360,7 +433,7 @@ class LikelihoodMethod(SplitMethod):
         # Rows of the input file: given scores are one per file row (before filters and --limit).
         input_rows = len(src.dataset) + sum(int(n) for n in src.filtered.values())
         if options.limit is not None:
-            src.dataset = src.dataset.select(range(min(options.limit, len(src.dataset))))
+            src.head(options.limit)  # the filter counts become those of the rows used
         src.check_queries()
         atoms, unparseable = (None, [])
         if options.atoms is not None:
@@ -427,7 +500,8 @@ class LikelihoodMethod(SplitMethod):
             values, provenance, scored, ref, dtype = self._prompted(src, options, context)
             if options.finetune:
                 # The model and precision the prompted scores used: resolved (and hashed) once.
-                run, tuned = _finetuned_run(src, options, ref=ref, dtype=dtype, progress=context.progress)
+                run, tuned = _finetuned_run(src, options, ref=ref, dtype=dtype, progress=context.progress,
+                                            verbose=context.verbose)
                 values.finetuned = run
                 provenance = {"prompted": provenance, "finetuned": tuned}
                 scored += f"; fine-tuned {options.folds}-fold ({_describe_run(run)})"
@@ -486,12 +560,26 @@ class LikelihoodMethod(SplitMethod):
 
     def rows(self, loaded: Loaded, signal: Signal, configs: list):
         data, values = loaded.data, signal.values
-        rows = data.source.dataset.add_column("score", values.scores.tolist())
-        rows = rows.add_column("length", data.lengths.tolist())
+        columns = {"score": values.scores, "length": data.lengths}
         if values.finetuned is not None:
-            rows = rows.add_column("score_finetuned", values.finetuned_scores.tolist())
-            rows = rows.add_column("fold", values.finetuned.folds.tolist())
-        return rows.add_column("length_bucket", _info_buckets(data.lengths, data.labels, data.length_buckets).tolist())
+            columns.update(score_finetuned=values.finetuned_scores, fold=np.asarray(values.finetuned.folds))
+        columns["length_bucket"] = _info_buckets(data.lengths, data.labels, data.length_buckets)
+        return _with_columns(data.source.dataset, columns)
+
+    def row_keys(self, loaded: Loaded):
+        """Rows are exact duplicates when their prompt, query, target and label are all equal.
+
+        Each field is dictionary-encoded as a whole column (Arrow), and a row's key is the number
+        of its distinct tuple of codes: the same as joining the texts with an unambiguous
+        separator, without building a million long strings."""
+        src = loaded.data.source
+        fields = [f for f in dict.fromkeys((src.prompt_field, src.query_field, src.target_field, src.label_field))
+                  if f is not None]
+        return _tuple_ids(src.dataset, fields).astype(str)
+
+    def select_rows(self, loaded: Loaded, keep) -> Loaded:
+        loaded.data.select(keep)
+        return loaded
 
     def card(self, loaded: Loaded, signal: Signal, configs: list, options: LikelihoodOptions):
         from split_builders.release.card import CardSpec, Section, config_section, split_histograms

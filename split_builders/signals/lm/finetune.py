@@ -43,6 +43,7 @@ import hashlib
 import json
 import re
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -261,8 +262,7 @@ def _param_checksum(model) -> float:
 
 # -- one fold -------------------------------------------------------------------------------
 
-def _training_arguments(output_dir: Path, *, hp: dict, seed: int, dtype: str, device, num_processes: int,
-                        progress: bool):
+def _training_arguments(output_dir: Path, *, hp: dict, seed: int, dtype: str, device, num_processes: int):
     import torch
     from transformers import TrainingArguments
 
@@ -293,8 +293,8 @@ def _training_arguments(output_dir: Path, *, hp: dict, seed: int, dtype: str, de
         report_to="none",
         seed=seed,
         data_seed=seed,
-        disable_tqdm=not progress,
-        use_cpu=(device == "cpu"),
+        disable_tqdm=True,  # the fold's own bar (_FoldProgress) instead of the Trainer's bars and raw dicts
+        use_cpu=device == "cpu" or not torch.cuda.is_available(),  # as process_state: gloo on CPUs
         bf16=(dtype == "bfloat16"),
         fp16=(dtype == "float16"),
         dataloader_num_workers=0,
@@ -304,20 +304,58 @@ def _training_arguments(output_dir: Path, *, hp: dict, seed: int, dtype: str, de
 
 
 def _fit(model_ref, encoded, *, fit_rows, eval_rows, fold: int, folder: Path, hp: dict, seed: int, dtype: str,
-         device, num_processes: int, pad_id: int, progress: bool):
+         device, num_processes: int, pad_id: int, progress: bool, verbose: bool = False, label: str = ""):
     """Fine-tune a fresh copy of the model on ``fit_rows``; returns (trainer, best model)."""
     from transformers import EarlyStoppingCallback, PrinterCallback, Trainer
 
     schedule = training_schedule(fit_rows, steps=hp["max_steps"], batch_size=hp["batch_size"], seed=seed, fold=fold)
     args = _training_arguments(folder / f"fold{fold}-trainer", hp=hp, seed=seed, dtype=dtype, device=device,
-                               num_processes=num_processes, progress=progress)
+                               num_processes=num_processes)
     trainer = Trainer(model=_load_trainable(model_ref), args=args, train_dataset=_Examples(encoded, schedule),
                       eval_dataset=_Examples(encoded, eval_rows), data_collator=_Collator(pad_id),
-                      callbacks=[EarlyStoppingCallback(early_stopping_patience=hp["patience"])])
-    if not progress:
-        trainer.remove_callback(PrinterCallback)  # it prints every log line when tqdm is off
+                      callbacks=[EarlyStoppingCallback(early_stopping_patience=hp["patience"]),
+                                 _fold_progress(label or f"fold {fold + 1}", progress=progress)])
+    if not verbose:
+        trainer.remove_callback(PrinterCallback)  # the Trainer's raw log dicts: --verbose only
     trainer.train()
     return trainer, trainer.model
+
+
+def _fold_progress(label: str, *, progress: bool):
+    """A ``TrainerCallback``: one bar per fold (steps) and one line per evaluation, on the main process."""
+    from transformers import TrainerCallback
+
+    class FoldProgress(TrainerCallback):
+        bar, best = None, float("inf")
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if progress and state.is_world_process_zero:
+                from tqdm.auto import tqdm
+
+                self.bar = tqdm(total=state.max_steps, desc=label, unit="step", dynamic_ncols=True, file=sys.stderr)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.bar is not None:
+                self.bar.update(state.global_step - self.bar.n)
+
+        def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+            if not state.is_world_process_zero or not metrics or "eval_loss" not in metrics:
+                return
+            loss = metrics["eval_loss"]
+            mark = " (best so far)" if loss < self.best else f" (best {self.best:.4f})"
+            self.best = min(self.best, loss)
+            line = f"{label}, step {state.global_step}/{state.max_steps}: held-out loss {loss:.4f}{mark}"
+            if self.bar is not None:
+                self.bar.write(line, file=sys.stderr)
+            else:
+                print(line, file=sys.stderr)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
+
+    return FoldProgress()
 
 
 def _score_rows(model, tokenizer, encoded, rows: np.ndarray, *, hp: dict, dtype: str, state) -> np.ndarray:
@@ -356,22 +394,25 @@ def _fold_report(trainer, *, fold, rows, fit_rows, eval_rows, checksum, seconds,
 
 
 @contextlib.contextmanager
-def _quiet(progress: bool):
-    """Silence transformers' own loading/saving progress bars when progress is off."""
+def _quiet(progress: bool, verbose: bool = False):
+    """Silence transformers' own loading/saving bars and its reports (weights loaded, missing or
+    tied keys, ...) unless ``verbose``: a fold shows its bar and one line per evaluation."""
     from transformers.utils import logging as hf_logging
 
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    if not progress:
+    was_enabled, level = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
+    if not verbose:
         hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
     try:
         yield
     finally:
-        if was_enabled and not progress:
+        hf_logging.set_verbosity(level)
+        if was_enabled:
             hf_logging.enable_progress_bar()
 
 
 def _run_fold(model_ref, tokenizer, encoded, folds, fold: int, *, folder: Path, hp: dict, seed: int, dtype: str,
-              device, state, keep_models: bool, progress: bool):
+              device, state, keep_models: bool, progress: bool, verbose: bool = False, k: int | None = None):
     """Train without fold ``fold``, score it, write its checkpoint (main process); returns (scores, report)."""
     started = time.perf_counter()
     if state.is_main_process:  # checkpoints a killed run left behind must not be taken for this run's
@@ -381,7 +422,8 @@ def _run_fold(model_ref, tokenizer, encoded, folds, fold: int, *, folder: Path, 
     fit_rows, eval_rows = holdout(np.flatnonzero(folds != fold), fraction=hp["eval_fraction"], seed=seed, fold=fold)
     trainer, model = _fit(model_ref, encoded, fit_rows=fit_rows, eval_rows=eval_rows, fold=fold, folder=folder,
                           hp=hp, seed=seed, dtype=dtype, device=device, num_processes=state.num_processes,
-                          pad_id=tokenizer.pad_token_id, progress=progress)
+                          pad_id=tokenizer.pad_token_id, progress=progress, verbose=verbose,
+                          label=f"fold {fold + 1}/{k}" if k else "")
     if keep_models:
         trainer.save_model(str(folder / f"fold{fold}-model"))  # every process calls it; the main one writes
     checksum = _param_checksum(model)
@@ -404,7 +446,7 @@ def finetune_scores(prompts, queries, *, model_ref, work_dir, k: int = 3, seed: 
                     max_steps: int | None = None, batch_size: int = 32, learning_rate: float = 2e-5,
                     eval_steps: int = 64, eval_fraction: float = 0.1, patience: int = 10, dtype: str = "float32",
                     device: str | None = None, score_batch_size: int = 32, max_batch_tokens: int = 8192,
-                    keep_models: bool = False, progress: bool = True,
+                    keep_models: bool = False, progress: bool = True, verbose: bool = False,
                     stop_after_folds: int | None = None) -> FinetuneRun:
     """Score every pair with a model fine-tuned on the other folds (k-fold cross-fitting).
 
@@ -462,13 +504,13 @@ def finetune_scores(prompts, queries, *, model_ref, work_dir, k: int = 3, seed: 
     ModelLoadError
         The model cannot be loaded, or its tokenizer has neither a pad nor an EOS token.
     """
-    from accelerate import PartialState
+    from split_builders.signals.lm.scoring import process_state
 
     prompts, queries = list(prompts), list(queries)
     if len(prompts) != len(queries):
         raise InvalidParameterError(f"{len(prompts)} prompts but {len(queries)} queries; they must pair up")
     max_steps = default_max_steps(task) if max_steps is None else max_steps
-    state = PartialState(cpu=(device == "cpu"))
+    state = process_state(device)
     hp = {"max_steps": max_steps, "batch_size": batch_size, "learning_rate": learning_rate, "eval_steps": eval_steps,
           "eval_fraction": eval_fraction, "patience": patience, "score_batch_size": score_batch_size,
           "max_batch_tokens": max_batch_tokens}
@@ -494,9 +536,10 @@ def finetune_scores(prompts, queries, *, model_ref, work_dir, k: int = 3, seed: 
         if done is not None:
             resumed += 1
         else:
-            with _quiet(progress):
+            with _quiet(progress, verbose):
                 done = _run_fold(model_ref, tokenizer, encoded, folds, fold, folder=folder, hp=hp, seed=seed,
-                                 dtype=dtype, device=device, state=state, keep_models=keep_models, progress=progress)
+                                 dtype=dtype, device=device, state=state, keep_models=keep_models, progress=progress,
+                                 verbose=verbose, k=k)
             finished += 1
         scores[rows], report = done
         reports.append(report)

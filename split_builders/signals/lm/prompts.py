@@ -91,7 +91,7 @@ def render_all(template: PromptTemplate, source) -> tuple[list[str], list[str]]:
     """(prompts, queries) of every row of a :class:`~loading_scripts.source.Source`."""
     dataset = source.dataset
     template.check_fields(dataset.column_names, source=source.name)
-    columns = {name: (source.labels() if name == source.label_field else dataset[name])
+    columns = {name: (source.labels() if name == source.label_field else source.texts(name))
                for name in template.fields()}
     prompts, queries = [], []
     for i in range(len(dataset)):

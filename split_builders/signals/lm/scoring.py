@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -246,6 +247,24 @@ class ScoreRun:
     resumed_batches: int = 0
 
 
+def process_state(device: str | None = None):
+    """The ``accelerate`` process group of this run, on the CPU when asked or when no CUDA GPU is
+    there. Under ``torchrun --nproc_per_node N`` on a CPU machine, ``PartialState()`` without
+    ``cpu=True`` sets up no process group and reports one process in each: N full runs that each
+    write the folder. With ``cpu=True`` the N processes form a gloo group and share the work; a
+    group that still disagrees with the launcher's ``WORLD_SIZE`` is refused."""
+    import torch
+    from accelerate import PartialState
+
+    state = PartialState(cpu=device == "cpu" or not torch.cuda.is_available())
+    launched = int(os.environ.get("WORLD_SIZE", "1"))
+    if state.num_processes != launched:
+        raise InvalidParameterError(
+            f"the launcher started {launched} processes but they formed a group of {state.num_processes}; "
+            "launch with torchrun / accelerate launch and a backend that works here (gloo on CPUs, nccl on GPUs)")
+    return state
+
+
 def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str = "float32",
                    device: str | None = None, batch_size: int = 32, max_batch_tokens: int = 8192,
                    checkpoint_seconds: float = 30.0, progress: bool = True,
@@ -272,7 +291,6 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     share of the batches, and every process returns the full, gathered scores.
     """
     import torch
-    from accelerate import PartialState
     from accelerate.utils import gather_object
 
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
@@ -281,7 +299,7 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     key = cache_key(prompts, queries, model_identity=model_ref.identity, dtype=dtype,
                     batch_size=batch_size, max_batch_tokens=max_batch_tokens)
     final = Path(cache_dir) / f"{key}.scores"
-    state = PartialState(cpu=(device == "cpu"))
+    state = process_state(device)
     cached = load_arrays(final)  # None when absent or damaged (then it is recomputed)
     if cached is not None and cached["scores"].shape == (len(prompts),):
         return ScoreRun(cached["scores"], final, True, state.num_processes)
