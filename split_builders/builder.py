@@ -137,7 +137,8 @@ def _build(method, options, context, out, overrides) -> BuildResult:
         out, rows, configs, provenance=provenance(method, options, loaded.info, signal),
         render_card=lambda staging, written: cards.render(spec, method=method, info=loaded.info,
                                                           configs=configs, written=written, staging=staging),
-        license=loaded.info.license, pretty_name=method.pretty_name(loaded), overwrite=options.overwrite)
+        license=loaded.info.license, pretty_name=method.pretty_name(loaded), overwrite=options.overwrite,
+        progress=context.progress)
     _wait_for_everyone()
     return BuildResult(written_out, method, options, loaded, signal, configs, sizes)
 

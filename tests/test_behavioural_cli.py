@@ -225,3 +225,10 @@ def test_evaluate_suite_refuses_a_model_whose_head_is_not_in_its_weights(suite_f
     err = captured.err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert f"{model!r} is not a trained sequence classifier" in err and weights in err
+
+
+def test_writing_a_suites_configs_shows_progress_unless_asked_not_to(suite_file, tmp_path, capsys):
+    assert main(["behavioural", "--source", str(suite_file), "--out", str(tmp_path / "a")]) == 0
+    assert "writing configs" in capsys.readouterr().err
+    assert main(["behavioural", "--source", str(suite_file), "--out", str(tmp_path / "b"), "--no-progress"]) == 0
+    assert "writing configs" not in capsys.readouterr().err

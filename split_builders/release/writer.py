@@ -169,7 +169,7 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance) 
 
 def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSplit], *, provenance: dict,
                   render_card, license: str | None = None, pretty_name: str | None = None,
-                  overwrite: bool = False) -> Path:
+                  overwrite: bool = False, progress: bool = False) -> Path:
     """Write ``configs`` of ``rows`` as a Hub-style dataset folder at ``out_dir``.
 
     Parameters
@@ -185,6 +185,8 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
     render_card : callable
         ``render_card(staging_dir, written) -> str``: the card's Markdown body; may write
         figures under ``staging_dir``. ``written`` maps config -> split -> WrittenSplit.
+    progress : bool
+        A progress bar over the configs (stderr).
     """
     from huggingface_hub import DatasetCard, DatasetCardData
 
@@ -204,7 +206,11 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
-        written = {c.name: _write_config(rows, c, staging) for c in configs}
+        from tqdm.auto import tqdm
+
+        # Writing is the slow step of releases with many configs (66 for a CheckList suite).
+        bar = tqdm(configs, desc="writing configs", unit="config", disable=not progress or len(configs) < 2)
+        written = {c.name: _write_config(rows, c, staging) for c in bar}
         body = render_card(staging, written)
         metadata = _yaml_metadata(rows, configs, written, license=license, pretty_name=pretty_name,
                                   provenance=provenance)
