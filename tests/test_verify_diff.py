@@ -4,7 +4,6 @@ release recipes, on a toy method registered in the test and on the recipes in ``
 import hashlib
 import json
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
