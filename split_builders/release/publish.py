@@ -29,7 +29,7 @@ import yaml
 
 from split_builders.errors import PublishError
 from split_builders.release.diff import count_moves
-from split_builders.release.writer import SPLITS, quiet_datasets
+from split_builders.release.writer import SPLITS
 
 VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 METRIC_FILES = ("README.md", "app.py", "requirements.txt")
@@ -121,72 +121,32 @@ def data_files(metadata: dict) -> dict:
     return {c["config_name"]: {f["split"]: f["path"] for f in c["data_files"]} for c in metadata["configs"]}
 
 
-def _check_files(folder: Path, metadata: dict) -> None:
-    files = data_files(metadata)
-    missing = [p for splits in files.values() for p in splits.values() if not (folder / p).is_file()]
-    if missing:
-        raise InvalidReleaseError(f"{folder} lists data files that do not exist: {missing[:5]}")
-    recorded = (metadata.get("resplit") or {}).get("configs") or {}
-    for config, splits in files.items():
-        expected = (recorded.get(config) or {}).get("sha256") or {}
-        for split, path in splits.items():
-            digest = hashlib.sha256((folder / path).read_bytes()).hexdigest()
-            if expected.get(split) != digest:
-                raise InvalidReleaseError(f"{config}/{split}: {path} has sha256 {digest[:12]}..., the card says "
-                                          f"{str(expected.get(split))[:12]}...: rebuild the folder")
-
-
-def _check_config(folder: Path, config: str, rows: dict, cache_dir: str) -> dict:
-    """Load one config as users will; returns split -> source ids."""
-    import datasets
-
-    try:
-        with quiet_datasets():
-            loaded = datasets.load_dataset(str(folder), config, cache_dir=cache_dir)
-    except Exception as error:  # any loading failure means users could not load it either
-        raise InvalidReleaseError(f"config {config!r} does not load: {error}") from error
-    from split_builders.release.verify import row_ids
-
-    ids = {split: row_ids(loaded[split].data.table).tolist() for split in loaded}
-    for split, values in ids.items():
-        if rows.get(split) != len(values):
-            raise InvalidReleaseError(f"{config}/{split} has {len(values)} rows, the card says {rows.get(split)}")
-    seen: dict = {}
-    for split, values in ids.items():
-        for source_id in values:
-            if seen.setdefault(source_id, split) != split:
-                raise InvalidReleaseError(f"config {config!r}: source_id {source_id!r} is in both "
-                                          f"{seen[source_id]!r} and {split!r}")
-    return ids
-
-
 def validate_release(folder) -> dict:
-    """Check a built folder before it is published.
-
-    Parameters
-    ----------
-    folder : path
-        A folder written by ``split_builders.release.writer.write_release``.
+    """Check a built folder before it is published: ``resplit verify``'s level 1 (every file's sha256
+    and row count equal the card's, every config loads, no ``source_id`` in two splits of a config).
 
     Returns
     -------
     dict
-        config -> split -> list of ``source_id`` (what the change report compares).
+        config -> split -> list of row ids (what the change report compares).
 
     Raises
     ------
     InvalidReleaseError
-        When a config does not load, a ``source_id`` is in two splits of a config, or row counts
-        or sha256 differ from the card.
+        Naming the first config and split that differ from the card.
     """
+    from split_builders.release.verify import Released, Report, check_integrity
+
     folder = Path(folder)
-    metadata, _ = read_card(folder)
-    _check_files(folder, metadata)
-    recorded = metadata["resplit"]["configs"]
-    # A fresh cache: datasets caches a folder by name, and a stale cache would hide a broken file.
-    with tempfile.TemporaryDirectory(prefix="resplit-validate-") as cache_dir:
-        return {config: _check_config(folder, config, recorded[config].get("rows", {}), cache_dir)
-                for config in data_files(metadata)}
+    read_card(folder)  # a folder without a card or configs is refused with its own message
+    released = Released(folder)
+    report = Report(str(folder))
+    check_integrity(released, report)
+    differs = [f for f in report.findings if f.status == "differs"]
+    if differs:
+        first = differs[0]
+        raise InvalidReleaseError(f"{first.config}/{first.split}: {first.detail}; rebuild the folder")
+    return {c: {s: released.source_ids(c, s).tolist() for s in released.files[c]} for c in released.configs}
 
 
 # -- change report --------------------------------------------------------------------------------

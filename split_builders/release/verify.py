@@ -164,19 +164,24 @@ def check_integrity(released: Released, report: Report, *, load: bool = True) ->
             for split, relative in files.items():
                 path = released.folder / relative
                 if not path.is_file():
-                    report.add(1, config, split, False, f"{relative} is missing")
+                    report.add(1, config, split, False, f"{relative}: the card lists data files that do not exist")
                     continue
                 digest = hashlib.sha256(path.read_bytes()).hexdigest()
                 expected = (card.get("sha256") or {}).get(split)
-                ids = released.source_ids(config, split)
+                try:
+                    ids = released.source_ids(config, split)
+                except Exception as error:  # pyarrow raises several kinds for a damaged file
+                    report.add(1, config, split, False, f"{relative} does not load: {str(error).splitlines()[0]}")
+                    continue
                 problems = []
                 if digest != expected:
                     problems.append(f"sha256 {digest[:12]}... but the card says {str(expected)[:12]}...")
                 if (card.get("rows") or {}).get(split) != ids.size:
                     problems.append(f"{ids.size} rows but the card says {(card.get('rows') or {}).get(split)}")
-                both = [int(i) for i in ids if i in seen]
+                both = [int(i) for i in ids if int(i) in seen]
                 if both:
-                    problems.append(f"{len(both)} source_id(s) also in {seen[both[0]]} (e.g. {both[0]})")
+                    problems.append(f"source_id {both[0]} is in both {seen[both[0]]!r} and {split!r}"
+                                    + (f" ({len(both)} rows)" if len(both) > 1 else ""))
                 seen.update((int(i), split) for i in ids)
                 report.add(1, config, split, not problems, "; ".join(problems))
             if load:
@@ -192,7 +197,7 @@ def _check_loads(folder: Path, config: str, cache: str, report: Report) -> None:
         with quiet_datasets():
             datasets.load_dataset(str(folder), config, cache_dir=cache)
     except Exception as error:  # any failure to load is what a user would meet
-        report.add(1, config, "load", False, f"load_dataset fails: {str(error).splitlines()[0]}")
+        report.add(1, config, "load", False, f"config {config!r} does not load: {str(error).splitlines()[0]}")
 
 
 def check_rederived(released: Released, report: Report) -> None:
