@@ -143,10 +143,20 @@ def test_verify_passes_on_every_untouched_release(family, releases):
     report = verify(str(releases[family]), load=False)
     assert report.ok and any(f.level == 1 for f in report.findings)
     assert all(f.status == "identical" for f in report.findings if f.level == 1)
+    # Level 2 checks every config: re-derived from the rows, or (a published split) its recorded rows.
+    configs = set(front_matter(releases[family])["resplit"]["configs"])
+    assert {f.config for f in report.findings if f.level == 2 and f.status == "identical"} == configs
+    assert not [f for f in report.findings if f.status == "not checked"]
 
 
-@pytest.mark.parametrize("family, config, moves", [("pvi", "simple_to_hard", ("test", "train")),
-                                                   ("behavioural", "seen", ("test", "train"))])
+@pytest.mark.parametrize("family, config, moves", [
+    ("likelihood", "ll_split", ("test", "train")), ("likelihood", "ll_split_len", ("validation", "test")),
+    ("likelihood", "random", ("train", "validation")), ("likelihood", "length", ("test", "train")),
+    ("tmcd", "tmcd", ("test", "train")), ("tmcd", "length", ("train", "test")),
+    ("tmcd", "published_tmcd_1", ("test", "train")),
+    ("pvi", "simple_to_hard", ("test", "train")),
+    ("curriculum", "verbnet", ("validation", "train")), ("curriculum", "verbnet_hypothesis_only", ("train", "validation")),
+    ("behavioural", "seen", ("test", "train"))])
 def test_verify_names_the_config_when_a_row_was_moved(family, config, moves, releases, tmp_path, capsys):
     import shutil
 
@@ -158,3 +168,12 @@ def test_verify_names_the_config_when_a_row_was_moved(family, config, moves, rel
     assert main(["verify", str(copy), "--no-load-check"]) == 1
     printed = capsys.readouterr().out
     assert f"level 2  {config}/" in printed and "differs" in printed
+
+
+def test_rescore_of_a_release_from_given_scores_says_there_is_nothing_to_recompute(releases):
+    from split_builders.release.verify import verify
+
+    report = verify(str(releases["likelihood"]), load=False, rescore=True)
+    (finding,) = [f for f in report.findings if f.level == 3]
+    assert finding.status == "not checked" and "all_examples__False_loglikelihoods.npy" in finding.detail
+    assert report.ok  # levels 1 and 2 still checked everything

@@ -392,6 +392,13 @@ def test_cli_builds_prompted_and_finetuned_configs_side_by_side(tiny_model_dir, 
         direct.scores, source.labels())
     held_out = set(np.asarray(rows["source_id"])[np.concatenate([dev, test])].tolist())
     assert set(loaded["validation"]["source_id"]) | set(loaded["test"]["source_id"]) == held_out
+    # verify's level 2 re-derives all eight configs from the rows' score and score_finetuned.
+    from split_builders.release.verify import verify
+
+    report = verify(str(out), load=False)
+    assert report.ok and {f.config for f in report.findings if f.level == 2 and f.status == "identical"} == {
+        "ll_split_pt", "ll_split_pt_len", "ll_split_pt_reverse", "ll_split", "ll_split_len", "ll_split_reverse",
+        "random", "length"}
 
 
 def test_finetune_and_given_scores_exclude_each_other(tmp_path, capsys):

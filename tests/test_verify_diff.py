@@ -166,3 +166,18 @@ def test_release_list_shows_every_recipe(capsys):
     assert main(["release", "--list"]) == 0
     printed = capsys.readouterr().out
     assert "geoquery-compositional" in printed and "metric-g-score" in printed
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--set", "trainsize=400"], "unknown option 'trainsize' for method tmcd (did you mean 'train_size'?)"),
+    (["--set", "train_size"], "--set takes KEY=VALUE"),
+    (["--set", "train_size=-3"], "train_size"),
+    (["--set", "configs=[tmcd, lenght]"], "lenght"),
+    (["--set", "train_size=400", "--push", "--version", "1.0.0", "--org", "o"], "trial build"),
+    (["--limit", "100", "--push", "--version", "1.0.0", "--org", "o"], "trial build"),
+])
+def test_a_bad_trial_setting_is_refused_before_any_work(arguments, message, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["release", "geoquery-compositional", *arguments, "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()

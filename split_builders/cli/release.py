@@ -34,7 +34,7 @@ def run_list(args) -> int:
 def run_release(args) -> int:
     from split_builders.builder import build
     from split_builders.errors import InvalidParameterError
-    from split_builders.release.recipe import check_local_copy, load_recipe
+    from split_builders.release.recipe import check_local_copy, load_recipe, parse_settings
     from split_builders.release.verify import verify
 
     if args.list:
@@ -42,8 +42,13 @@ def run_release(args) -> int:
     if not args.recipe:
         raise InvalidParameterError("give a recipe (a file or a name in releases/), or --list")
     recipe = load_recipe(_recipe_path(args.recipe))
+    settings = parse_settings(args.set)
     if args.push and not args.version:
         raise InvalidParameterError("--push needs --version X.Y.Z")
+    if args.push and (settings or args.limit):
+        # a published version is the recipe as written: trial changes would make its card lie
+        raise InvalidParameterError("--set and --limit make a trial build, which is not published: drop them or "
+                                    "change the recipe file")
     if args.push and not recipe.pinned():
         raise InvalidParameterError(f"recipe {recipe.name} is not pinned (source revision or file sha256, model "
                                     "revision): pin it before publishing")
@@ -68,7 +73,7 @@ def run_release(args) -> int:
     elif recipe.model and recipe.model.get("hub"):
         overrides.update(lm=recipe.model["hub"], lm_revision=recipe.model.get("revision"))
     out = Path(args.out or Path("out") / recipe.name)
-    options = recipe.method_options(source=source, out=out, overwrite=args.overwrite, **overrides)
+    options = recipe.method_options(source=source, out=out, overwrite=args.overwrite, settings=settings, **overrides)
     citation = "\n".join(recipe.citation.get(k, "").strip() for k in ("method", "source") if recipe.citation.get(k))
     result = build(recipe.method, options, progress=not args.no_progress, license=recipe.license, citation=citation)
     if result.out is None:
@@ -116,7 +121,7 @@ def _print_report(report, *, every: bool = False) -> None:
 def run_verify(args) -> int:
     from split_builders.release.verify import verify
 
-    report = verify(args.target, rescore=args.rescore, load=not args.no_load_check)
+    report = verify(args.target, rescore=args.rescore, load=not args.no_load_check, source=args.source)
     _print_report(report, every=args.all)
     return 0 if report.ok else 1
 
@@ -144,6 +149,9 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("--source", help="a local copy of the source (default: the recipe's local copy, else its Hub id)")
     parser.add_argument("--scores", help=".npy of pre-computed scores (likelihood recipes on a machine without the model)")
     parser.add_argument("--limit", type=int, help="only the first N rows (a quick trial build, not for publishing)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="change one of the recipe's options for a trial build (repeatable; not for publishing), "
+                             "e.g. --set train_size=400")
     parser.add_argument("--org", help="the Hub organisation of the recipe's {org} (default: $RESPLIT_ORG)")
     parser.add_argument("--push", action="store_true", help="publish the verified build (needs --version)")
     parser.add_argument("--version", help="X.Y.Z, newer than every published version")
@@ -157,6 +165,7 @@ def add_parsers(subparsers) -> None:
                                                "rebuild from the source. Exit 0 only when everything is identical.")
     parser.add_argument("target", help="a release folder or HUB_ID[@REVISION]")
     parser.add_argument("--rescore", action="store_true", help="also rebuild from the source and the model")
+    parser.add_argument("--source", help="with --rescore: where the source is (default: the location the card records)")
     parser.add_argument("--all", action="store_true", help="print identical checks too")
     parser.add_argument("--no-load-check", action="store_true", help="skip loading every config with datasets")
     parser.set_defaults(func=run_verify)

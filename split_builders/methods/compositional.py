@@ -274,25 +274,23 @@ class CompositionalMethod(SplitMethod):
     def configs(self, loaded: Loaded, signal: Signal, options: CompositionalOptions) -> list:
         from split_builders.release.writer import ConfigSplit
 
-        src, language, values = loaded.data.source, loaded.data.language, signal.values
-        parsed = values.parsed
-        n_train = train_rows(options, parsed.size)
-        rng = np.random.default_rng(options.seed)  # validation draws, one after another in config order
-        built = []
-        for name in options.configs:
-            started = time.perf_counter()
-            split, parameters, what = self._search(name, loaded, values, n_train, options)
-            values.search_seconds[name] = time.perf_counter() - started
-            indices = with_validation(parsed[split.train], parsed[split.test], options.validation_size, rng)
-            built.append(ConfigSplit(name, indices, method=name, parameters={**parameters, "target_language": language},
-                                     description=f"{what}. Built by resplit."))
+        from split_builders.release.verify import membership_sha256
+
+        src, values = loaded.data.source, signal.values
+        n_train = train_rows(options, values.parsed.size)
+        built = self._built(loaded, values, options)
         if options.published:
+            source_ids = np.asarray(src.source_ids, dtype=np.int64)
             for name, split in src.published.items():
                 origin = src.published_from[name]
                 # SCAN publishes a "length" split too: the published one is renamed, not refused.
                 config_name = f"published_{name}" if name in options.configs else name
-                built.append(ConfigSplit(config_name, {k: np.asarray(v) for k, v in split.items()},
-                                         method="published", parameters={"file": origin},
+                indices = {k: np.asarray(v, dtype=np.int64) for k, v in split.items()}
+                # A published split is taken as released, not derived: the card records which rows
+                # each split holds, so verify can tell when they change.
+                members = {k: membership_sha256(source_ids[v]) for k, v in indices.items()}
+                built.append(ConfigSplit(config_name, indices, method="published",
+                                         parameters={"file": origin, "source_ids_sha256": members},
                                          description=f"Published split, as released: {origin}."))
         if values.scores is not None:
             built += self._likelihood_configs(values, n_train, options)
@@ -301,6 +299,64 @@ class CompositionalMethod(SplitMethod):
             if config.method == "tmcd" and not options.reference:
                 config.description = tmcd_description(config.parameters, options.validation_size)
         return built + self._lexical_configs(built, values, len(src))
+
+    def _built(self, loaded, values, options) -> list:
+        """The configs resplit builds (``options.configs``, in that order) over the parseable rows;
+        the validation rows of each are drawn from one generator, one config after another."""
+        from split_builders.release.writer import ConfigSplit
+
+        parsed = values.parsed
+        n_train = train_rows(options, parsed.size)
+        rng = np.random.default_rng(options.seed)
+        built = []
+        for name in options.configs:
+            started = time.perf_counter()
+            split, parameters, what = self._search(name, loaded, values, n_train, options)
+            values.search_seconds[name] = time.perf_counter() - started
+            indices = with_validation(parsed[split.train], parsed[split.test], options.validation_size, rng)
+            built.append(ConfigSplit(name, indices, method=name,
+                                     parameters={**parameters, "target_language": loaded.data.language},
+                                     description=f"{what}. Built by resplit."))
+        return built
+
+    def rederive(self, released, record) -> dict:
+        """The configs resplit built, re-built from the released rows: the original rows (``variant``
+        original, in ``source_id`` order) are the source, their atoms and compounds are read again
+        from the programs, and the search runs again with the recorded options and seed. A lexical
+        variant holds the same source_ids as the config it copies; ``ll_split*`` come from the rows'
+        ``score``. Published splits are not derived: verify compares them with the membership the
+        card records."""
+        import datasets
+        from datasets.table import InMemoryTable
+
+        from loading_scripts.compositional import CompositionalSource
+        from split_builders.release.verify import row_ids
+        from split_builders.signals.programs.compounds import compounds_by_row
+
+        configs = record.get("configs", {})
+        signal = record.get("signal") or {}
+        originals = [c for c, entry in configs.items() if "+" not in entry.get("method", "")]
+        table = released.all_rows(originals)
+        ids = row_ids(table)
+        language = signal.get("target_language")
+        source = CompositionalSource(datasets.Dataset(InMemoryTable(table)), name=str(released.folder),
+                                     target_language=language, source_id_note="")
+        data = CompositionalRows(source, language)
+        values = ProgramSignal(data.row_atoms.atoms, compounds_by_row(data.programs, language), data.parsed)
+        fields = set(self.Options.__dataclass_fields__)
+        recorded = {k: v for k, v in (record.get("parameters") or {}).items() if k in fields}
+        options = self.Options(**{**recorded, "source": str(released.folder), "out": str(released.folder),
+                                  "seed": record["seed"], "published": False, "lexical": False, "scores": None})
+        built = self._built(Loaded(data, None), values, options)
+        if "score" in table.column_names and any(e.get("method") == "likelihood" for e in configs.values()):
+            values.scores = np.asarray(table.column("score").to_numpy(), dtype=np.float64)
+            built += self._likelihood_configs(values, train_rows(options, values.parsed.size), options)
+        out = {c.name: {s: ids[np.asarray(r, dtype=np.int64)] for s, r in c.indices.items()} for c in built}
+        for name, entry in configs.items():
+            base = name[:-len(entry["parameters"].get("wug", "")) - 1] if "+" in entry.get("method", "") else None
+            if base in out:
+                out[name] = out[base]
+        return out
 
     def _search(self, name, loaded, values, n_train, options):
         """One config resplit builds, over the parseable rows: (Split of positions among them,
@@ -385,6 +441,8 @@ class CompositionalMethod(SplitMethod):
 
         src = loaded.data.source
         rows = src.rows.add_column("variant", ["original"] * len(src))
+        if signal.values.scores is not None:  # what the ll_split* configs were split by
+            rows = rows.add_column("score", np.asarray(signal.values.scores, dtype=np.float64))
         if not signal.values.wugs:
             return rows
         variants = [rows]

@@ -21,7 +21,8 @@ import numpy as np
 
 from split_builders.api import CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option, register
 from split_builders.methods.difficulty import (check_folds, check_labels_against_folds, difficulty_configs,
-                                               part_mask, pvi_cache_dir, pvi_figure, rule_text, with_pvi_columns)
+                                               part_mask, pvi_cache_dir, pvi_figure, rederive_difficulty, rule_text,
+                                               with_pvi_columns)
 from split_builders.splitters.difficulty import CONFIGS as DIFFICULTY_CONFIGS
 
 PAPER = "Chen & Gao 2022, Curriculum: A Broad-Coverage Benchmark for Linguistic Phenomena in NLU (NAACL)"
@@ -67,7 +68,9 @@ def curriculum_configs(phenomena, *, hypothesis_only: bool = True) -> list:
 
     configs = []
     for p in phenomena:
-        params = {"phenomenon": p.name, "category": p.category, "abbrev": p.abbrev, "labels": list(p.label_set)}
+        # The released sizes make the split a function of source_id (train first): verify re-derives it.
+        params = {"phenomenon": p.name, "category": p.category, "abbrev": p.abbrev, "labels": list(p.label_set),
+                  "released_rows": {split: int(n) for split, n in p.split_sizes.items()}}
         configs.append(ConfigSplit(p.name, p.indices(), method="curriculum", parameters=params, rows=p.rows,
                                    description=f"{p.category} / {p.abbrev}"))
         if hypothesis_only:
@@ -138,7 +141,7 @@ class CurriculumMethod(SplitMethod):
                 continue
             result = signal.values[p.name]
             labels = np.asarray(p.rows["label"])
-            parameters = {"folds": options.folds, "family": signal.provenance["family"]}
+            parameters = {"phenomenon": p.name, "folds": options.folds, "family": signal.provenance["family"]}
             difficulty = difficulty_configs(result.pvi, labels, options, parameters=parameters,
                                             prefix=p.name + "_")
             rows = with_pvi_columns(p.rows, result, part_mask(difficulty[0], len(p.rows)))
@@ -149,6 +152,27 @@ class CurriculumMethod(SplitMethod):
 
     def rows(self, loaded, signal, configs):
         return None
+
+    def rederive(self, released, record) -> dict:
+        """Phenomenon configs from the released sizes the card records (``source_id`` counts train
+        rows first, then validation); difficulty configs from their rows' ``pvi`` and label
+        (:func:`~split_builders.methods.difficulty.rederive_difficulty`, one phenomenon at a time)."""
+        out = {}
+        configs = record.get("configs", {})
+        for name, entry in configs.items():
+            parameters = entry.get("parameters") or {}
+            sizes = parameters.get("released_rows")
+            if entry.get("method", "").startswith("curriculum") and sizes is not None:
+                n_train = int(sizes["train"])
+                out[name] = {"train": np.arange(n_train, dtype=np.int64),
+                             "validation": np.arange(n_train, n_train + int(sizes["validation"]), dtype=np.int64)}
+        for phenomenon in dict.fromkeys(entry["parameters"]["phenomenon"] for entry in configs.values()
+                                        if entry.get("method") == "pvi-difficulty"):
+            prefix = phenomenon + "_"
+            members = [c for c, entry in configs.items()
+                       if entry.get("method") == "pvi-difficulty" and entry["parameters"].get("phenomenon") == phenomenon]
+            out.update(rederive_difficulty(released, record, members, prefix=prefix))
+        return out
 
     def card(self, loaded, signal, configs, options):
         from split_builders.release.card import CardSpec, Figure, Panel, Section

@@ -505,6 +505,9 @@ class LikelihoodMethod(SplitMethod):
                 values.finetuned = run
                 provenance = {"prompted": provenance, "finetuned": tuned}
                 scored += f"; fine-tuned {options.folds}-fold ({_describe_run(run)})"
+        # The columns the splits read (verify's level 2 re-derives them from these).
+        provenance["fields"] = {"prompt": src.prompt_field, "query": src.query_field, "label": src.label_field,
+                                "target": src.target_field}
         provenance["length"] = {
             "unit": "NLTK word tokens of the query (NLTKWordTokenizer)",
             "length_bucket_column": f"quantile bucket within the row's class, "
@@ -565,6 +568,46 @@ class LikelihoodMethod(SplitMethod):
             columns.update(score_finetuned=values.finetuned_scores, fold=np.asarray(values.finetuned.folds))
         columns["length_bucket"] = _info_buckets(data.lengths, data.labels, data.length_buckets)
         return _with_columns(data.source.dataset, columns)
+
+    def rederive(self, released, record) -> dict:
+        """Every config from the released rows alone, in ``source_id`` order (the order they were
+        split in): ``score`` (``score_finetuned`` for the fine-tuned setting), ``length``, the label
+        column and, under the atom constraint, the atoms of the target column, with each config's
+        recorded splitter parameters."""
+        from split_builders.release.verify import row_ids
+        from split_builders.signals.programs.atoms import atoms_by_row
+        from split_builders.splitters.baselines import LengthSplitter, RandomSplitter
+        from split_builders.splitters.likelihood import LikelihoodSplitter
+
+        signal = record.get("signal") or {}
+        fields = signal.get("fields")
+        if fields is None:  # a release from before the columns were recorded
+            return {}
+        rows = released.all_rows()
+        ids = row_ids(rows)
+        column = lambda name: rows.column(name).to_numpy(zero_copy_only=False)
+        labels = None if fields.get("label") is None else np.asarray(column(fields["label"]), dtype=object)
+        lengths = np.asarray(column("length"), dtype=np.int64)
+        constraint = signal.get("atom_constraint")
+        atoms = None
+        if constraint is not None:
+            atoms = atoms_by_row(rows.column(fields["target"]).to_pylist(), constraint["target_language"]).atoms
+        out = {}
+        for name, entry in record.get("configs", {}).items():
+            parameters, kind = entry.get("parameters") or {}, entry.get("method")
+            if kind == "likelihood":
+                splitter = LikelihoodSplitter(**{k: parameters[k] for k in LikelihoodSplitter._param_names()})
+                scores = column("score_finetuned" if parameters.get("setting") == "finetuned" else "score")
+                classification = parameters.get("train_size") is None
+                split = splitter.split(scores, labels if classification else None, lengths, atoms)
+            elif kind == "random":
+                split = RandomSplitter(**parameters).split(len(ids), labels)
+            elif kind == "length":
+                split = LengthSplitter(**parameters).split(lengths, labels)
+            else:
+                continue
+            out[name] = {s: ids[np.asarray(r, dtype=np.int64)] for s, r in split.as_indices().items()}
+        return out
 
     def row_keys(self, loaded: Loaded):
         """Rows are exact duplicates when their prompt, query, target and label are all equal.

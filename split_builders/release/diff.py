@@ -30,16 +30,26 @@ def count_moves(previous: dict, current: dict) -> dict:
         if config not in previous:
             report[config] = None
             continue
-        before = {i: s for s, ids in previous[config].items() for i in ids}
-        after = {i: s for s, ids in splits.items() for i in ids}
+        ids_before, where_before, names_before = _located(previous[config])
+        ids_after, where_after, names_after = _located(splits)
+        _, in_before, in_after = np.intersect1d(ids_before, ids_after, assume_unique=True, return_indices=True)
+        was, now = where_before[in_before], where_after[in_after]
         pairs: dict = {}
-        for source_id in before.keys() & after.keys():
-            if before[source_id] != after[source_id]:
-                key = f"{before[source_id]}->{after[source_id]}"
-                pairs[key] = pairs.get(key, 0) + 1
+        for (a, b), n in zip(*np.unique(np.stack([was, now], axis=1).reshape(-1, 2), axis=0, return_counts=True)):
+            if names_before[a] != names_after[b]:
+                pairs[f"{names_before[a]}->{names_after[b]}"] = int(n)
         report[config] = {"moved": sum(pairs.values()), "pairs": dict(sorted(pairs.items())),
-                          "added": len(after.keys() - before.keys()), "removed": len(before.keys() - after.keys())}
+                          "added": int(ids_after.size - in_after.size), "removed": int(ids_before.size - in_before.size)}
     return report
+
+
+def _located(splits: dict) -> tuple:
+    """Every id of one config (int64), the number of the split holding it, and the split names."""
+    names = list(splits)
+    ids = [np.asarray(splits[name], dtype=np.int64).reshape(-1) for name in names]
+    where = [np.full(part.size, k, dtype=np.int64) for k, part in enumerate(ids)]
+    return (np.concatenate(ids) if ids else np.empty(0, np.int64),
+            np.concatenate(where) if where else np.empty(0, np.int64), names)
 
 
 def _flatten(value, prefix="") -> dict:
@@ -87,7 +97,7 @@ def diff(a: str, b: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="resplit-diff-") as work:
         left = Released(resolve_target(a, Path(work) / "a"))
         right = Released(resolve_target(b, Path(work) / "b"))
-        ids = [{c: {s: r.source_ids(c, s).tolist() for s in r.files[c]} for c in r.configs} for r in (left, right)]
+        ids = [{c: {s: r.source_ids(c, s) for s in r.files[c]} for c in r.configs} for r in (left, right)]
         moves = count_moves(*ids)
         configs = {}
         for config in right.configs:

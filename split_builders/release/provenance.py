@@ -9,7 +9,8 @@
       paper: <the method's paper>
       seed: 42
       parameters: {every recorded option}
-      source: {name, rows, content_sha256 and/or revision, filters: {reason: rows}, source_id}
+      source: {name, rows, content_sha256 and/or revision, filters: {reason: rows}, source_id,
+               location: the source as given to the build (a path or Hub id; verify --rescore reads it)}
       signal: {kind, model, model_revision, dtype, ...: what rebuilding the configs needs}
       environment: {python, numpy, torch, datasets, transformers}
       configs:
@@ -60,7 +61,7 @@ def provenance(method, options, info, signal) -> dict:
         "paper": method.paper,
         "seed": int(options.seed),
         "parameters": options.recorded(),
-        "source": source_record(info),
+        "source": {**source_record(info), **({"location": str(options.source)} if options.source is not None else {})},
         "signal": signal.provenance,
         "environment": environment(),
     }

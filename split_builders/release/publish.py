@@ -226,8 +226,11 @@ def remote_state(api, repo_id: str, repo_type: str) -> tuple[dict, str | None]:
 
 
 def fetch_split_ids(api, repo_id: str, revision: str, cache_dir: str) -> tuple[dict, str]:
-    """config -> split -> source ids of a published version, and its CHANGELOG.md ("" if none)."""
+    """config -> split -> row identities (:func:`~split_builders.release.verify.row_ids`) of a published
+    version, and its CHANGELOG.md ("" if none)."""
     import pyarrow.parquet as pq
+
+    from split_builders.release.verify import row_ids
 
     readme = api.hf_hub_download(repo_id, "README.md", repo_type="dataset", revision=revision, cache_dir=cache_dir)
     metadata, _ = read_card(Path(readme).parent)
@@ -236,7 +239,7 @@ def fetch_split_ids(api, repo_id: str, revision: str, cache_dir: str) -> tuple[d
         ids[config] = {}
         for split, path in splits.items():
             local = api.hf_hub_download(repo_id, path, repo_type="dataset", revision=revision, cache_dir=cache_dir)
-            ids[config][split] = pq.read_table(local, columns=["source_id"]).column(0).to_pylist()
+            ids[config][split] = row_ids(pq.read_table(local))
     names = {f.path for f in api.list_repo_tree(repo_id, repo_type="dataset", revision=revision)}
     changelog = ""
     if "CHANGELOG.md" in names:

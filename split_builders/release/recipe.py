@@ -84,13 +84,32 @@ class Recipe:
         model_pinned = self.model is None or bool(self.model.get("revision")) or self.model.get("bundled", False)
         return source_pinned and model_pinned
 
-    def method_options(self, *, source, out, overwrite: bool = False, **overrides):
-        """The method's options object for a build of this recipe (validated by the dataclass)."""
+    def method_options(self, *, source, out, overwrite: bool = False, settings: dict | None = None, **overrides):
+        """The method's options object for a build of this recipe (validated by the dataclass).
+        ``settings`` are a trial build's ``--set`` changes to the recipe's options (checked like them)."""
         from split_builders.api import get_method
 
         method = get_method(self.method)
+        if settings:
+            _check_option_keys(self.name, self.method, settings)
+            overrides = {**settings, **overrides}
         values = {**self.options, **{k: v for k, v in overrides.items() if v is not None}}
         return method.Options(source=str(source), out=str(out), overwrite=overwrite, seed=self.seed, **values)
+
+
+def parse_settings(settings: list[str] | None) -> dict:
+    """``--set KEY=VALUE`` arguments as a dict of option overrides; each value is read as YAML, so
+    ``train_size=400`` is a number and ``phenomena=[verbnet,boolean]`` a list."""
+    values = {}
+    for setting in settings or []:
+        key, sep, text = setting.partition("=")
+        if not sep or not key.strip():
+            raise InvalidParameterError(f"--set takes KEY=VALUE (an option of the recipe's method), got {setting!r}")
+        try:
+            values[key.strip()] = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise InvalidParameterError(f"--set {key.strip()}: {text!r} is not a valid value") from None
+    return values
 
 
 def _check_option_keys(name: str, method_name: str, options: dict) -> None:

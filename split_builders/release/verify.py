@@ -40,6 +40,13 @@ def row_ids(table) -> np.ndarray:
                                 f"{', '.join(names)}")
 
 
+def membership_sha256(ids) -> str:
+    """sha256 of a split's sorted row identities (little-endian int64): what a card records of a
+    split that is taken as released rather than derived (a published split)."""
+    ordered = np.sort(np.asarray(ids, dtype=np.int64)).astype("<i8")
+    return hashlib.sha256(ordered.tobytes()).hexdigest()
+
+
 @dataclass
 class Finding:
     """One check of one config (and split): ``status`` is identical, differs or not checked."""
@@ -206,7 +213,12 @@ def check_rederived(released: Released, report: Report) -> None:
 
     method = get_method(released.record.get("method"))
     rederived = method.rederive(released, released.record)
+    recorded = released.record.get("configs") or {}
     for config in released.configs:
+        members = ((recorded.get(config) or {}).get("parameters") or {}).get("source_ids_sha256")
+        if config not in rederived and members:
+            _check_membership(released, config, members, report)
+            continue
         if config not in rederived:
             report.skip(2, config, f"{method.name} does not re-derive this config from the rows")
             continue
@@ -221,23 +233,52 @@ def check_rederived(released: Released, report: Report) -> None:
             report.add(2, config, split, False, "the re-derived config has this split; the release does not")
 
 
-def check_rescored(released: Released, report: Report, work: Path) -> None:
-    """Level 3: rebuild from the recorded options (source and model must be reachable) and compare."""
+def _check_membership(released: Released, config: str, members: dict, report: Report) -> None:
+    """A split taken as released (not derived): its rows against the membership the card records."""
+    for split in released.files[config]:
+        actual = released.source_ids(config, split)
+        same = membership_sha256(actual) == members.get(split)
+        report.add(2, config, split, same, "" if same else (
+            f"its {actual.size} rows are not the ones the card recorded for this published split "
+            f"(source_ids sha256 {membership_sha256(actual)[:12]}..., recorded {str(members.get(split))[:12]}...)"))
+
+
+def _given_scores(signal: dict) -> str | None:
+    """The name of the scores file a release's signal was given as, or None when it was computed."""
+    if signal.get("kind") == "given log-likelihoods":
+        return signal.get("file")
+    return (signal.get("given_scores") or {}).get("file")
+
+
+def check_rescored(released: Released, report: Report, work: Path, *, source=None) -> None:
+    """Level 3: rebuild from the recorded options (source and model must be reachable) and compare:
+    the source's content hash, every config's index sets, and the signal columns row by row."""
     from split_builders.api import get_method
     from split_builders.builder import build
 
     record = released.record
+    given = _given_scores(record.get("signal") or {})
+    if given is not None:
+        report.skip(3, "(all)", f"the signal was given ({given}), not computed: there is nothing to recompute; "
+                                "levels 1 and 2 check the rest")
+        return
     method = get_method(record.get("method"))
-    source = (record.get("source") or {}).get("name")
+    recorded_source = record.get("source") or {}
+    source = source or recorded_source.get("location") or recorded_source.get("name")
     fields = {f for f in method.Options.__dataclass_fields__}
     values = {k: v for k, v in (record.get("parameters") or {}).items() if k in fields}
     try:
         options = method.Options(source=source, out=str(work / "rescored"), seed=record.get("seed", 42), **values)
         rebuilt = build(method, options, progress=False)
     except Exception as error:  # the source or the model is not reachable here, or options changed
-        report.skip(3, "(all)", f"could not rebuild from the recorded options: {str(error).splitlines()[0]}")
+        report.skip(3, "(all)", f"could not rebuild from the recorded options with source {source!r}: "
+                                f"{str(error).splitlines()[0]} (give the source's location with --source)")
         return
     again = Released(rebuilt.out)
+    before, after = recorded_source.get("content_sha256"), (again.record.get("source") or {}).get("content_sha256")
+    if before and after:
+        report.add(3, "source", None, before == after,
+                   f"content sha256 {after[:12]}... but the card records {before[:12]}..." if before != after else "")
     for config in released.configs:
         if config not in again.files:
             report.add(3, config, None, False, "the rebuild has no such config")
@@ -247,17 +288,20 @@ def check_rescored(released: Released, report: Report, work: Path) -> None:
             expected = again.source_ids(config, split) if split in again.files[config] else np.array([], np.int64)
             same = np.array_equal(np.sort(actual), np.sort(expected))
             report.add(3, config, split, same, "" if same else _ids_detail(np.sort(expected), actual))
+    old_rows, new_rows = released.all_rows(), again.all_rows()
+    _, left, right = np.intersect1d(row_ids(old_rows), row_ids(new_rows), return_indices=True)
     for column in ("score", "score_finetuned", "pvi"):
-        first = released.configs[0]
-        old, new = released.rows(first)[0], again.rows(first)[0]
-        if column in old.column_names and column in new.column_names and old.num_rows == new.num_rows:
-            gap = float(np.max(np.abs(np.asarray(old.column(column).to_numpy(), float)
-                                      - np.asarray(new.column(column).to_numpy(), float)), initial=0.0))
-            report.add(3, f"signal `{column}`", None, gap == 0.0, f"largest difference {gap:.3g}")
+        if column in old_rows.column_names and column in new_rows.column_names:
+            old = np.asarray(old_rows.column(column).to_numpy(), float)[left]
+            new = np.asarray(new_rows.column(column).to_numpy(), float)[right]
+            gap = float(np.max(np.abs(old - new), initial=0.0))
+            report.add(3, f"signal `{column}`", None, gap == 0.0,
+                       f"largest difference {gap:.3g} over {left.size} rows")
 
 
-def verify(target: str, *, rescore: bool = False, load: bool = True) -> Report:
-    """Verify a release folder or ``HUB_ID[@REVISION]`` (see the module docstring)."""
+def verify(target: str, *, rescore: bool = False, load: bool = True, source=None) -> Report:
+    """Verify a release folder or ``HUB_ID[@REVISION]`` (see the module docstring). ``source``: where
+    level 3 reads the source (default: the location the card records)."""
     report = Report(target)
     with tempfile.TemporaryDirectory(prefix="resplit-verify-") as work:
         folder = resolve_target(target, Path(work))
@@ -265,5 +309,5 @@ def verify(target: str, *, rescore: bool = False, load: bool = True) -> Report:
         check_integrity(released, report, load=load)
         check_rederived(released, report)
         if rescore:
-            check_rescored(released, report, Path(work))
+            check_rescored(released, report, Path(work), source=source)
     return report

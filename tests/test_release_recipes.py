@@ -1,0 +1,132 @@
+"""Every dataset recipe in ``releases/`` whose source is here builds through ``resplit release`` and
+passes ``verify`` levels 1 and 2 with every config checked; a row moved in any of them is caught.
+
+Trial builds keep the tests short: ``--limit`` and ``--set`` shrink the big recipes (the card records
+both), and the likelihood recipes take the reference fixtures' scores (``--scores``) in the source's own
+format, since this machine has neither GPT-2 medium nor a GPU."""
+
+import csv
+import gzip
+import json
+import shutil
+
+import pytest
+import yaml
+
+from split_builders.cli import main
+from split_builders.release.recipe import list_recipes
+from split_builders.release.verify import verify
+
+LIKELIHOOD_FIXTURES = "reference/likelihood/inputs"
+RECIPES = ("geoquery-compositional", "spider-compositional", "scan-compositional", "cogs-compositional",
+           "curriculum", "checklist-sentiment", "checklist-qqp", "checklist-squad", "snli-likelihood",
+           "boolq-likelihood", "spider-likelihood")
+
+
+def _snli_jsonl(shared, path):
+    """The SNLI fixture in SNLI's own jsonl fields (sentence1, sentence2, gold_label)."""
+    with open(shared / LIKELIHOOD_FIXTURES / "snli" / "all_examples.csv", newline="") as handle:
+        rows = [{"sentence1": r["premise"], "sentence2": r["hypothesis"], "gold_label": r["gold_label"]}
+                for r in csv.DictReader(handle)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def _boolq_jsonl(shared, path):
+    """The BoolQ fixture in BoolQ's own jsonl fields (question, passage, answer as a boolean)."""
+    with open(shared / LIKELIHOOD_FIXTURES / "boolq" / "all_examples.csv", newline="") as handle:
+        rows = [{"question": r["question"], "passage": r["passage"], "answer": r["label"] == "True"}
+                for r in csv.DictReader(handle)]
+    with gzip.open(path, "wt") as handle:
+        handle.write("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def _trial_arguments(shared, work):
+    """Per recipe, the ``resplit release`` arguments of a quick build from what ``../shared`` holds."""
+    fixtures = shared / LIKELIHOOD_FIXTURES
+    return {
+        "geoquery-compositional": [],  # the recipe as written, from its local copy
+        "spider-compositional": ["--limit", "2000", "--set", "train_size=1000", "--set", "iterations=100"],
+        "scan-compositional": ["--limit", "2000", "--set", "iterations=100"],
+        "cogs-compositional": ["--limit", "2000", "--set", "train_size=1000", "--set", "iterations=100"],
+        "curriculum": ["--limit", "200", "--set", "phenomena=[verbnet,boolean]", "--set", "folds=2"],
+        "checklist-sentiment": ["--limit", "10"],
+        "checklist-qqp": ["--limit", "10"],
+        "checklist-squad": ["--limit", "10"],
+        "snli-likelihood": ["--source", str(_snli_jsonl(shared, work / "snli.jsonl")), "--scores",
+                            str(fixtures / "snli" / "all_examples__False_loglikelihoods.npy"),
+                            "--set", "dev_size=200", "--set", "test_size=200"],
+        "boolq-likelihood": ["--source", str(_boolq_jsonl(shared, work / "boolq.jsonl.gz")), "--scores",
+                             str(fixtures / "boolq" / "all_examples__False_loglikelihoods.npy"),
+                             "--set", "dev_size=150", "--set", "test_size=150"],
+        "spider-likelihood": ["--source", str(fixtures / "spider" / "all_examples.tsv"), "--scores",
+                              str(fixtures / "spider" / "all_examples_loglikelihoods.npy"),
+                              "--set", "train_size=400"],
+    }
+
+
+@pytest.fixture(scope="module")
+def recipe_builds(shared, tmp_path_factory):
+    """Per recipe, the trial release that ``resplit release`` built and verified, and its arguments."""
+    work = tmp_path_factory.mktemp("recipe-inputs")
+    root = tmp_path_factory.mktemp("recipe-releases")
+    arguments = _trial_arguments(shared, work)
+    assert set(arguments) == set(RECIPES)
+    built = {}
+    for name in RECIPES:
+        out = root / name
+        # the load check is covered family by family in test_families; here it would triple the time
+        code = main(["release", name, *arguments[name], "--out", str(out), "--no-progress", "--no-load-check"])
+        assert code == 0, name
+        built[name] = (out, arguments[name])
+    return built
+
+
+def _front_matter(folder):
+    return yaml.safe_load((folder / "README.md").read_text(encoding="utf-8").split("---\n")[1])
+
+
+def test_every_dataset_recipe_has_its_source_here_and_a_trial_build():
+    recipes = [r for r in list_recipes() if r.kind != "metric"]
+    assert {r.name for r in recipes if r.local_source() is not None} == {r.name for r in recipes} == set(RECIPES)
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_the_build_verifies_with_every_config_checked(name, recipe_builds):
+    folder, _ = recipe_builds[name]
+    meta = _front_matter(folder)["resplit"]
+    report = verify(str(folder), load=False)
+    assert report.ok, [f.line() for f in report.findings if f.status != "identical"]
+    assert not [f for f in report.findings if f.status == "not checked"]
+    assert {f.config for f in report.findings if f.level == 2 and f.status == "identical"} == set(meta["configs"])
+    level_one = {(f.config, f.split) for f in report.findings if f.level == 1 and f.split}
+    assert level_one >= {(c, s) for c, entry in meta["configs"].items() for s in entry["rows"]}
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_the_card_records_the_recipe_and_the_trial_changes(name, recipe_builds):
+    folder, arguments = recipe_builds[name]
+    meta = _front_matter(folder)["resplit"]
+    recipe = {r.name: r for r in list_recipes()}[name]
+    assert meta["method"] == recipe.method and meta["seed"] == recipe.seed
+    settings = dict(a.split("=", 1) for flag, a in zip(arguments, arguments[1:]) if flag == "--set")
+    for key, value in {**recipe.options, **{k: yaml.safe_load(v) for k, v in settings.items()}}.items():
+        if key not in ("scores", "finetune"):  # given scores replace the recipe's fine-tuning
+            assert meta["parameters"][key] == value, key
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_a_row_moved_in_the_first_config_is_named(name, recipe_builds, tmp_path, capsys):
+    from test_verify_diff import _move_a_row
+
+    copy = tmp_path / name
+    shutil.copytree(recipe_builds[name][0], copy)
+    meta = _front_matter(copy)["resplit"]
+    config, entry = next(iter(meta["configs"].items()))
+    source, target = [s for s in ("test", "validation", "train") if entry["rows"].get(s)][:2]
+    moved = _move_a_row(copy, config, source, target)
+    assert main(["verify", str(copy), "--no-load-check"]) == 1
+    differs = [line for line in capsys.readouterr().out.splitlines() if line.startswith("level ") and "differs" in line]
+    assert differs and all(line.startswith(f"level 2  {config}/") for line in differs), differs
+    assert any(f"source_id {moved}" in line for line in differs), differs
