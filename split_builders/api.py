@@ -388,6 +388,11 @@ class SplitMethod:
         """
         return {}
 
+    def given_signal(self, signal: dict) -> str | None:
+        """The name of the file a release's signal was read from (``--scores``), or None when the
+        build computed it: ``resplit verify --rescore`` has nothing to recompute for a given signal."""
+        return None
+
     def report(self, result) -> list[str]:
         """Lines the CLI prints after a build (the shared summary table comes first)."""
         return []

@@ -242,8 +242,7 @@ class CompositionalMethod(SplitMethod):
     # -- signal --------------------------------------------------------------------------------
 
     def signal(self, loaded: Loaded, options: CompositionalOptions, context) -> Signal:
-        import hashlib
-
+        from split_builders.signals.given import given_scores_record
         from split_builders.signals.programs.compounds import compounds_by_row
         from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
 
@@ -257,8 +256,7 @@ class CompositionalMethod(SplitMethod):
                       "unparseable_programs_excluded": len(rows.row_atoms.unparseable)}
         if options.scores is not None:
             values.scores = rows.given_scores(options.scores)
-            provenance["given_scores"] = {"file": Path(options.scores).name,
-                                          "sha256": hashlib.sha256(Path(options.scores).read_bytes()).hexdigest()}
+            provenance["given_scores"] = given_scores_record(options.scores)
         if options.lexical:
             from split_builders.signals.programs.lexical import KINDS, WugReplacer, shared_items
 
@@ -353,10 +351,14 @@ class CompositionalMethod(SplitMethod):
             built += self._likelihood_configs(values, train_rows(options, values.parsed.size), options)
         out = {c.name: {s: ids[np.asarray(r, dtype=np.int64)] for s, r in c.indices.items()} for c in built}
         for name, entry in configs.items():
-            base = name[:-len(entry["parameters"].get("wug", "")) - 1] if "+" in entry.get("method", "") else None
+            base = name.removesuffix("_" + entry["parameters"]["wug"]) if "+" in entry.get("method", "") else None
             if base in out:
                 out[name] = out[base]
         return out
+
+    def given_signal(self, signal: dict) -> str | None:
+        # The card names the scores file but does not hold it: a rebuild could not make the ll_split* configs.
+        return (signal.get("given_scores") or {}).get("file")
 
     def _search(self, name, loaded, values, n_train, options):
         """One config resplit builds, over the parseable rows: (Split of positions among them,

@@ -166,12 +166,12 @@ class CurriculumMethod(SplitMethod):
                 n_train = int(sizes["train"])
                 out[name] = {"train": np.arange(n_train, dtype=np.int64),
                              "validation": np.arange(n_train, n_train + int(sizes["validation"]), dtype=np.int64)}
-        for phenomenon in dict.fromkeys(entry["parameters"]["phenomenon"] for entry in configs.values()
-                                        if entry.get("method") == "pvi-difficulty"):
-            prefix = phenomenon + "_"
-            members = [c for c, entry in configs.items()
-                       if entry.get("method") == "pvi-difficulty" and entry["parameters"].get("phenomenon") == phenomenon]
-            out.update(rederive_difficulty(released, record, members, prefix=prefix))
+        by_phenomenon: dict = {}
+        for name, entry in configs.items():
+            if entry.get("method") == "pvi-difficulty":
+                by_phenomenon.setdefault(entry["parameters"]["phenomenon"], []).append(name)
+        for phenomenon, members in by_phenomenon.items():
+            out.update(rederive_difficulty(released, record, members, prefix=phenomenon + "_"))
         return out
 
     def card(self, loaded, signal, configs, options):

@@ -98,16 +98,18 @@ def difficulty_configs(pvi, labels, options, *, parameters: dict, rows=None, pre
 
 def rederive_difficulty(released, record, configs, *, prefix: str = "") -> dict:
     """``{config: {split: source_ids}}`` of difficulty configs re-derived from their released rows."""
+    members = [c for c in configs if c.startswith(prefix) and c[len(prefix):] in CONFIGS]
+    if not members:
+        return {}
+    rows = released.all_rows(members)  # every difficulty config splits the same rows: read them once
+    pvi = np.asarray(rows.column("pvi").to_numpy(), dtype=np.float64)
+    ids = np.asarray(rows.column("source_id").to_numpy(), dtype=np.int64)
     out = {}
-    for config in configs:
-        if not config.startswith(prefix) or config[len(prefix):] not in CONFIGS:
-            continue
+    for config in members:
         parameters = record["configs"][config]["parameters"]
-        rows = released.all_rows([c for c in configs if c.startswith(prefix) and c[len(prefix):] in CONFIGS])
         labels, _ = label_ids([str(v) for v in rows.column(parameters.get("label_field") or "label").to_pylist()])
         splitter = DifficultySplitter(**{k: parameters[k] for k in DifficultySplitter._param_names()})
-        split = splitter.split(np.asarray(rows.column("pvi").to_numpy(), dtype=np.float64), labels)
-        ids = np.asarray(rows.column("source_id").to_numpy(), dtype=np.int64)
+        split = splitter.split(pvi, labels)
         out[config] = {s: ids[np.asarray(r, dtype=np.int64)] for s, r in split.as_indices().items()}
     return out
 

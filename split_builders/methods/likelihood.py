@@ -14,7 +14,6 @@ configs come from :func:`split_builders.splitters.likelihood.likelihood_configs`
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from loading_scripts import TASKS
 from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
                                 parse_size, register)
 from split_builders.errors import FieldError, InvalidParameterError
+from split_builders.signals.given import given_scores_record
 from split_builders.signals.lm.prompts import NAMED_TEMPLATES
 from split_builders.signals.programs.atoms import ATOM_FUNCTIONS, atom_function
 
@@ -36,6 +36,7 @@ FINETUNE_EVAL_FRACTION = 0.1
 PAPER = ("Ameya Godbole and Robin Jia. 2023. *Benchmarking Long-tail Generalization with Likelihood "
          "Splits.* Findings of EACL 2023.")
 SIGNAL_LABEL = "s(x), log-likelihood (nats)"
+GIVEN_KIND = "given log-likelihoods"  # the signal kind of a build from --scores
 FINETUNE_GROUP = "fine-tuned setting (the paper's ll_split)"
 
 
@@ -493,8 +494,7 @@ class LikelihoodMethod(SplitMethod):
         if options.scores is not None:
             path = Path(options.scores)
             values = LikelihoodScores(loaded.data.given_scores(path), "given")
-            provenance = {"kind": "given log-likelihoods", "file": path.name,
-                          "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+            provenance = {"kind": GIVEN_KIND, **given_scores_record(path)}
             scored = f"given scores ({path.name})"
         else:
             values, provenance, scored, ref, dtype = self._prompted(src, options, context)
@@ -608,6 +608,9 @@ class LikelihoodMethod(SplitMethod):
                 continue
             out[name] = {s: ids[np.asarray(r, dtype=np.int64)] for s, r in split.as_indices().items()}
         return out
+
+    def given_signal(self, signal: dict) -> str | None:
+        return signal.get("file") if signal.get("kind") == GIVEN_KIND else None
 
     def row_keys(self, loaded: Loaded):
         """Rows are exact duplicates when their prompt, query, target and label are all equal.

@@ -35,7 +35,7 @@ def count_moves(previous: dict, current: dict) -> dict:
         _, in_before, in_after = np.intersect1d(ids_before, ids_after, assume_unique=True, return_indices=True)
         was, now = where_before[in_before], where_after[in_after]
         pairs: dict = {}
-        for (a, b), n in zip(*np.unique(np.stack([was, now], axis=1).reshape(-1, 2), axis=0, return_counts=True)):
+        for (a, b), n in zip(*np.unique(np.stack([was, now], axis=1), axis=0, return_counts=True)):
             if names_before[a] != names_after[b]:
                 pairs[f"{names_before[a]}->{names_after[b]}"] = int(n)
         report[config] = {"moved": sum(pairs.values()), "pairs": dict(sorted(pairs.items())),

@@ -237,17 +237,11 @@ def _check_membership(released: Released, config: str, members: dict, report: Re
     """A split taken as released (not derived): its rows against the membership the card records."""
     for split in released.files[config]:
         actual = released.source_ids(config, split)
-        same = membership_sha256(actual) == members.get(split)
+        digest = membership_sha256(actual)
+        same = digest == members.get(split)
         report.add(2, config, split, same, "" if same else (
             f"its {actual.size} rows are not the ones the card recorded for this published split "
-            f"(source_ids sha256 {membership_sha256(actual)[:12]}..., recorded {str(members.get(split))[:12]}...)"))
-
-
-def _given_scores(signal: dict) -> str | None:
-    """The name of the scores file a release's signal was given as, or None when it was computed."""
-    if signal.get("kind") == "given log-likelihoods":
-        return signal.get("file")
-    return (signal.get("given_scores") or {}).get("file")
+            f"(source_ids sha256 {digest[:12]}..., recorded {str(members.get(split))[:12]}...)"))
 
 
 def check_rescored(released: Released, report: Report, work: Path, *, source=None) -> None:
@@ -257,12 +251,12 @@ def check_rescored(released: Released, report: Report, work: Path, *, source=Non
     from split_builders.builder import build
 
     record = released.record
-    given = _given_scores(record.get("signal") or {})
+    method = get_method(record.get("method"))
+    given = method.given_signal(record.get("signal") or {})
     if given is not None:
         report.skip(3, "(all)", f"the signal was given ({given}), not computed: there is nothing to recompute; "
                                 "levels 1 and 2 check the rest")
         return
-    method = get_method(record.get("method"))
     recorded_source = record.get("source") or {}
     source = source or recorded_source.get("location") or recorded_source.get("name")
     fields = {f for f in method.Options.__dataclass_fields__}

@@ -3,11 +3,19 @@ every method that takes them."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
+
+
+def given_scores_record(path) -> dict:
+    """What provenance records of a scores file: its name (not the local path) and its sha256."""
+    path = Path(path)
+    with open(path, "rb") as handle:
+        return {"file": path.name, "sha256": hashlib.file_digest(handle, "sha256").hexdigest()}
 
 
 def read_given_scores(path, *, source_ids, input_rows: int) -> np.ndarray:
