@@ -70,7 +70,7 @@ class CompositionalSource:
                 published_from[name] = self.published_from[name]
             else:
                 dropped.append(f"{name} (no train or no evaluation rows left after {why})")
-        from split_builders.release.writer import quiet_datasets
+        from loading_scripts.tables import quiet_datasets
 
         with quiet_datasets():  # one flat table now, rather than a progress bar when a column is added
             rows = self.rows.select(keep).flatten_indices()

@@ -60,6 +60,54 @@ class Split(NamedTuple):
         return {name: rows for name, rows in parts.items() if name == "train" or len(rows)}
 
 
+SPLITS = ("train", "validation", "test")
+"""The split names of every release, in release order."""
+
+
+@dataclass
+class ConfigSplit:
+    """One config of a release: row positions per split, and how they were chosen.
+
+    ``indices`` are positions in the release's rows (not source ids), or in ``rows`` when the
+    config brings its own table (a release of several datasets, such as CURRICULUM's phenomena,
+    whose columns differ per config).
+    """
+
+    name: str
+    indices: dict
+    method: str
+    parameters: dict = field(default_factory=dict)
+    description: str = ""
+    rows: datasets.Dataset | None = None
+
+    def _sizes(self) -> str:
+        return ", ".join(f"{s} {len(v)}" for s, v in self.indices.items()) or "no splits"
+
+    @property
+    def splits(self) -> tuple:
+        """The config's splits in release order. An evaluation split may be absent (compositional
+        splits such as TMCD have only train and test) and an empty one is left out: ``datasets``
+        cannot load a split without rows."""
+        return tuple(s for s in SPLITS if s in self.indices and (s == "train" or len(self.indices[s])))
+
+    def check(self, n_rows: int) -> None:
+        # train plus at least one evaluation split: TMCD has train/test, CURRICULUM train/validation.
+        if not set(self.indices) <= set(SPLITS):
+            raise InvalidParameterError(f"config {self.name!r} has unknown split(s) "
+                                        f"{sorted(set(self.indices) - set(SPLITS))}; allowed: {', '.join(SPLITS)}")
+        if "train" not in self.indices or len(self.splits) < 2:
+            raise InvalidParameterError(f"config {self.name!r} must have a train split and at least one non-empty "
+                                        f"validation or test split; has {self._sizes()}")
+        seen = np.zeros(n_rows, dtype=np.int64)
+        for split in self.splits:
+            idx = np.asarray(self.indices[split])
+            if idx.size and (idx.min() < 0 or idx.max() >= n_rows):
+                raise InvalidParameterError(f"config {self.name!r} split {split!r} has row numbers outside 0..{n_rows - 1}")
+            np.add.at(seen, idx, 1)
+        if (seen > 1).any():
+            raise InvalidParameterError(f"config {self.name!r}: {(seen > 1).sum()} row(s) are in more than one split")
+
+
 class BaseSplitter:
     """Base class of every splitter: ``get_params()`` and ``repr`` read the constructor's
     keyword-only parameters from attributes of the same name (set in ``__init__``, validated there)."""
@@ -82,20 +130,64 @@ class BaseSplitter:
         raise NotImplementedError
 
 
+def check_number(value, name: str, *, integer: bool = False, minimum=None, maximum=None,
+                 exclusive: tuple = (), allow_none: bool = False):
+    """The one check of a numeric parameter; returns it as an int (``integer``) or a float.
+
+    ``minimum`` / ``maximum`` bound it (inclusive, unless named in ``exclusive``: ``("minimum",)``,
+    ``("maximum",)`` or both). A bound of 0 and 1 with a real value reads as a fraction in the
+    message, e.g. ``validation_size must be a fraction in (0, 1), got 1.5``. Booleans are refused
+    (``True`` is an int to Python, never a count to a user); None passes only with ``allow_none``.
+    """
+    if value is None and allow_none:
+        return None
+    low_open, high_open = "minimum" in exclusive, "maximum" in exclusive
+    if integer:
+        if minimum == 0 and maximum is None and not low_open:
+            wanted = "a non-negative integer"
+        elif minimum == 1 and maximum is None and not low_open:
+            wanted = "a positive integer"
+        else:
+            wanted = "an integer" + _bounds_text(minimum, maximum, low_open, high_open)
+    elif minimum == 0 and maximum == 1:
+        wanted = f"a fraction in {'(' if low_open else '['}0, 1{')' if high_open else ']'}"
+    elif minimum == 0 and maximum is None and low_open:
+        wanted = "a positive number"
+    else:
+        wanted = "a number" + _bounds_text(minimum, maximum, low_open, high_open)
+    kinds = Integral if integer else Real
+    ok = not isinstance(value, bool) and isinstance(value, kinds) and math.isfinite(value)
+    if ok and minimum is not None:
+        ok = value > minimum if low_open else value >= minimum
+    if ok and maximum is not None:
+        ok = value < maximum if high_open else value <= maximum
+    if not ok:
+        raise InvalidParameterError(f"{name} must be {wanted}, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def _bounds_text(minimum, maximum, low_open: bool, high_open: bool) -> str:
+    if minimum is not None and maximum is not None:
+        return f" in {'(' if low_open else '['}{minimum}, {maximum}{')' if high_open else ']'}"
+    if minimum is not None:
+        return f" {'>' if low_open else '>='} {minimum}"
+    if maximum is not None:
+        return f" {'<' if high_open else '<='} {maximum}"
+    return ""
+
+
 def check_size(value, name: str, *, allow_zero: bool = True):
     """Validate a size given as a count (int >= 0, or >= 1 without ``allow_zero``) or a fraction
     in (0, 1); returns it as an int or a float."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, Real):
         raise InvalidParameterError(f"{name} must be a count or a fraction in (0, 1), got {value!r}")
     if isinstance(value, Integral):
         if value < (0 if allow_zero else 1):
             raise InvalidParameterError(f"{name} must be >= {0 if allow_zero else 1}, got {value}")
         return int(value)
-    if isinstance(value, Real):
-        if not 0.0 < float(value) < 1.0:
-            raise InvalidParameterError(f"{name} as a fraction must be in (0, 1), got {value}")
-        return float(value)
-    raise InvalidParameterError(f"{name} must be a count or a fraction in (0, 1), got {value!r}")
+    if not 0.0 < float(value) < 1.0:
+        raise InvalidParameterError(f"{name} as a fraction must be in (0, 1), got {value}")
+    return float(value)
 
 
 def resolve_size(value, n_rows: int) -> int:
@@ -105,11 +197,7 @@ def resolve_size(value, n_rows: int) -> int:
 
 def check_random_state(random_state) -> int | None:
     """A seed: a non-negative integer, or None."""
-    if random_state is None:
-        return None
-    if isinstance(random_state, bool) or not isinstance(random_state, Integral) or random_state < 0:
-        raise InvalidParameterError(f"random_state must be a non-negative integer or None, got {random_state!r}")
-    return int(random_state)
+    return check_number(random_state, "random_state", integer=True, minimum=0, allow_none=True)
 
 
 def parse_size(text: str):
@@ -130,7 +218,8 @@ def parse_size(text: str):
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", *, flags: tuple = (), choices=None,
-           parse: Callable | None = None, group: str = "method", record: bool = True, metavar: str | None = None):
+           parse: Callable | None = None, group: str = "method", record: bool = True, metavar: str | None = None,
+           integer: bool = False, minimum=None, maximum=None, exclusive: tuple = ()):
     """A field of a method's ``Options`` dataclass.
 
     Parameters
@@ -149,9 +238,15 @@ def option(default: Any = dataclasses.MISSING, help: str = "", *, flags: tuple =
         The help section the flag is listed under.
     record : bool
         Whether provenance records the value (False for local paths such as cache folders).
+    integer, minimum, maximum, exclusive
+        A numeric option's bounds, checked by :func:`check_number` when the options are built (None
+        passes where the default is None). Give none of them for an option checked otherwise.
     """
+    number = None
+    if integer or minimum is not None or maximum is not None:
+        number = {"integer": integer, "minimum": minimum, "maximum": maximum, "exclusive": tuple(exclusive)}
     metadata = {"help": help, "flags": tuple(flags), "choices": choices, "parse": parse, "group": group,
-                "record": record, "metavar": metavar}
+                "record": record, "metavar": metavar, "number": number}
     if isinstance(default, (list, dict, set)):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -171,26 +266,26 @@ class CommonOptions:
     out: str | None = option(None, "output folder (must not exist unless --overwrite)", group="common",
                              record=False)
     overwrite: bool = option(False, "replace an existing output folder", group="common", record=False)
-    seed: int = option(42, "seed of every random choice (default 42)", group="common")
-    limit: int | None = option(None, "use only the first N rows (quick runs)", group="common")
+    seed: int = option(42, "seed of every random choice (default 42)", group="common", integer=True, minimum=0)
+    limit: int | None = option(None, "use only the first N rows (quick runs)", group="common", integer=True,
+                               minimum=1)
     dedupe: bool = option(False, "drop exact duplicate rows before splitting (the first source_id of each is kept)",
                           group="common")
 
     def __post_init__(self):
         self._normalise_lists()
+        if self.out is None:
+            raise InvalidParameterError("an output folder is required (--out)")
         for spec in dataclasses.fields(self):
-            choices = spec.metadata.get("choices")
+            choices, number = spec.metadata.get("choices"), spec.metadata.get("number")
             value = getattr(self, spec.name)
             if choices is not None and value is not None and value not in choices:
                 raise InvalidParameterError(f"{spec.name.replace('_', '-')} must be one of "
                                             f"{', '.join(map(str, choices))}; got {value!r}")
-        if self.out is None:
-            raise InvalidParameterError("an output folder is required (--out)")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, Integral) or self.seed < 0:
-            raise InvalidParameterError(f"seed must be a non-negative integer, got {self.seed!r}")
-        if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, Integral)
-                                       or self.limit < 1):
-            raise InvalidParameterError(f"limit must be a positive number of rows, got {self.limit!r}")
+            if number is not None:
+                checked = check_number(value, spec.name, allow_none=spec.default is None, **number)
+                if checked is not None and not isinstance(value, bool):
+                    setattr(self, spec.name, checked)
         self.validate()
 
     def validate(self) -> None:
@@ -303,7 +398,8 @@ class Context:
 
 class SplitMethod:
     """Base class of a split family. Subclasses set the class attributes and implement ``load``,
-    ``signal``, ``configs``, ``rows`` and ``card``; the shared build calls them in that order.
+    ``signal``, ``configs``, ``rows`` and ``card`` (the others have defaults); the shared build calls
+    them in the order of :data:`HOOKS`.
 
     Attributes
     ----------
@@ -321,6 +417,10 @@ class SplitMethod:
         The source used when none is given (None: ``--source`` is required).
     source_aliases : tuple of str
         Older spellings of ``--source`` that keep working (``--data``, ``--suite``).
+    signal_columns : tuple of str
+        The per-row signal columns its released rows carry (``score``, ``pvi``, ...): ``verify
+        --rescore`` compares them row by row with a rebuild and ``diff`` compares their train / test
+        distributions. Every released row also carries ``source_id``, the row identity shared code uses.
     """
 
     name: str = ""
@@ -330,6 +430,7 @@ class SplitMethod:
     Options: type = CommonOptions
     default_source: str | None = None
     source_aliases: tuple = ()
+    signal_columns: tuple = ()
 
     def options(self, **values) -> CommonOptions:
         """The method's options from keyword values (validated; the default source filled in)."""
@@ -346,6 +447,18 @@ class SplitMethod:
 
     def load(self, options) -> Loaded:
         raise NotImplementedError
+
+    def row_keys(self, loaded: Loaded):
+        """One string per loaded row; rows with equal keys are exact duplicates (the fields the
+        method splits on, e.g. premise + hypothesis + label). None: the method defines no duplicates.
+        Rows of ``rows()`` beyond these (lexical copies) map back to row ``i % len(keys)``."""
+        return None
+
+    def select_rows(self, loaded: Loaded, keep) -> Loaded:
+        """The loaded source restricted to the sorted positions ``keep`` (``--dedupe``)."""
+        from split_builders.errors import InvalidParameterError
+
+        raise InvalidParameterError(f"{self.name} does not support --dedupe")
 
     def check_loaded(self, loaded: Loaded, options) -> None:
         """Checks that need the rows but nothing expensive (sizes against the row count, fields)."""
@@ -365,17 +478,12 @@ class SplitMethod:
         """A :class:`split_builders.release.card.CardSpec`: text and figure specifications."""
         raise NotImplementedError
 
-    def row_keys(self, loaded: Loaded):
-        """One string per loaded row; rows with equal keys are exact duplicates (the fields the
-        method splits on, e.g. premise + hypothesis + label). None: the method defines no duplicates.
-        Rows of ``rows()`` beyond these (lexical copies) map back to row ``i % len(keys)``."""
-        return None
+    def pretty_name(self, loaded: Loaded) -> str:
+        return f"{self.name} splits of {loaded.info.name}"
 
-    def select_rows(self, loaded: Loaded, keep) -> Loaded:
-        """The loaded source restricted to the sorted positions ``keep`` (``--dedupe``)."""
-        from split_builders.errors import InvalidParameterError
-
-        raise InvalidParameterError(f"{self.name} does not support --dedupe")
+    def report(self, result) -> list[str]:
+        """Lines the CLI prints after a build (the shared summary table comes first)."""
+        return []
 
     def rederive(self, released, record: dict) -> dict:
         """Every config's splits re-derived from the released rows alone (``resplit verify`` level 2).
@@ -388,35 +496,40 @@ class SplitMethod:
         """
         return {}
 
-    def given_signal(self, signal: dict) -> str | None:
-        """The name of the file a release's signal was read from (``--scores``), or None when the
-        build computed it: ``resplit verify --rescore`` has nothing to recompute for a given signal."""
-        return None
+    def config_statistics(self, parameters: dict) -> dict:
+        """Numbers a config's recorded ``parameters`` hold that ``resplit diff`` compares across
+        versions (TMCD's compound and atom divergences, say): ``{name: value}``."""
+        return {}
 
-    def report(self, result) -> list[str]:
-        """Lines the CLI prints after a build (the shared summary table comes first)."""
-        return []
 
-    def pretty_name(self, loaded: Loaded) -> str:
-        return f"{self.name} splits of {loaded.info.name}"
+HOOKS = ("check", "load", "row_keys", "select_rows", "check_loaded", "signal", "configs", "rows", "card",
+         "pretty_name", "report", "rederive", "config_statistics")
+"""A method's hooks in the order :func:`split_builders.build` calls them (``row_keys`` and
+``select_rows`` for ``--dedupe``, before the sizes are checked), then those ``verify`` and ``diff``
+call; every method module defines the ones it implements in this order."""
 
 
 _REGISTRY: dict[str, SplitMethod] = {}
-BUILTIN_METHODS = (
-    "split_builders.methods.likelihood",
-    "split_builders.methods.compositional",
-    "split_builders.methods.difficulty",
-    "split_builders.methods.curriculum",
-    "split_builders.methods.behavioural",
-)
 
 
 def register(method):
-    """Add a method (an instance, or a class that is instantiated) to the registry; returns it, so
-    it also works as a class decorator."""
-    instance = method() if isinstance(method, type) else method
+    """Add a split method (a :class:`SplitMethod` subclass, or an instance of one) to the registry.
+
+    Refuses an object that is not a SplitMethod, a method without a name or ``Options`` that do not
+    derive from :class:`CommonOptions`, and a second method of a registered name (unregister the
+    first one to replace it). Returns its argument, so it also works as a class decorator.
+    """
+    instance = method() if isinstance(method, type) and issubclass(method, SplitMethod) else method
+    if not isinstance(instance, SplitMethod):
+        raise InvalidParameterError(f"{method!r} is not a split method (a subclass of SplitMethod)")
     if not instance.name:
         raise InvalidParameterError(f"{type(instance).__name__} has no name")
+    if not (isinstance(instance.Options, type) and issubclass(instance.Options, CommonOptions)):
+        raise InvalidParameterError(f"{instance.name}: Options must be a dataclass derived from CommonOptions")
+    _load_builtin()
+    if instance.name in _REGISTRY:
+        raise InvalidParameterError(f"a split method named {instance.name!r} is already registered "
+                                    f"({type(_REGISTRY[instance.name]).__name__}); unregister it first to replace it")
     _REGISTRY[instance.name] = instance
     return method
 
@@ -425,10 +538,27 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
+_LOADED_BUILTIN = False
+
+
+def _load_builtin() -> None:
+    """Register the built-in methods (the table in :mod:`split_builders.methods`) once, first."""
+    global _LOADED_BUILTIN
+    if _LOADED_BUILTIN:
+        return
+    _LOADED_BUILTIN = True
+    from split_builders.methods import BUILTIN
+
+    for name, (module, cls) in BUILTIN.items():
+        method = getattr(importlib.import_module(module), cls)()
+        if method.name != name:
+            raise InvalidParameterError(f"{module}.{cls} is named {method.name!r}, not {name!r}")
+        _REGISTRY[name] = method
+
+
 def registry() -> dict[str, SplitMethod]:
     """Every registered method by name (the built-in ones first)."""
-    for module in BUILTIN_METHODS:
-        importlib.import_module(module)
+    _load_builtin()
     return dict(_REGISTRY)
 
 

@@ -64,3 +64,7 @@ class AtomConstraintError(ResplitError, ValueError):
 
 class OutputLockedError(ResplitError, RuntimeError):
     """Another build is writing to the same output location."""
+
+
+class InvalidReleaseError(PublishError, ValueError):
+    """The folder is not a consistent resplit release (or metric Space folder)."""

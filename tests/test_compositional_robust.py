@@ -107,7 +107,7 @@ def test_card_states_the_bound_used_and_the_final_divergences(tmp_path, shared, 
 
 
 def test_descriptions_say_plainly_when_the_bound_is_not_met():
-    from split_builders.methods.compositional import tmcd_description
+    from split_builders.methods.tmcd import tmcd_description
 
     base = {"max_atom_divergence": 0.05, "divergences": {"compound_divergence": 0.3, "atom_divergence": 0.0506}}
     moved = tmcd_description({**base, "search_met_bound": True, "search_atom_divergence": 0.05}, 50)
@@ -222,7 +222,7 @@ def test_row_keys_are_input_and_target(shared):
     from split_builders.api import get_method
 
     method = get_method("tmcd")
-    from split_builders.methods.compositional import CompositionalOptions
+    from split_builders.methods.tmcd import CompositionalOptions
 
     loaded = method.load(CompositionalOptions(source=str(shared / "data" / "geoquery"), out="unused"))
     keys = method.row_keys(loaded)

@@ -151,7 +151,8 @@ def test_bad_data_folder_and_unknown_phenomenon_are_one_line_errors(curriculum, 
 
 def test_release_configs_with_own_rows_need_train_and_an_evaluation_split(tmp_path):
     from split_builders.errors import InvalidParameterError
-    from split_builders.release.writer import ConfigSplit, write_release
+    from split_builders.api import ConfigSplit
+    from split_builders.release.writer import write_release
 
     rows = datasets.Dataset.from_dict({"source_id": [0, 1, 2], "text": ["a", "b", "c"]})
     with pytest.raises(InvalidParameterError, match="at least one non-empty validation or test"):

@@ -85,11 +85,11 @@ def _cases(tmp_path, shared):
         "curriculum-folds": (["curriculum", "--data", str(curriculum), "--phenomena", "verbnet", "--pvi",
                               "--folds", "100000"], "every label needs at least 100000 rows"),
         # --limit 0
-        "pvi-limit": (["pvi", "--source", str(two), *PVI, "--limit", "0"], "limit must be a positive number of rows"),
+        "pvi-limit": (["pvi", "--source", str(two), *PVI, "--limit", "0"], "limit must be a positive integer"),
         "curriculum-limit": (["curriculum", "--data", str(curriculum), "--limit", "0"],
-                             "limit must be a positive number of rows"),
+                             "limit must be a positive integer"),
         "behavioural-limit": (["behavioural", "--source", str(suite), "--limit", "0"],
-                              "limit must be a positive number of rows"),
+                              "limit must be a positive integer"),
         # JSON that is not a suite (nor a table)
         "behavioural-not-a-suite": (["behavioural", "--source", str(files / "notsuite.json")],
                                     "is not a CheckList suite: expected a JSON object with a 'tests' list"),

@@ -23,7 +23,8 @@ import yaml
 
 from split_builders.release import publish
 from split_builders.builder import build
-from split_builders.release.writer import ConfigSplit, write_release
+from split_builders.api import ConfigSplit
+from split_builders.release.writer import write_release
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "push_to_hub.py"

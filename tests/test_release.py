@@ -9,7 +9,8 @@ import yaml
 
 from split_builders.errors import InvalidParameterError, OutputExistsError
 from split_builders.builder import build
-from split_builders.release.writer import SPLITS, ConfigSplit, write_release
+from split_builders.api import SPLITS, ConfigSplit
+from split_builders.release.writer import write_release
 
 
 def _build(reference, out, **overrides):

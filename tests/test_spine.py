@@ -61,7 +61,7 @@ class ToyMethod(SplitMethod):
         return Signal(lengths, {"kind": "characters of the text"})
 
     def configs(self, loaded, signal, options):
-        from split_builders.release.writer import ConfigSplit
+        from split_builders.api import ConfigSplit
 
         splitter = ShortestToTestSplitter(test_size=options.test_size, random_state=options.seed)
         split = splitter.split(signal.values)

@@ -60,7 +60,7 @@ def _move_a_row(folder, config="shortest", source="test", target="train"):
                 if described["name"] == split:
                     described["num_examples"] = entry["rows"][split]
     _write_card(folder, meta, body)
-    from split_builders.release.verify import row_ids
+    from split_builders.release.folder import row_ids
 
     return int(row_ids(moved)[0])
 

@@ -24,7 +24,7 @@ def run_show(args) -> int:
 
     from split_builders.errors import InvalidParameterError
 
-    from split_builders.release.publish import read_card
+    from split_builders.release.folder import read_card
 
     folder = Path(args.folder)
     metadata, _ = read_card(folder)

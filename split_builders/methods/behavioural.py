@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option, register)
+from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.behavioural import BELUGA_SEED, BehaviouralSplitter
 
@@ -53,7 +53,7 @@ CHECKLIST_CITATION = """@inproceedings{ribeiro-etal-2020-beyond,
   year = {2020},
   pages = {4902--4912}
 }"""
-SPLITS = ("train", "validation", "test")
+from split_builders.api import SPLITS
 TEST_TYPES = ("MFT", "INV", "DIR")
 # The fewest test cases a functionality needs so that 50/25/25 gives each split one.
 MIN_TESTCASES = 3
@@ -219,7 +219,7 @@ def behavioural_configs(functionality, capability, test_type, *, functionalities
     -------
     list of ConfigSplit
     """
-    from split_builders.release.writer import ConfigSplit
+    from split_builders.api import ConfigSplit
 
     functionality = np.asarray(functionality, dtype=object)
     capability = np.asarray(capability, dtype=object)
@@ -386,7 +386,7 @@ class BehaviouralMethod(SplitMethod):
         configs = behavioural_configs(column("functionality"), column("capability"), column("type"),
                                       functionalities=parameters.get("functionalities"),
                                       capabilities=parameters.get("capabilities"), random_state=record["seed"])
-        from split_builders.release.verify import row_ids
+        from split_builders.release.folder import row_ids
 
         ids = row_ids(rows)
         return {c.name: {s: ids[np.asarray(r, dtype=np.int64)] for s, r in c.indices.items()} for c in configs}
@@ -405,7 +405,6 @@ class BehaviouralMethod(SplitMethod):
         return f"CheckList {loaded.data.suite.name} suite, BELUGA splits"
 
 
-register(BehaviouralMethod)
 
 
 # ---------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ One config per phenomenon with its released ``train`` and ``validation`` splits,
 ``<phenomenon>_hypothesis_only`` variant without the premise. With ``pvi``, cross-fitted PVI per
 phenomenon (the CPU family, rows sharing a premise share a fold) and the four difficulty configs
 ``<phenomenon>_simple`` / ``_hard`` / ``_simple_to_hard`` / ``_hard_to_simple`` (see
-:mod:`split_builders.methods.difficulty`). Every config brings its own rows (the phenomena's columns
+:mod:`split_builders.methods.pvi`). Every config brings its own rows (the phenomena's columns
 differ), so :meth:`CurriculumMethod.rows` is None.
 
 :mod:`loading_scripts.curriculum` reads the zips (labels normalised, leakage report); this module
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from split_builders.api import CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option, register
-from split_builders.methods.difficulty import (check_folds, check_labels_against_folds, difficulty_configs,
+from split_builders.api import CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.methods.pvi import (check_folds, check_labels_against_folds, difficulty_configs,
                                                part_mask, pvi_cache_dir, pvi_figure, rederive_difficulty, rule_text,
                                                with_pvi_columns)
 from split_builders.splitters.difficulty import CONFIGS as DIFFICULTY_CONFIGS
@@ -64,7 +64,7 @@ def content_sha256(phenomena) -> str:
 
 def curriculum_configs(phenomena, *, hypothesis_only: bool = True) -> list:
     """One config per phenomenon (its own rows, train and validation) and its hypothesis-only variant."""
-    from split_builders.release.writer import ConfigSplit
+    from split_builders.api import ConfigSplit
 
     configs = []
     for p in phenomena:
@@ -156,7 +156,7 @@ class CurriculumMethod(SplitMethod):
     def rederive(self, released, record) -> dict:
         """Phenomenon configs from the released sizes the card records (``source_id`` counts train
         rows first, then validation); difficulty configs from their rows' ``pvi`` and label
-        (:func:`~split_builders.methods.difficulty.rederive_difficulty`, one phenomenon at a time)."""
+        (:func:`~split_builders.methods.pvi.rederive_difficulty`, one phenomenon at a time)."""
         out = {}
         configs = record.get("configs", {})
         for name, entry in configs.items():
@@ -280,4 +280,3 @@ def _label_share(phenomenon, label: str) -> float:
     return float((ids == phenomenon.label_set.index(label)).mean()) if ids.size else 0.0
 
 
-register(CurriculumMethod)

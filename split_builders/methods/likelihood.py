@@ -22,7 +22,7 @@ import numpy as np
 
 from loading_scripts import TASKS
 from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
-                                parse_size, register)
+                                parse_size)
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.given import given_scores_record
 from split_builders.signals.lm.prompts import NAMED_TEMPLATES
@@ -373,7 +373,7 @@ def _compare_signals(prompted: np.ndarray, tuned: np.ndarray, configs) -> dict:
 
 def _per_split(config, values: np.ndarray, data: LikelihoodSource) -> dict:
     """Per split of a config: its signal, lengths and labels (empty arrays for a split it lacks)."""
-    from split_builders.release.writer import SPLITS
+    from split_builders.api import SPLITS
 
     classes, codes = data.label_codes()
     parts = {}
@@ -574,7 +574,7 @@ class LikelihoodMethod(SplitMethod):
         split in): ``score`` (``score_finetuned`` for the fine-tuned setting), ``length``, the label
         column and, under the atom constraint, the atoms of the target column, with each config's
         recorded splitter parameters."""
-        from split_builders.release.verify import row_ids
+        from split_builders.release.folder import row_ids
         from split_builders.signals.programs.atoms import atoms_by_row
         from split_builders.splitters.baselines import LengthSplitter, RandomSplitter
         from split_builders.splitters.likelihood import LikelihoodSplitter
@@ -712,4 +712,3 @@ def _atom_lines(src, configs, atoms, unparseable) -> list[str]:
     return lines
 
 
-register(LikelihoodMethod)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.release.writer import SPLITS
+from split_builders.api import SPLITS
 
 SPLIT_COLOURS = {"train": "#4c72b0", "validation": "#dd8452", "test": "#c44e52"}
 

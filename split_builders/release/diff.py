@@ -70,21 +70,23 @@ def provenance_changes(a: dict, b: dict) -> dict:
 
 
 def _statistics(released, config: str) -> dict:
-    """Statistics of one config that a reader compares across versions."""
+    """Statistics of one config that a reader compares across versions: the train / test KS
+    statistic of each signal column the method declares, and the numbers its recorded parameters
+    hold (:meth:`~split_builders.api.SplitMethod.config_statistics`)."""
+    from split_builders.api import get_method
     from split_builders.release.card import ks_statistic
 
+    method = get_method(released.record.get("method"))
     stats = {}
     files = released.files[config]
     if "train" in files and "test" in files:
         train, test = released.table(config, "train"), released.table(config, "test")
-        for column in ("score", "score_finetuned", "pvi"):
-            if column in train.column_names:
+        for column in method.signal_columns:
+            if column in train.column_names and column in test.column_names:
                 stats[f"ks_{column}_train_test"] = round(ks_statistic(train.column(column).to_numpy(),
                                                                       test.column(column).to_numpy()), 6)
     parameters = ((released.record.get("configs") or {}).get(config) or {}).get("parameters") or {}
-    for key, value in (parameters.get("divergences") or {}).items():
-        if key in ("compound_divergence", "atom_divergence"):
-            stats[key] = value
+    stats.update(method.config_statistics(parameters))
     return stats
 
 
@@ -92,7 +94,7 @@ def diff(a: str, b: str) -> dict:
     """Compare two releases. Returns ``{"configs": {config: {...}}, "provenance": {key: [a, b]}}``;
     each config has ``moved``, ``added``, ``removed``, ``pairs``, ``status`` (changed, unchanged,
     added, removed) and ``statistics`` (``{name: [a, b]}`` for those that changed)."""
-    from split_builders.release.verify import Released, resolve_target
+    from split_builders.release.folder import Released, resolve_target
 
     with tempfile.TemporaryDirectory(prefix="resplit-diff-") as work:
         left = Released(resolve_target(a, Path(work) / "a"))

@@ -27,19 +27,16 @@ from pathlib import Path
 
 import yaml
 
-from split_builders.errors import PublishError
+from split_builders.errors import InvalidReleaseError, PublishError
+from split_builders.release.folder import _front_matter, data_files, read_card, row_ids
 from split_builders.release.diff import count_moves
-from split_builders.release.writer import SPLITS
+from split_builders.api import SPLITS
 
 VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 METRIC_FILES = ("README.md", "app.py", "requirements.txt")
 # Every failure ends with this: a commit is atomic, and a commit without its tag is found and tagged on rerun.
 RESUME = ("No commit was made unless a commit id was printed above; running the same command again "
           "resumes (it only tags an existing identical commit)")
-
-
-class InvalidReleaseError(PublishError, ValueError):
-    """The folder is not a consistent resplit release (or metric Space folder)."""
 
 
 class VersionError(PublishError, ValueError):
@@ -95,32 +92,6 @@ def check_new_version(version: str, tags) -> str | None:
     return previous
 
 
-# -- the release folder ---------------------------------------------------------------------------
-def _front_matter(readme: Path) -> tuple[dict | None, str]:
-    """The YAML block at the top of a README (None when there is none) and the Markdown after it."""
-    parts = readme.read_text(encoding="utf-8").split("---\n", 2)
-    if len(parts) != 3:
-        return None, parts[-1]
-    metadata = yaml.safe_load(parts[1])
-    return (metadata if isinstance(metadata, dict) else None), parts[2]
-
-
-def read_card(folder: Path) -> tuple[dict, str]:
-    """The README's YAML metadata and its Markdown body."""
-    readme = Path(folder) / "README.md"
-    if not readme.is_file():
-        raise InvalidReleaseError(f"{folder} has no README.md: build it with `resplit likelihood --out {folder}` first")
-    metadata, body = _front_matter(readme)
-    if metadata is None or not metadata.get("configs"):
-        raise InvalidReleaseError(f"{readme} has no YAML `configs:` block: not a resplit release")
-    return metadata, body
-
-
-def data_files(metadata: dict) -> dict:
-    """config -> split -> relative path of its data file, from the card's ``configs:``."""
-    return {c["config_name"]: {f["split"]: f["path"] for f in c["data_files"]} for c in metadata["configs"]}
-
-
 def validate_release(folder) -> dict:
     """Check a built folder before it is published: ``resplit verify``'s level 1 (every file's sha256
     and row count equal the card's, every config loads, no ``source_id`` in two splits of a config).
@@ -135,7 +106,8 @@ def validate_release(folder) -> dict:
     InvalidReleaseError
         Naming the first config and split that differ from the card.
     """
-    from split_builders.release.verify import Released, Report, check_integrity
+    from split_builders.release.folder import Released
+    from split_builders.release.verify import Report, check_integrity
 
     folder = Path(folder)
     read_card(folder)  # a folder without a card or configs is refused with its own message
@@ -229,8 +201,6 @@ def fetch_split_ids(api, repo_id: str, revision: str, cache_dir: str) -> tuple[d
     """config -> split -> row identities (:func:`~split_builders.release.verify.row_ids`) of a published
     version, and its CHANGELOG.md ("" if none)."""
     import pyarrow.parquet as pq
-
-    from split_builders.release.verify import row_ids
 
     readme = api.hf_hub_download(repo_id, "README.md", repo_type="dataset", revision=revision, cache_dir=cache_dir)
     metadata, _ = read_card(Path(readme).parent)

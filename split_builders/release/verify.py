@@ -23,29 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.errors import InvalidParameterError
-
-SPLIT_ORDER = ("train", "validation", "test")
-def row_ids(table) -> np.ndarray:
-    """What identifies each row of a release's table across splits and versions (int64): its
-    ``source_id``; for behavioural test cases, whose ``testcase_id`` restarts in every functionality,
-    ``functionality_id * 2**32 + testcase_id``."""
-    names = table.column_names
-    if "source_id" in names:
-        return np.asarray(table.column("source_id").to_numpy(), dtype=np.int64)
-    if "testcase_id" in names and "functionality_id" in names:
-        functionality = np.asarray(table.column("functionality_id").to_numpy(), dtype=np.int64)
-        return (functionality << 32) + np.asarray(table.column("testcase_id").to_numpy(), dtype=np.int64)
-    raise InvalidParameterError(f"no row identity (source_id, or functionality_id + testcase_id) among "
-                                f"{', '.join(names)}")
-
-
-def membership_sha256(ids) -> str:
-    """sha256 of a split's sorted row identities (little-endian int64): what a card records of a
-    split that is taken as released rather than derived (a published split)."""
-    ordered = np.sort(np.asarray(ids, dtype=np.int64)).astype("<i8")
-    return hashlib.sha256(ordered.tobytes()).hexdigest()
-
+from split_builders.api import SPLITS, get_method
+from split_builders.release.folder import Released, membership_sha256, resolve_target, row_ids
 
 @dataclass
 class Finding:
@@ -76,77 +55,6 @@ class Report:
 
     def skip(self, level, config, detail: str) -> None:
         self.findings.append(Finding(level, config, None, "not checked", detail))
-
-
-class Released:
-    """A release folder's card and rows, read with Arrow (no ``datasets`` cache involved)."""
-
-    def __init__(self, folder):
-        from split_builders.release.publish import data_files, read_card
-
-        self.folder = Path(folder)
-        self.metadata, _ = read_card(self.folder)
-        self.record = self.metadata.get("resplit") or {}
-        self.files = data_files(self.metadata)
-
-    @property
-    def configs(self) -> list[str]:
-        return list(self.files)
-
-    def table(self, config: str, split: str):
-        import pyarrow.parquet as pq
-
-        return pq.read_table(self.folder / self.files[config][split])
-
-    def source_ids(self, config: str, split: str) -> np.ndarray:
-        """The row identities (:func:`row_ids`) of one split."""
-        return row_ids(self.table(config, split))
-
-    def rows(self, config: str):
-        """Every row of ``config`` (all its splits) in ``source_id`` order, and the split of each."""
-        import pyarrow as pa
-
-        parts, names = [], []
-        for split in self.files[config]:
-            table = self.table(config, split)
-            parts.append(table)
-            names += [split] * table.num_rows
-        table = pa.concat_tables(parts)
-        order = np.argsort(row_ids(table), kind="stable")
-        return table.take(order), np.asarray(names, dtype=object)[order]
-
-    def all_rows(self, configs=None):
-        """The union of the rows of ``configs`` (default: every config), one per ``source_id``, in
-        ``source_id`` order: the release's rows before they were split."""
-        import pyarrow as pa
-
-        tables = [self.rows(c)[0] for c in (configs or self.configs)]
-        table = pa.concat_tables(tables, promote_options="default")
-        ids = row_ids(table)
-        _, first = np.unique(ids, return_index=True)
-        return table.take(np.sort(first))
-
-
-def resolve_target(target: str, work: Path) -> Path:
-    """A local folder, or ``HUB_ID[@REVISION]`` downloaded (through ``huggingface_hub``) into ``work``."""
-    path = Path(target)
-    if path.exists():
-        if not (path / "README.md").is_file():
-            raise InvalidParameterError(f"{target!r} is not a release folder (no README.md)")
-        return path
-    repo_id, _, revision = target.partition("@")
-    if repo_id.count("/") != 1 or repo_id.startswith((".", "/")):
-        raise InvalidParameterError(f"{target!r} is neither an existing folder nor a Hub id org/name[@revision]")
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
-
-    try:
-        return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision or None,
-                                      local_dir=work / repo_id.replace("/", "--")))
-    except (RepositoryNotFoundError, RevisionNotFoundError) as error:
-        raise InvalidParameterError(f"{target}: no such dataset or revision on the Hub ({type(error).__name__})") from None
-    except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as error:
-        raise InvalidParameterError(f"{target}: could not download it ({str(error).splitlines()[0]})") from None
 
 
 def _ids_detail(expected: np.ndarray, actual: np.ndarray) -> str:
@@ -198,7 +106,7 @@ def check_integrity(released: Released, report: Report, *, load: bool = True) ->
 def _check_loads(folder: Path, config: str, cache: str, report: Report) -> None:
     import datasets
 
-    from split_builders.release.writer import quiet_datasets
+    from loading_scripts.tables import quiet_datasets
 
     try:
         with quiet_datasets():
@@ -209,8 +117,6 @@ def _check_loads(folder: Path, config: str, cache: str, report: Report) -> None:
 
 def check_rederived(released: Released, report: Report) -> None:
     """Level 2: the method re-derives each config from the released rows."""
-    from split_builders.api import get_method
-
     method = get_method(released.record.get("method"))
     rederived = method.rederive(released, released.record)
     recorded = released.record.get("configs") or {}
@@ -227,7 +133,7 @@ def check_rederived(released: Released, report: Report) -> None:
             expected = np.sort(np.asarray(rederived[config].get(split, []), dtype=np.int64))
             same = np.array_equal(np.sort(actual), expected)
             report.add(2, config, split, same, "" if same else _ids_detail(expected, actual))
-        extra = set(rederived[config]) - set(released.files[config]) - {s for s in SPLIT_ORDER
+        extra = set(rederived[config]) - set(released.files[config]) - {s for s in SPLITS
                                                                          if not len(rederived[config].get(s, []))}
         for split in sorted(extra):
             report.add(2, config, split, False, "the re-derived config has this split; the release does not")
@@ -247,15 +153,14 @@ def _check_membership(released: Released, config: str, members: dict, report: Re
 def check_rescored(released: Released, report: Report, work: Path, *, source=None) -> None:
     """Level 3: rebuild from the recorded options (source and model must be reachable) and compare:
     the source's content hash, every config's index sets, and the signal columns row by row."""
-    from split_builders.api import get_method
     from split_builders.builder import build
 
     record = released.record
     method = get_method(record.get("method"))
-    given = method.given_signal(record.get("signal") or {})
-    if given is not None:
-        report.skip(3, "(all)", f"the signal was given ({given}), not computed: there is nothing to recompute; "
-                                "levels 1 and 2 check the rest")
+    given = (record.get("signal") or {}).get("given")
+    if given:
+        report.skip(3, "(all)", f"the signal was given ({given.get('file')}), not computed: there is nothing to "
+                                "recompute; levels 1 and 2 check the rest")
         return
     recorded_source = record.get("source") or {}
     source = source or recorded_source.get("location") or recorded_source.get("name")
@@ -284,7 +189,7 @@ def check_rescored(released: Released, report: Report, work: Path, *, source=Non
             report.add(3, config, split, same, "" if same else _ids_detail(np.sort(expected), actual))
     old_rows, new_rows = released.all_rows(), again.all_rows()
     _, left, right = np.intersect1d(row_ids(old_rows), row_ids(new_rows), return_indices=True)
-    for column in ("score", "score_finetuned", "pvi"):
+    for column in method.signal_columns:
         if column in old_rows.column_names and column in new_rows.column_names:
             old = np.asarray(old_rows.column(column).to_numpy(), float)[left]
             new = np.asarray(new_rows.column(column).to_numpy(), float)[right]

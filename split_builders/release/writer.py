@@ -31,54 +31,10 @@ from pathlib import Path
 import datasets
 import numpy as np
 
+from loading_scripts.tables import arrow_table, quiet_datasets
 from split_builders._version import __version__
+from split_builders.api import SPLITS, ConfigSplit
 from split_builders.errors import InvalidParameterError, OutputExistsError, OutputLockedError
-
-SPLITS = ("train", "validation", "test")
-
-
-@dataclass
-class ConfigSplit:
-    """One config of a release: row positions per split, and how they were chosen.
-
-    ``indices`` are positions in the release's rows (not source ids), or in ``rows`` when the
-    config brings its own table (a release of several datasets, such as CURRICULUM's phenomena,
-    whose columns differ per config).
-    """
-
-    name: str
-    indices: dict
-    method: str
-    parameters: dict = field(default_factory=dict)
-    description: str = ""
-    rows: datasets.Dataset | None = None
-
-    def _sizes(self) -> str:
-        return ", ".join(f"{s} {len(v)}" for s, v in self.indices.items()) or "no splits"
-
-    @property
-    def splits(self) -> tuple:
-        """The config's splits in release order. An evaluation split may be absent (compositional
-        splits such as TMCD have only train and test) and an empty one is left out: ``datasets``
-        cannot load a split without rows."""
-        return tuple(s for s in SPLITS if s in self.indices and (s == "train" or len(self.indices[s])))
-
-    def check(self, n_rows: int) -> None:
-        # train plus at least one evaluation split: TMCD has train/test, CURRICULUM train/validation.
-        if not set(self.indices) <= set(SPLITS):
-            raise InvalidParameterError(f"config {self.name!r} has unknown split(s) "
-                                        f"{sorted(set(self.indices) - set(SPLITS))}; allowed: {', '.join(SPLITS)}")
-        if "train" not in self.indices or len(self.splits) < 2:
-            raise InvalidParameterError(f"config {self.name!r} must have a train split and at least one non-empty "
-                                        f"validation or test split; has {self._sizes()}")
-        seen = np.zeros(n_rows, dtype=np.int64)
-        for split in self.splits:
-            idx = np.asarray(self.indices[split])
-            if idx.size and (idx.min() < 0 or idx.max() >= n_rows):
-                raise InvalidParameterError(f"config {self.name!r} split {split!r} has row numbers outside 0..{n_rows - 1}")
-            np.add.at(seen, idx, 1)
-        if (seen > 1).any():
-            raise InvalidParameterError(f"config {self.name!r}: {(seen > 1).sum()} row(s) are in more than one split")
 
 
 @dataclass
@@ -87,18 +43,6 @@ class WrittenSplit:
     num_examples: int
     num_bytes: int
     sha256: str
-
-
-@contextlib.contextmanager
-def quiet_datasets():
-    """No ``datasets`` progress bars inside (one bar per file written is noise)."""
-    was_disabled = datasets.are_progress_bars_disabled()
-    datasets.disable_progress_bars()
-    try:
-        yield
-    finally:
-        if not was_disabled:
-            datasets.enable_progress_bars()
 
 
 def parquet_bytes(dataset: datasets.Dataset) -> bytes:
@@ -117,8 +61,7 @@ def _take(rows: datasets.Dataset, indices: np.ndarray) -> datasets.Dataset:
     """
     from datasets.table import InMemoryTable
 
-    table = rows.data.table if rows._indices is None else rows.flatten_indices().data.table
-    return datasets.Dataset(InMemoryTable(table.take(indices)), info=rows.info.copy())
+    return datasets.Dataset(InMemoryTable(arrow_table(rows).take(indices)), info=rows.info.copy())
 
 
 def _write_config(rows: datasets.Dataset, config: ConfigSplit, staging: Path) -> dict:

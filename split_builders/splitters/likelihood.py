@@ -236,7 +236,7 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
     set per row, ``train_size`` mode) applies the atom constraint to every config. Each config's
     parameters are its splitter's ``get_params()`` plus the setting (and the atom swaps).
     """
-    from split_builders.release.writer import ConfigSplit
+    from split_builders.api import ConfigSplit
 
     if setting not in CONFIG_NAMES:
         raise InvalidParameterError(f"setting must be one of {sorted(CONFIG_NAMES)}, got {setting!r}")

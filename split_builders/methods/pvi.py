@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option, register
+from split_builders.api import CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option
 from split_builders.errors import FieldError, InvalidParameterError, SourceLoadError
 from split_builders.splitters.difficulty import CONFIGS, DifficultySplitter
 
@@ -84,7 +84,7 @@ def with_pvi_columns(dataset, result, simple):
 
 def difficulty_configs(pvi, labels, options, *, parameters: dict, rows=None, prefix: str = "") -> list:
     """The four difficulty configs (``ConfigSplit``) of one table's PVI, named ``prefix + config``."""
-    from split_builders.release.writer import ConfigSplit
+    from split_builders.api import ConfigSplit
 
     configs = []
     for name in CONFIGS:
@@ -274,7 +274,7 @@ def _labelled(dataset, label_field):
     return dataset, values, int(missing.sum())
 
 
-class DifficultyMethod(SplitMethod):
+class PVIMethod(SplitMethod):
     """PVI difficulty splits (``resplit pvi``)."""
 
     name = "pvi"
@@ -465,4 +465,3 @@ def duplicate_keys(dataset, text_fields, labels) -> np.ndarray:
     return pc.binary_join_element_wise(*parts, "|").to_numpy(zero_copy_only=False)
 
 
-register(DifficultyMethod)

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
-                                parse_size, register)
+                                parse_size)
 from split_builders.errors import InvalidParameterError
 
 BUILT = ("tmcd", "length", "template", "standard")
@@ -157,7 +157,7 @@ def check_published(source) -> None:
     train and an evaluation split present), checked before any search: a split file that does
     not match the data fails at once, naming it."""
     from split_builders.errors import SourceLoadError
-    from split_builders.release.writer import ConfigSplit
+    from split_builders.api import ConfigSplit
 
     for name, split in source.published.items():
         try:
@@ -188,7 +188,7 @@ def _rounded(figures: dict) -> dict:
     return {k: (round(float(v), 6) if isinstance(v, float) else int(v)) for k, v in figures.items()}
 
 
-class CompositionalMethod(SplitMethod):
+class TMCDMethod(SplitMethod):
     """TMCD, length, template, standard, published and lexical-variant configs of one dataset."""
 
     name = "tmcd"
@@ -270,9 +270,9 @@ class CompositionalMethod(SplitMethod):
     # -- configs -------------------------------------------------------------------------------
 
     def configs(self, loaded: Loaded, signal: Signal, options: CompositionalOptions) -> list:
-        from split_builders.release.writer import ConfigSplit
+        from split_builders.api import ConfigSplit
 
-        from split_builders.release.verify import membership_sha256
+        from split_builders.release.folder import membership_sha256
 
         src, values = loaded.data.source, signal.values
         n_train = train_rows(options, values.parsed.size)
@@ -301,7 +301,7 @@ class CompositionalMethod(SplitMethod):
     def _built(self, loaded, values, options) -> list:
         """The configs resplit builds (``options.configs``, in that order) over the parseable rows;
         the validation rows of each are drawn from one generator, one config after another."""
-        from split_builders.release.writer import ConfigSplit
+        from split_builders.api import ConfigSplit
 
         parsed = values.parsed
         n_train = train_rows(options, parsed.size)
@@ -328,7 +328,7 @@ class CompositionalMethod(SplitMethod):
         from datasets.table import InMemoryTable
 
         from loading_scripts.compositional import CompositionalSource
-        from split_builders.release.verify import row_ids
+        from split_builders.release.folder import row_ids
         from split_builders.signals.programs.compounds import compounds_by_row
 
         configs = record.get("configs", {})
@@ -421,7 +421,7 @@ class CompositionalMethod(SplitMethod):
     def _lexical_configs(base: list, values, n_rows: int) -> list:
         """A copy of every config but the likelihood ones per wug kind, over that kind's copy of the
         rows (rows ``offset * n_rows`` onwards, see :meth:`rows`)."""
-        from split_builders.release.writer import ConfigSplit
+        from split_builders.api import ConfigSplit
 
         copies = []
         for offset, kind in enumerate(values.wugs, start=1):
@@ -571,4 +571,3 @@ class CompositionalMethod(SplitMethod):
         return f"{Path(loaded.data.source.name).name} compositional splits"
 
 
-register(CompositionalMethod)

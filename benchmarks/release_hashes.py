@@ -1,0 +1,111 @@
+"""The sha256 of every data file of a set of small real builds, one per family and per recipe.
+
+A refactor must leave every release's data files byte-identical: run this before and after it and
+compare the two JSON files::
+
+    python benchmarks/release_hashes.py --out /tmp/before.json          # on the old code
+    python benchmarks/release_hashes.py --out /tmp/after.json --compare /tmp/before.json
+
+Builds: the five families with the arguments of ``tests/test_families.py`` (seed 7) and every dataset
+recipe of ``releases/`` with the trial arguments of ``tests/test_release_recipes.py``. Needs
+``../shared`` beside the checkout. ``--ignore-columns`` compares the other columns of parquet files
+whose bytes differ (a refactor that adds a column).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE"):
+    os.environ[_variable] = "1"
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+
+def builds(work: Path) -> dict:
+    """name -> CLI arguments (without --out)."""
+    from conftest import SHARED
+    from test_release_recipes import _trial_arguments
+
+    recipe_work = work / "recipe-inputs"
+    recipe_work.mkdir(parents=True)
+    boolean = work / "boolean_val.jsonl"
+    import zipfile
+
+    with zipfile.ZipFile(SHARED / "data" / "curriculum" / "tasks" / "boolean.zip") as archive:
+        boolean.write_bytes(archive.read("boolean/val.jsonl"))
+    snli = SHARED / "reference" / "likelihood" / "inputs" / "snli"
+    family = {
+        "likelihood": ["likelihood", "--source", str(snli / "all_examples.csv"), "--prompt-field", "premise",
+                       "--query-field", "hypothesis", "--label-field", "gold_label", "--scores",
+                       str(snli / "all_examples__False_loglikelihoods.npy"), "--dev-size", "200", "--test-size",
+                       "200", "--length-buckets", "4", "--seed", "7"],
+        "tmcd": ["tmcd", "--source", str(SHARED / "data" / "geoquery" / "geoquery_nqg.tsv"), "--train-size", "440",
+                 "--iterations", "300", "--configs", "tmcd,length", "--seed", "7"],
+        "pvi": ["pvi", "--source", str(boolean), "--text-fields", "premise,hypothesis", "--label-field",
+                "gold_label", "--folds", "2", "--limit", "300", "--cache-dir", str(work / "pvi-cache"), "--seed", "7"],
+        "curriculum": ["curriculum", "--source", str(SHARED / "data" / "curriculum"), "--phenomena", "verbnet",
+                       "--seed", "7"],
+        "behavioural": ["behavioural", "--source", str(SHARED / "data" / "checklist" / "sentiment_suite.json.gz"),
+                        "--seed", "7"],
+    }
+    recipes = {f"recipe:{name}": ["release", name, *args, "--no-load-check"]
+               for name, args in _trial_arguments(SHARED, recipe_work).items()}
+    return {**family, **recipes}
+
+
+def parquet_digests(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*.parquet"))}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="JSON file of {build: {data file: sha256}}")
+    parser.add_argument("--compare", help="an earlier JSON file to compare with")
+    parser.add_argument("--only", help="comma-separated build names")
+    parser.add_argument("--keep", help="keep the built folders here")
+    args = parser.parse_args(argv)
+
+    from split_builders.cli import main as resplit
+
+    result = {}
+    with tempfile.TemporaryDirectory(prefix="resplit-hashes-") as tmp:
+        work = Path(tmp)
+        root = Path(args.keep) if args.keep else work / "out"
+        for name, arguments in builds(work).items():
+            if args.only and name not in args.only.split(","):
+                continue
+            out = root / name.replace(":", "-")
+            started = time.perf_counter()
+            code = resplit([*arguments, "--out", str(out), "--no-progress"])
+            if code != 0:
+                print(f"{name}: build failed (exit {code})")
+                return 1
+            result[name] = parquet_digests(out)
+            print(f"{name}: {len(result[name])} data files in {time.perf_counter() - started:.1f} s", flush=True)
+    Path(args.out).write_text(json.dumps(result, indent=1, sort_keys=True))
+    if not args.compare:
+        return 0
+    before = json.loads(Path(args.compare).read_text())
+    same = True
+    for name in sorted(before.keys() | result.keys()):
+        old, new = before.get(name, {}), result.get(name, {})
+        changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        same &= not changed
+        print(f"{name:<36} {len(new):>4} files  {'identical' if not changed else f'{len(changed)} differ'}")
+        for path in changed[:5]:
+            print(f"    {path}: {str(old.get(path))[:12]} -> {str(new.get(path))[:12]}")
+    print("all identical" if same else "DIFFERENCES")
+    return 0 if same else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

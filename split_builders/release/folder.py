@@ -1,0 +1,126 @@
+"""Reading a release folder: its card's metadata, its data files, its rows and their identities.
+
+``verify``, ``diff`` and ``publish`` read releases through this module and nothing else; it knows no
+split family. Every released row of every family carries ``source_id``, the identity a row keeps
+across the configs, splits and versions of a release.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from split_builders.errors import InvalidParameterError, InvalidReleaseError
+
+
+def _front_matter(readme: Path) -> tuple[dict | None, str]:
+    """The YAML block at the top of a README (None when there is none) and the Markdown after it."""
+    parts = readme.read_text(encoding="utf-8").split("---\n", 2)
+    if len(parts) != 3:
+        return None, parts[-1]
+    metadata = yaml.safe_load(parts[1])
+    return (metadata if isinstance(metadata, dict) else None), parts[2]
+
+
+def read_card(folder: Path) -> tuple[dict, str]:
+    """The README's YAML metadata and its Markdown body."""
+    readme = Path(folder) / "README.md"
+    if not readme.is_file():
+        raise InvalidReleaseError(f"{folder} has no README.md: build it with `resplit likelihood --out {folder}` first")
+    metadata, body = _front_matter(readme)
+    if metadata is None or not metadata.get("configs"):
+        raise InvalidReleaseError(f"{readme} has no YAML `configs:` block: not a resplit release")
+    return metadata, body
+
+
+def data_files(metadata: dict) -> dict:
+    """config -> split -> relative path of its data file, from the card's ``configs:``."""
+    return {c["config_name"]: {f["split"]: f["path"] for f in c["data_files"]} for c in metadata["configs"]}
+
+
+def row_ids(table) -> np.ndarray:
+    """What identifies each row of a release's table across splits and versions: its ``source_id``
+    (int64)."""
+    if "source_id" not in table.column_names:
+        raise InvalidParameterError(f"no source_id column among {', '.join(table.column_names)}: every released "
+                                    "row carries one (rebuild the release with this version of resplit)")
+    return np.asarray(table.column("source_id").to_numpy(), dtype=np.int64)
+
+
+def membership_sha256(ids) -> str:
+    """sha256 of a split's sorted row identities (little-endian int64): what a card records of a
+    split that is taken as released rather than derived (a published split)."""
+    ordered = np.sort(np.asarray(ids, dtype=np.int64)).astype("<i8")
+    return hashlib.sha256(ordered.tobytes()).hexdigest()
+
+
+class Released:
+    """A release folder's card and rows, read with Arrow (no ``datasets`` cache involved)."""
+
+    def __init__(self, folder):
+        self.folder = Path(folder)
+        self.metadata, _ = read_card(self.folder)
+        self.record = self.metadata.get("resplit") or {}
+        self.files = data_files(self.metadata)
+
+    @property
+    def configs(self) -> list[str]:
+        return list(self.files)
+
+    def table(self, config: str, split: str):
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.folder / self.files[config][split])
+
+    def source_ids(self, config: str, split: str) -> np.ndarray:
+        """The row identities (:func:`row_ids`) of one split."""
+        return row_ids(self.table(config, split))
+
+    def rows(self, config: str):
+        """Every row of ``config`` (all its splits) in ``source_id`` order, and the split of each."""
+        import pyarrow as pa
+
+        parts, names = [], []
+        for split in self.files[config]:
+            table = self.table(config, split)
+            parts.append(table)
+            names += [split] * table.num_rows
+        table = pa.concat_tables(parts)
+        order = np.argsort(row_ids(table), kind="stable")
+        return table.take(order), np.asarray(names, dtype=object)[order]
+
+    def all_rows(self, configs=None):
+        """The union of the rows of ``configs`` (default: every config), one per ``source_id``, in
+        ``source_id`` order: the release's rows before they were split."""
+        import pyarrow as pa
+
+        tables = [self.rows(c)[0] for c in (configs or self.configs)]
+        table = pa.concat_tables(tables, promote_options="default")
+        ids = row_ids(table)
+        _, first = np.unique(ids, return_index=True)
+        return table.take(np.sort(first))
+
+
+def resolve_target(target: str, work: Path) -> Path:
+    """A local folder, or ``HUB_ID[@REVISION]`` downloaded (through ``huggingface_hub``) into ``work``."""
+    path = Path(target)
+    if path.exists():
+        if not (path / "README.md").is_file():
+            raise InvalidParameterError(f"{target!r} is not a release folder (no README.md)")
+        return path
+    repo_id, _, revision = target.partition("@")
+    if repo_id.count("/") != 1 or repo_id.startswith((".", "/")):
+        raise InvalidParameterError(f"{target!r} is neither an existing folder nor a Hub id org/name[@revision]")
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision or None,
+                                      local_dir=work / repo_id.replace("/", "--")))
+    except (RepositoryNotFoundError, RevisionNotFoundError) as error:
+        raise InvalidParameterError(f"{target}: no such dataset or revision on the Hub ({type(error).__name__})") from None
+    except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as error:
+        raise InvalidParameterError(f"{target}: could not download it ({str(error).splitlines()[0]})") from None
