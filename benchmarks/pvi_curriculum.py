@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     paper = {k: v["iv"] for k, v in json.loads(paper_file.read_text())["values"].items()}
     names = args.phenomena.split(",") if args.phenomena else list(zips)
     family = HashedNgramFamily(random_state=args.seed)
-    scorer = CrossFitPVI(family, n_folds=args.folds, random_state=args.seed, cache_dir=args.cache_dir)
+    scorer = CrossFitPVI(family, folds=args.folds, random_state=args.seed, cache_dir=args.cache_dir)
     results, start = {}, time.perf_counter()
     print(f"{'phenomenon':<22}{'rows':>8}{'I_V val':>9}{'I_V all':>9}{'acc':>7}{'paper':>7}{'sec':>7}", flush=True)
     for name in names:

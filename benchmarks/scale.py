@@ -115,7 +115,7 @@ def stage_run(table: Path, scores: Path, out: Path) -> dict:
     method = get_method("likelihood")
     options = method.options(**dict(zip(("source", "prompt_field", "query_field", "label_field", "scores", "out"),
                                         (str(table), "premise", "hypothesis", "gold_label", str(scores), str(out)))),
-                             dev_size=0.1, test_size=0.1, length_buckets=4)
+                             validation_size=0.1, test_size=0.1, length_buckets=4)
     figures, clock = {}, time.perf_counter()
 
     def done(stage):

@@ -21,7 +21,7 @@ import time
 from split_builders.signals.programs.atoms import atoms_by_row
 from split_builders.signals.programs.compounds import compounds_by_row
 from split_builders.signals.programs.divergence import split_divergences
-from split_builders.splitters.tmcd import TMCDSplitter, check_train_size, reference_tmcd
+from split_builders.splitters.tmcd import TMCDSplitter, reference_tmcd, train_count
 
 # dataset: (folder under --data, train size of resplit's search)
 DATASETS = {"geoquery": ("geoquery", 440), "scan": ("scan", 0.8), "cogs": ("cogs", 24155), "spider": ("spider", 3282)}
@@ -37,7 +37,7 @@ def _row(dataset, search, seconds, figures, **extra) -> dict:
 
 
 def run(dataset: str, args) -> list[dict]:
-    from loading_scripts.compositional import load_compositional
+    from loading_scripts import load_compositional
 
     folder, train_size = DATASETS[dataset]
     if dataset == "spider":
@@ -46,7 +46,7 @@ def run(dataset: str, args) -> list[dict]:
     programs = src.inputs if PROGRAM_SIDE.get(dataset) == "input" else src.targets
     atoms = atoms_by_row(programs, src.target_language).atoms
     compounds = compounds_by_row(programs, src.target_language)
-    n_train = check_train_size(train_size, len(atoms))
+    n_train = train_count(train_size, len(atoms))
     rows = []
     started = time.perf_counter()
     splitter = TMCDSplitter(train_size=n_train, n_iterations=args.iterations, random_state=args.seed,

@@ -1,18 +1,23 @@
-"""Readers that turn a source dataset into canonical rows (:class:`~loading_scripts.source.Source`).
+"""Readers that turn a source dataset into canonical rows.
 
-``load_source`` is the one entry point: a bundled sample name, a known dataset name, a local
-file or a Hub id.
+The two entry points pick the reader: :func:`load_source` (a :class:`~loading_scripts.source.Source`
+from a bundled sample name, a known dataset name, a local file or a Hub id) and
+:func:`load_compositional` (a :class:`~loading_scripts.compositional.CompositionalSource` from a
+GeoQuery/Spider/SCAN/COGS folder, an NQG-format file or a Hub id).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from loading_scripts import boolq, nqg, snli
+import datasets
+
+from loading_scripts import boolq, cogs, geoquery, nqg, scan, snli, spider
+from loading_scripts.compositional import CompositionalSource
 from loading_scripts.files import read_table, table_format
-from loading_scripts.hub import load_hub_splits
+from loading_scripts.hub import compositional_from_hub, load_hub_splits
 from loading_scripts.source import Source, with_row_numbers
-from split_builders.errors import FieldError, InvalidParameterError, SourceLoadError
+from loading_scripts.errors import FieldError, InvalidParameterError, SourceLoadError
 
 NAMED_SOURCES = {
     "snli-sample": "the bundled SNLI sample (2,000 rows of the official dev file)",
@@ -20,8 +25,14 @@ NAMED_SOURCES = {
     "boolq": f"BoolQ from the Hub ({boolq.HUB_ID}), all splits",
 }
 TASKS = ("snli", "boolq")
+# The reader of a compositional dataset's folder, by a file found in it (the first match wins).
+COMPOSITIONAL_FOLDERS = {
+    "geoquery_nqg.tsv": geoquery.load, "tasks.txt": scan.load, "tasks.txt.gz": scan.load,
+    "train.tsv": cogs.load, "train.tsv.gz": cogs.load, "dev.json": spider.load, "dev.json.gz": spider.load,
+}
 
-__all__ = ["Source", "load_source", "read_table", "NAMED_SOURCES", "TASKS"]
+__all__ = ["Source", "CompositionalSource", "load_source", "load_compositional", "read_table", "NAMED_SOURCES",
+           "TASKS", "COMPOSITIONAL_FOLDERS"]
 
 
 def _detect_task(columns: list[str]) -> str | None:
@@ -83,8 +94,6 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
             note = "the input file's own source_id column"
     elif "/" in source and not source.startswith((".", "/")):
         parts = load_hub_splits(source, revision=revision)
-        import datasets  # local: only this branch needs concatenation
-
         dataset = with_row_numbers(datasets.concatenate_datasets([p for _, p in parts]), name=source)
         name = source
         note = ("0-based row number in the Hub splits concatenated in order ("
@@ -100,3 +109,21 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
     return Source(dataset, name=name, prompt_field=prompt_field, query_field=query_field,
                   label_field=label_field, target_field=target_field, revision=revision,
                   source_id_note=note)
+
+
+def load_compositional(source: str) -> CompositionalSource:
+    """A GeoQuery/Spider/SCAN/COGS folder (read by its :data:`COMPOSITIONAL_FOLDERS` reader), an
+    NQG-format TSV file (``input TAB target``; a ``geoquery_nqg*`` file with GeoQuery's published
+    splits beside it), or a Hub dataset id (:func:`~loading_scripts.hub.compositional_from_hub`)."""
+    path = Path(source)
+    if path.is_dir():
+        reader = next((read for marker, read in COMPOSITIONAL_FOLDERS.items() if (path / marker).is_file()), None)
+        if reader is None:
+            raise SourceLoadError(f"{source!r}: not a GeoQuery, Spider, SCAN or COGS folder")
+        return reader(path)
+    if path.is_file():
+        return (geoquery.load if path.name.startswith("geoquery_nqg") else nqg.load)(path)
+    if "/" in source and not source.startswith((".", "/", "~")):
+        return compositional_from_hub(source)
+    raise SourceLoadError(f"source {source!r} does not exist (give a file in NQG format, a dataset folder "
+                          "or a Hub id org/name)")

@@ -11,11 +11,14 @@ from pathlib import Path
 import datasets
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from datasets.table import InMemoryTable
 
 from loading_scripts.files import read_table
 from loading_scripts.hub import load_hub_splits
 from loading_scripts.source import Source
-from split_builders.errors import FieldError
+from loading_scripts.tables import arrow_table
+from loading_scripts.errors import FieldError
 
 HUB_ID = "google/boolq"
 LICENSE = "cc-by-sa-3.0"
@@ -31,11 +34,7 @@ LABEL = datasets.ClassLabel(names=["false", "true"])
 def _canonical(table, *, offset: int = 0, split: str | None = None):
     """Canonical columns of a BoolQ table (whole Arrow columns): source_id, question, passage,
     title (null where absent), label (0 false / 1 true, from ``answer``) and source_split."""
-    import pyarrow.compute as pc
-
-    data = table.data.table
-    if table._indices is not None:
-        data = data.take(table._indices.column(0))
+    data = arrow_table(table)
     n = len(data)
     answer = data.column("answer").combine_chunks()
     if not pa.types.is_boolean(answer.type):  # truthiness, as bool(value)
@@ -52,8 +51,6 @@ def _canonical(table, *, offset: int = 0, split: str | None = None):
 
 
 def _dataset(table, features) -> datasets.Dataset:
-    from datasets.table import InMemoryTable
-
     return datasets.Dataset(InMemoryTable(table.cast(features.arrow_schema)),
                             info=datasets.DatasetInfo(features=features), fingerprint=f"resplit-boolq-{len(table)}")
 

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from split_builders.errors import SourceLoadError
+from loading_scripts.errors import SourceLoadError
 
 TEST_TYPES = ("MFT", "INV", "DIR")
 AGG_FNS = ("all", "all_except_first")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from loading_scripts.compositional import CompositionalSource, rows_dataset
 from loading_scripts.files import open_text
-from split_builders.errors import SourceLoadError
+from loading_scripts.errors import SourceLoadError
 
 FILES = ("train", "dev", "test", "gen")
 

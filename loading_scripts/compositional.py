@@ -3,7 +3,10 @@
 Rows are ``source_id``, ``input``, ``target`` (plus reader-specific columns); ``published`` holds
 the splits released with the dataset (train/validation/test row positions) and ``published_from``
 the file each came from, so a release can carry them beside the splits resplit builds.
-:func:`load_compositional` reads any of them from a folder, an NQG-format file or a Hub id.
+
+This module holds what the readers share and imports none of them: the readers (``geoquery``,
+``spider``, ``scan``, ``cogs``, ``nqg``, ``hub``) build a :class:`CompositionalSource`, and
+:func:`loading_scripts.load_compositional` picks the reader for a folder, a file or a Hub id.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from split_builders.errors import SourceLoadError
+from loading_scripts.tables import quiet_datasets
+from loading_scripts.errors import SourceLoadError
 
 
 @dataclass
@@ -70,8 +74,6 @@ class CompositionalSource:
                 published_from[name] = self.published_from[name]
             else:
                 dropped.append(f"{name} (no train or no evaluation rows left after {why})")
-        from loading_scripts.tables import quiet_datasets
-
         with quiet_datasets():  # one flat table now, rather than a progress bar when a column is added
             rows = self.rows.select(keep).flatten_indices()
         return dataclasses.replace(self, rows=rows, published=published, published_from=published_from,
@@ -114,10 +116,6 @@ def attach_nqg_splits(source: CompositionalSource, folder: Path, names) -> Compo
     return source
 
 
-# Column pairs (input, target) of the usual Hub copies of these datasets, tried in order.
-HUB_COLUMNS = (("input", "target"), ("commands", "actions"), ("source", "target"), ("input", "output"))
-
-
 def guess_target_language(targets) -> str:
     """The atom/compound definition a target column most likely needs (``--target-language``
     overrides): SQL starts with ``select``, SCAN actions are ``I_*`` tokens, COGS logical forms use
@@ -130,62 +128,3 @@ def guess_target_language(targets) -> str:
     if any(" x _ " in f" {t} " for t in first):
         return "cogs"
     return "funql"
-
-
-def from_hub(repo_id: str, *, revision: str | None = None) -> CompositionalSource:
-    """A compositional dataset from the Hub: every split concatenated in the Hub's order.
-
-    Spider-shaped data (``db_id``, ``question``, ``query``) is turned into Shaw et al.'s NQG rows
-    (as :func:`loading_scripts.spider.nqg_examples`: its ``train`` split decides the SSP databases);
-    otherwise the first matching pair of :data:`HUB_COLUMNS` gives ``input`` and ``target``.
-    """
-    from loading_scripts.hub import load_hub_splits
-    from loading_scripts.spider import nqg_examples
-
-    parts = load_hub_splits(repo_id, revision=revision)
-    columns = parts[0][1].column_names
-    order = ", ".join(name for name, _ in parts)
-    if {"db_id", "question", "query"} <= set(columns):
-        train = [row for name, part in parts if name == "train" for row in part]
-        other = [row for name, part in parts if name != "train" for row in part]
-        pairs = nqg_examples(train, other)
-        return CompositionalSource(
-            rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=repo_id, target_language="sql",
-            source_id_note=f"0-based row of the NQG-format Spider built from {repo_id} (splits {order})",
-            license=None)
-    pair = next(((i, t) for i, t in HUB_COLUMNS if {i, t} <= set(columns)), None)
-    if pair is None:
-        raise SourceLoadError(
-            f"{repo_id!r} has none of the column pairs " + ", ".join(f"{i}/{t}" for i, t in HUB_COLUMNS)
-            + f"; its columns: {', '.join(columns)}")
-    inputs = [text for _, part in parts for text in part[pair[0]]]
-    targets = [text for _, part in parts for text in part[pair[1]]]
-    return CompositionalSource(rows_dataset(inputs, targets), name=repo_id,
-                               target_language=guess_target_language(targets),
-                               source_id_note=f"0-based row of {repo_id}'s splits concatenated in order ({order})")
-
-
-def load_compositional(source: str) -> CompositionalSource:
-    """A GeoQuery/Spider/SCAN/COGS folder, an NQG-format TSV file (``input TAB target``), or a Hub
-    dataset id (:func:`from_hub`)."""
-    from loading_scripts import cogs, geoquery, scan, spider
-    from loading_scripts.nqg import SOURCE_ID_NOTE, read_pairs
-
-    path = Path(source)
-    if path.is_dir():
-        for marker, module in (("geoquery_nqg.tsv", geoquery), ("tasks.txt", scan), ("tasks.txt.gz", scan),
-                               ("train.tsv", cogs), ("train.tsv.gz", cogs), ("dev.json", spider), ("dev.json.gz", spider)):
-            if (path / marker).is_file():
-                return module.load(path)
-        raise SourceLoadError(f"{source!r}: not a GeoQuery, Spider, SCAN or COGS folder")
-    if path.is_file():
-        if path.name.startswith("geoquery_nqg"):
-            return geoquery.load(path)
-        pairs = read_pairs(path)
-        targets = [p[1] for p in pairs]
-        return CompositionalSource(rows_dataset([p[0] for p in pairs], targets), name=str(path),
-                                   target_language=guess_target_language(targets), source_id_note=SOURCE_ID_NOTE)
-    if "/" in source and not source.startswith((".", "/", "~")):
-        return from_hub(source)
-    raise SourceLoadError(f"source {source!r} does not exist (give a file in NQG format, a dataset folder "
-                          "or a Hub id org/name)")

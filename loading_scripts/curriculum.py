@@ -20,16 +20,25 @@ others -> ``not-entailed``), see :func:`loading_scripts.recast.normalise_label`.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import tempfile
+import urllib.error
+import urllib.request
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
+import numpy as np
+import pyarrow as pa
 
 from loading_scripts.recast import THREE_WAY, TWO_WAY, normalise_label
-from split_builders.errors import InvalidParameterError, SourceLoadError
+from loading_scripts.tables import row_keys
+from loading_scripts.files import cache_root
+from loading_scripts.errors import InvalidParameterError, SourceLoadError
 
 BASE_URL = "https://github.com/eric11eca/curriculum-ling/raw/main/tasks"  # <name>.zip below it
 LICENSE = "mit"
@@ -146,14 +155,23 @@ def _pair(row) -> tuple:
     return (row["premise"] or "").strip(), (row["hypothesis"] or "").strip()
 
 
+def _pair_keys(pairs: dict) -> dict:
+    """``{split: one int64 key per pair}``, equal exactly when the pairs are (across splits too)."""
+    every = [pair for split_pairs in pairs.values() for pair in split_pairs]
+    keys = row_keys(pa.table({"premise": pa.array([p for p, _ in every], pa.string()),
+                              "hypothesis": pa.array([h for _, h in every], pa.string())}), ["premise", "hypothesis"])
+    return dict(zip(pairs, np.split(keys, np.cumsum([len(v) for v in pairs.values()])[:-1])))
+
+
 def leakage_report(raw: dict) -> dict:
-    """Duplicate pairs within and across splits, and empty fields, per split."""
+    """Duplicate pairs within and across splits, and empty fields, per split (pairs compared after
+    ``str.strip``)."""
     pairs = {split: [_pair(r) for r in rows] for split, rows in raw.items()}
-    train, validation = set(pairs["train"]), set(pairs["validation"])
-    report = {"train_validation_duplicate_pairs": len(train & validation),
-              "validation_rows_seen_in_train": sum(p in train for p in pairs["validation"])}
+    keys = _pair_keys(pairs)
+    report = {"train_validation_duplicate_pairs": int(np.intersect1d(keys["train"], keys["validation"]).size),
+              "validation_rows_seen_in_train": int(np.isin(keys["validation"], keys["train"]).sum())}
     for split, split_pairs in pairs.items():
-        report[f"{split}_duplicate_pairs"] = len(split_pairs) - len(set(split_pairs))
+        report[f"{split}_duplicate_pairs"] = len(split_pairs) - int(np.unique(keys[split]).size)
         report[f"{split}_empty_premise"] = sum(not p for p, _ in split_pairs)
         report[f"{split}_empty_hypothesis"] = sum(not h for _, h in split_pairs)
     return report
@@ -206,14 +224,6 @@ def download_zips(base_url: str, names, *, cache_dir=None) -> Path:
     Each zip is written to a temporary file, checked to be a readable zip, then moved into place,
     so an interrupted download never leaves a truncated file that a later run would trust.
     """
-    import hashlib
-    import os
-    import tempfile
-    import urllib.error
-    import urllib.request
-
-    from split_builders.signals.lm.models import cache_root
-
     base_url = base_url.rstrip("/")
     folder = Path(cache_dir) if cache_dir else cache_root() / "curriculum" / hashlib.sha256(base_url.encode()).hexdigest()[:12]
     folder.mkdir(parents=True, exist_ok=True)

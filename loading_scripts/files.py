@@ -11,6 +11,8 @@ every TSV line and CSV record must have as many fields as the header (an error n
 
 from __future__ import annotations
 
+import os
+
 import csv
 import gzip
 import io
@@ -21,7 +23,7 @@ import datasets
 import pandas as pd
 import pyarrow.parquet as pq
 
-from split_builders.errors import SourceLoadError
+from loading_scripts.errors import SourceLoadError
 
 SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
 
@@ -153,3 +155,11 @@ def read_table(path: str | Path) -> datasets.Dataset:
     if not rows:
         raise SourceLoadError(f"{path} holds no rows")
     return datasets.Dataset.from_list(rows)
+
+
+def cache_root() -> Path:
+    """resplit's cache folder: ``$RESPLIT_CACHE``, else ``$XDG_CACHE_HOME/resplit`` or ``~/.cache/resplit``."""
+    if os.environ.get("RESPLIT_CACHE"):
+        return Path(os.environ["RESPLIT_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "resplit"

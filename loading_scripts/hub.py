@@ -1,4 +1,5 @@
-"""Read a dataset from the Hugging Face Hub with errors that say what went wrong."""
+"""Read a dataset from the Hugging Face Hub with errors that say what went wrong: its splits
+(:func:`load_hub_splits`), or a compositional dataset's rows (:func:`compositional_from_hub`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import os
 
 import datasets
 
-from split_builders.errors import SourceLoadError
+from loading_scripts.compositional import CompositionalSource, guess_target_language, rows_dataset
+from loading_scripts.spider import nqg_examples
+from loading_scripts.errors import SourceLoadError
+
+# Column pairs (input, target) of the usual Hub copies of the compositional datasets, tried in order.
+COMPOSITIONAL_COLUMNS = (("input", "target"), ("commands", "actions"), ("source", "target"), ("input", "output"))
 
 
 def hub_is_offline() -> bool:
@@ -32,3 +38,33 @@ def load_hub_splits(repo_id: str, splits: list[str] | None = None, *, revision: 
     if missing:
         raise SourceLoadError(f"{repo_id!r} has no split(s) {missing}; it has {list(loaded.keys())}")
     return [(name, loaded[name]) for name in names]
+
+
+def compositional_from_hub(repo_id: str, *, revision: str | None = None) -> CompositionalSource:
+    """A compositional dataset from the Hub: every split concatenated in the Hub's order.
+
+    Spider-shaped data (``db_id``, ``question``, ``query``) is turned into Shaw et al.'s NQG rows
+    (as :func:`loading_scripts.spider.nqg_examples`: its ``train`` split decides the SSP databases);
+    otherwise the first matching pair of :data:`COMPOSITIONAL_COLUMNS` gives ``input`` and ``target``.
+    """
+    parts = load_hub_splits(repo_id, revision=revision)
+    columns = parts[0][1].column_names
+    order = ", ".join(name for name, _ in parts)
+    if {"db_id", "question", "query"} <= set(columns):
+        train = [row for name, part in parts if name == "train" for row in part]
+        other = [row for name, part in parts if name != "train" for row in part]
+        pairs = nqg_examples(train, other)
+        return CompositionalSource(
+            rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=repo_id, target_language="sql",
+            source_id_note=f"0-based row of the NQG-format Spider built from {repo_id} (splits {order})",
+            license=None)
+    pair = next(((i, t) for i, t in COMPOSITIONAL_COLUMNS if {i, t} <= set(columns)), None)
+    if pair is None:
+        raise SourceLoadError(
+            f"{repo_id!r} has none of the column pairs " + ", ".join(f"{i}/{t}" for i, t in COMPOSITIONAL_COLUMNS)
+            + f"; its columns: {', '.join(columns)}")
+    inputs = [text for _, part in parts for text in part[pair[0]]]
+    targets = [text for _, part in parts for text in part[pair[1]]]
+    return CompositionalSource(rows_dataset(inputs, targets), name=repo_id,
+                               target_language=guess_target_language(targets),
+                               source_id_note=f"0-based row of {repo_id}'s splits concatenated in order ({order})")

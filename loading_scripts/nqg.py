@@ -13,8 +13,9 @@ from pathlib import Path
 
 import datasets
 
+from loading_scripts.compositional import CompositionalSource, guess_target_language, rows_dataset
 from loading_scripts.files import open_text, read_text
-from split_builders.errors import SourceLoadError
+from loading_scripts.errors import SourceLoadError
 
 COLUMNS = ("input", "target")
 SOURCE_ID_NOTE = "0-based line number in the input file"
@@ -54,6 +55,14 @@ def read_dataset(path: str | Path) -> datasets.Dataset:
         COLUMNS[0]: [p[0] for p in pairs],
         COLUMNS[1]: [p[1] for p in pairs],
     })
+
+
+def load(path: str | Path) -> CompositionalSource:
+    """The file as a compositional source, its target language guessed from its targets."""
+    pairs = read_pairs(path)
+    targets = [p[1] for p in pairs]
+    return CompositionalSource(rows_dataset([p[0] for p in pairs], targets), name=str(path),
+                               target_language=guess_target_language(targets), source_id_note=SOURCE_ID_NOTE)
 
 
 def looks_headerless(path: str | Path, wanted_fields=()) -> bool:

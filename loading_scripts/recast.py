@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from split_builders.errors import InvalidParameterError
+from loading_scripts.errors import InvalidParameterError
 
 TWO_WAY = ("entailed", "not-entailed")
 THREE_WAY = ("entailment", "neutral", "contradiction")

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+
 from loading_scripts.compositional import CompositionalSource, read_id_split, rows_dataset
 from loading_scripts.files import open_text
-from split_builders.errors import SourceLoadError
+from loading_scripts.tables import row_keys
+from loading_scripts.errors import SourceLoadError
 
 TEXT_SPLITS = {
     "simple": "simple_split/tasks_{}_simple.txt",
@@ -41,6 +45,19 @@ def read_tasks(path: Path) -> list[tuple[str, str]]:
     return pairs
 
 
+def rows_of_lines(pairs, lines) -> np.ndarray:
+    """For each of ``lines``, the row of ``pairs`` (``tasks.txt``) holding the same pair, -1 where
+    none does (the last such row if a pair repeats). Pairs are matched by
+    :func:`~loading_scripts.tables.row_keys`."""
+    both = [*pairs, *lines]
+    keys = row_keys(pa.table({"command": [p[0] for p in both], "actions": [p[1] for p in both]}),
+                    ["command", "actions"])
+    unique, last_from_end = np.unique(keys[:len(pairs)][::-1], return_index=True)
+    row_of_key = np.full(int(keys.max(initial=0)) + 1, -1, dtype=np.int64)
+    row_of_key[unique] = len(pairs) - 1 - last_from_end
+    return row_of_key[keys[len(pairs):]]
+
+
 def _find(folder: Path, relative: str) -> Path | None:
     for candidate in (folder / relative, folder / f"{relative}.gz"):
         if candidate.is_file():
@@ -57,7 +74,6 @@ def load(folder) -> CompositionalSource:
     source = CompositionalSource(rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=str(folder),
                                  target_language="scan", source_id_note="0-based line of SCAN tasks.txt",
                                  license="bsd-3-clause")
-    row_of = {pair: row for row, pair in enumerate(pairs)}
     for name, pattern in TEXT_SPLITS.items():
         files = {split: _find(folder, pattern.format(split)) for split in ("train", "test")}
         if None in files.values():
@@ -65,12 +81,14 @@ def load(folder) -> CompositionalSource:
         split, repeated = {}, {}
         for part, path in files.items():
             lines = read_tasks(path)
-            missing = [pair for pair in lines if pair not in row_of]
-            if missing:
-                raise SourceLoadError(f"{path}: {len(missing)} line(s) not in tasks.txt, e.g. {missing[0]}")
-            split[part] = list(dict.fromkeys(row_of[pair] for pair in lines))  # first occurrence order
-            if len(lines) > len(split[part]):
-                repeated[part] = len(lines) - len(split[part])
+            rows = rows_of_lines(pairs, lines)
+            missing = np.flatnonzero(rows < 0)
+            if missing.size:
+                raise SourceLoadError(f"{path}: {missing.size} line(s) not in tasks.txt, e.g. {lines[missing[0]]}")
+            first = np.sort(np.unique(rows, return_index=True)[1])
+            split[part] = rows[first]  # each row once, in order of its first line
+            if len(lines) > first.size:
+                repeated[part] = len(lines) - first.size
         source.published[name] = split
         note = "; ".join(f"{count} repeated line(s) of the {part} file read as one row each"
                          for part, count in repeated.items())

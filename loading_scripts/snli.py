@@ -14,11 +14,14 @@ from pathlib import Path
 import datasets
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from datasets.table import InMemoryTable
 
 from loading_scripts.files import read_table
 from loading_scripts.hub import load_hub_splits
 from loading_scripts.source import Source
-from split_builders.errors import FieldError
+from loading_scripts.tables import arrow_table
+from loading_scripts.errors import FieldError
 
 HUB_ID = "stanfordnlp/snli"
 LABELS = ("entailment", "neutral", "contradiction")  # the Hub dataset's ClassLabel order
@@ -48,8 +51,6 @@ def _filter(premise, hypothesis, label) -> tuple[np.ndarray, dict]:
     """Apply the paper's filter to whole columns: ``(kept row positions, {reason: dropped row
     positions})``. A row is dropped for the first reason that applies, in this order: no gold
     label, the placeholder premise (after ``str.strip``), an empty hypothesis (``str.strip``)."""
-    import pyarrow.compute as pc
-
     no_gold = ~np.asarray(pc.fill_null(pc.is_in(label, value_set=pa.array(LABELS)), False))
     # Arrow finds the few candidates; Python's own strip() decides, so the test is exactly str.strip's.
     maybe_placeholder = np.flatnonzero(np.asarray(pc.fill_null(pc.match_substring(premise, PLACEHOLDER_PREMISE),
@@ -72,15 +73,13 @@ def _filter(premise, hypothesis, label) -> tuple[np.ndarray, dict]:
 def _canonical(columns: dict, labels, *, name: str, features, **source) -> Source:
     """Canonical rows from whole columns (``source_id`` = position): the filter applied, labels
     encoded as the ClassLabel, the counts of dropped rows kept by reason with their source ids."""
-    import datasets.table
-
     kept, dropped = _filter(columns["premise"], columns["hypothesis"], labels)
     label_codes = pc_index_in(labels, LABELS)
     table = pa.table({"source_id": pa.array(np.arange(len(labels), dtype=np.int64)), "premise": columns["premise"],
                       "hypothesis": columns["hypothesis"], "label": label_codes,
                       **{k: v for k, v in columns.items() if k not in ("premise", "hypothesis")}})
     table = table.take(pa.array(kept)).cast(features.arrow_schema)
-    dataset = datasets.Dataset(datasets.table.InMemoryTable(table), info=datasets.DatasetInfo(features=features),
+    dataset = datasets.Dataset(InMemoryTable(table), info=datasets.DatasetInfo(features=features),
                                fingerprint=f"resplit-snli-{len(table)}")  # no hashing of the rows
     return Source(dataset, name=name, task="snli", prompt_field="premise", query_field="hypothesis",
                   label_field="label", filtered={reason: int(rows.size) for reason, rows in dropped.items()},
@@ -89,8 +88,6 @@ def _canonical(columns: dict, labels, *, name: str, features, **source) -> Sourc
 
 def pc_index_in(labels, names) -> pa.Array:
     """Position of each label in ``names`` (null where it is not one of them)."""
-    import pyarrow.compute as pc
-
     return pc.cast(pc.index_in(labels, value_set=pa.array(names)), pa.int64())
 
 
@@ -101,7 +98,7 @@ def from_jsonl(path: str | Path, *, name: str | None = None) -> Source:
     for column in needed:
         if column not in table.column_names:
             raise FieldError(column, table.column_names, source=str(path))
-    data = table.data.table
+    data = arrow_table(table)
     string = lambda column: data.column(column).combine_chunks().cast(pa.string())  # noqa: E731
     pair_id = (string("pairID") if "pairID" in table.column_names else pa.nulls(len(data), pa.string()))
     features = FEATURES.copy()
@@ -122,9 +119,7 @@ def from_hub(repo_id: str = HUB_ID, *, splits: list[str] | None = None,
     parts = load_hub_splits(repo_id, splits or ["train", "validation", "test"], revision=revision)
     premise, hypothesis, labels, split_names = [], [], [], []
     for split_name, part in parts:
-        data = part.data.table
-        if part._indices is not None:
-            data = data.take(part._indices.column(0))
+        data = arrow_table(part)
         label = data.column("label").combine_chunks()
         if isinstance(part.features["label"], datasets.ClassLabel):  # codes to names; -1 (no gold) to null
             names = pa.array(part.features["label"].names + [None], pa.string())

@@ -11,8 +11,13 @@ import hashlib
 from dataclasses import dataclass, field
 
 import datasets
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from datasets.table import InMemoryTable
 
-from split_builders.errors import EmptyTextError, FieldError, InvalidParameterError
+from loading_scripts.tables import arrow_column, arrow_table
+from loading_scripts.errors import EmptyTextError, FieldError, InvalidParameterError
 
 
 @dataclass
@@ -74,18 +79,13 @@ class Source:
         return len(self.dataset)
 
     def column(self, field_name: str):
-        """One column of the rows as a single Arrow array (a selection taken with Arrow: ``datasets``'
-        own ``dataset[name]`` is a lazy column that reads row by row)."""
-        column = self.dataset.data.table.column(field_name)
-        if self.dataset._indices is not None:
-            column = column.take(self.dataset._indices.column(0))
-        return column.combine_chunks()
+        """One column of the rows as a single Arrow array (:func:`~loading_scripts.tables.arrow_column`:
+        ``datasets``' own ``dataset[name]`` is a lazy column that reads row by row)."""
+        return arrow_column(self.dataset, field_name)
 
     @property
     def source_ids(self):
         """Every row's ``source_id`` (int64 array)."""
-        import numpy as np
-
         return np.asarray(self.column("source_id").to_numpy(zero_copy_only=False), dtype=np.int64)
 
     def texts(self, field_name: str) -> list[str]:
@@ -95,8 +95,6 @@ class Source:
         """Label values (class names for a ``ClassLabel``), or None without a label field."""
         if self.label_field is None:
             return None
-        import pyarrow as pa
-
         values = self.column(self.label_field)
         feature = self.dataset.features[self.label_field]
         if isinstance(feature, datasets.ClassLabel):  # codes to names with one Arrow take
@@ -117,9 +115,6 @@ class Source:
 
     def check_queries(self) -> None:
         """Refuse empty query texts: they have no likelihood and no length."""
-        import numpy as np
-        import pyarrow.compute as pc
-
         column = self.column(self.query_field)
         if not pa_is_string(column.type):
             column = column.cast("string")
@@ -141,20 +136,13 @@ class Source:
 
 
 def pa_is_string(data_type) -> bool:
-    import pyarrow as pa
-
     return pa.types.is_string(data_type) or pa.types.is_large_string(data_type)
 
 
 def content_sha256(dataset: datasets.Dataset) -> str:
     """sha256 of a table's rows, column names and types: the Arrow IPC stream of its columns in
     order, in one chunk (so the same rows hash the same however they were read)."""
-    import pyarrow as pa
-
-    table = dataset.data.table
-    if dataset._indices is not None:  # a selection: take its rows (no row-by-row rewrite)
-        table = table.take(dataset._indices.column(0))
-    table = table.replace_schema_metadata(None).combine_chunks()
+    table = arrow_table(dataset).replace_schema_metadata(None).combine_chunks()
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
@@ -164,19 +152,16 @@ def content_sha256(dataset: datasets.Dataset) -> str:
 def with_row_numbers(dataset: datasets.Dataset, *, name: str) -> datasets.Dataset:
     """Add ``source_id`` = 0-based row number, or check the one the data already has (whole
     columns: Arrow and numpy)."""
-    import numpy as np
-    import pyarrow as pa
-    from datasets.table import InMemoryTable
-
+    table = arrow_table(dataset)
     if "source_id" in dataset.column_names:
-        column = dataset.data.table.column("source_id")
+        column = table.column("source_id")
         if not pa.types.is_integer(column.type) or column.null_count:
             raise InvalidParameterError(f"column 'source_id' of {name} must hold integers")
         ids = column.to_numpy()
         if np.unique(ids).size != ids.size:
             raise InvalidParameterError(f"column 'source_id' of {name} has duplicate values")
         return dataset
-    table = dataset.data.table.append_column("source_id", pa.array(np.arange(len(dataset), dtype=np.int64)))
+    table = table.append_column("source_id", pa.array(np.arange(len(dataset), dtype=np.int64)))
     info = dataset.info.copy()
     info.features = datasets.Features({**dataset.features, "source_id": datasets.Value("int64")})
     # A fingerprint of our own: ``datasets`` would hash the whole table for one.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from loading_scripts.compositional import CompositionalSource, attach_nqg_splits, rows_dataset
 from loading_scripts.files import open_text
-from split_builders.errors import SourceLoadError
+from loading_scripts.errors import SourceLoadError
 
 MIN_TRAIN_EXAMPLES = 50
 TRAIN_FILES = ("train_spider_question_query_dbid.json.gz", "train_spider.json", "train_spider.json.gz")

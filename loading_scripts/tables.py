@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 
+import datasets
 import numpy as np
+import pyarrow as pa
 
 
 def arrow_table(dataset, columns=None):
@@ -37,7 +39,7 @@ def row_keys(table, fields) -> np.ndarray:
     are found with it.
     """
     fields = list(fields)
-    if not isinstance(table, _pyarrow().Table):
+    if not isinstance(table, pa.Table):
         table = arrow_table(table, fields)
     codes = []
     for name in fields:
@@ -51,17 +53,9 @@ def row_keys(table, fields) -> np.ndarray:
     return ids.astype(np.int64)
 
 
-def _pyarrow():
-    import pyarrow
-
-    return pyarrow
-
-
 @contextlib.contextmanager
 def quiet_datasets():
     """No ``datasets`` progress bars inside (one bar per file written or column added is noise)."""
-    import datasets
-
     was_disabled = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
     try:

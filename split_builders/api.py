@@ -190,9 +190,17 @@ def check_size(value, name: str, *, allow_zero: bool = True):
     return float(value)
 
 
-def resolve_size(value, n_rows: int) -> int:
-    """A count stays a count; a fraction becomes ``ceil(fraction * n_rows)`` (as scikit-learn)."""
-    return int(value) if isinstance(value, Integral) else int(math.ceil(value * n_rows))
+def resolve_size(value, n_rows: int, *, rounding: str = "up") -> int:
+    """A count stays a count; a fraction of ``n_rows`` is rounded ``"up"`` (``ceil``, as scikit-learn)
+    or to the ``"nearest"`` count (Python's ``round``, ties to even: TMCD's rule, as Shaw et al.'s
+    generators, which take counts; releases built with it rebuild unchanged)."""
+    if isinstance(value, Integral):
+        return int(value)
+    if rounding == "up":
+        return int(math.ceil(value * n_rows))
+    if rounding == "nearest":
+        return int(round(float(value) * n_rows))
+    raise InvalidParameterError(f"rounding must be 'up' or 'nearest', got {rounding!r}")
 
 
 def check_random_state(random_state) -> int | None:

@@ -19,15 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from loading_scripts.files import cache_root  # noqa: F401  (the cache's root, shared with the readers' downloads)
+
 MAGIC = b"resplit-cache-entry v1 sha256:"
-
-
-def cache_root() -> Path:
-    """resplit's cache folder: ``$RESPLIT_CACHE``, else ``$XDG_CACHE_HOME/resplit`` or ``~/.cache/resplit``."""
-    if os.environ.get("RESPLIT_CACHE"):
-        return Path(os.environ["RESPLIT_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "resplit"
 
 
 def atomic_write(path, data: bytes) -> None:

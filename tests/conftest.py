@@ -119,3 +119,99 @@ def hub_env(hub, tmp_path, token=HUB_TOKEN) -> dict:
     if token:
         env["HF_TOKEN"] = token
     return env
+
+
+# -- the toy method: a split method defined outside the package, registered by tests -------------
+from dataclasses import dataclass  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from split_builders.api import (BaseSplitter, CommonOptions, ConfigSplit, Loaded, Signal, SourceInfo,  # noqa: E402
+                                Split, SplitMethod, check_random_state, check_size, option, register,
+                                resolve_size, unregister)
+
+
+class ShortestToTestSplitter(BaseSplitter):
+    """The shortest texts are held out; a seeded half of them is validation."""
+
+    def __init__(self, *, test_size=0.2, random_state=None):
+        self.test_size = check_size(test_size, "test_size", allow_zero=False)
+        self.random_state = check_random_state(random_state)
+
+    def split(self, lengths):
+        lengths = np.asarray(lengths)
+        n_eval = resolve_size(self.test_size, lengths.size)
+        order = np.argsort(lengths, kind="stable")
+        held = np.random.default_rng(self.random_state).permutation(order[:n_eval])
+        return Split.of(order[n_eval:], held[: n_eval // 2], held[n_eval // 2:])
+
+
+@dataclass(kw_only=True)
+class ToyOptions(CommonOptions):
+    text_field: str = option("text", "the column whose length is the signal")
+    test_size: float = option(0.2, "share of rows held out", parse=float)
+
+    def validate(self):
+        check_size(self.test_size, "test_size", allow_zero=False)
+
+
+class ToyMethod(SplitMethod):
+    name = "toy-shortest"
+    paper = "nobody (a test)"
+    summary = "hold out the shortest texts"
+    config_names = ("shortest",)
+    Options = ToyOptions
+
+    def load(self, options):
+        from loading_scripts.files import read_table
+        from loading_scripts.source import content_sha256, with_row_numbers
+
+        rows = with_row_numbers(read_table(options.source), name=options.source)
+        if options.text_field not in rows.column_names:
+            from split_builders.errors import FieldError
+            raise FieldError(options.text_field, rows.column_names, role="text", source=options.source)
+        return Loaded(rows, SourceInfo(name=options.source, rows=len(rows), content_sha256=content_sha256(rows)))
+
+    def signal(self, loaded, options, context):
+        lengths = np.asarray([len(t) for t in loaded.data[options.text_field]])
+        return Signal(lengths, {"kind": "characters of the text"})
+
+    def configs(self, loaded, signal, options):
+        splitter = ShortestToTestSplitter(test_size=options.test_size, random_state=options.seed)
+        split = splitter.split(signal.values)
+        return [ConfigSplit("shortest", split.as_indices(), method=self.name, parameters=splitter.get_params(),
+                            description="the shortest texts held out")]
+
+    def rows(self, loaded, signal, configs):
+        return loaded.data.add_column("length", signal.values.tolist())
+
+    def row_keys(self, loaded):
+        return np.asarray(loaded.data["text"], dtype=object)
+
+    def select_rows(self, loaded, keep):
+        return Loaded(loaded.data.select(keep), loaded.info)
+
+    def rederive(self, released, record):
+        rows = released.all_rows()
+        parameters = record["configs"]["shortest"]["parameters"]
+        split = ShortestToTestSplitter(**parameters).split(rows.column("length").to_numpy())
+        ids = np.asarray(rows.column("source_id").to_numpy())
+        return {"shortest": {name: ids[part] for name, part in split.as_indices().items()}}
+
+    def card(self, loaded, signal, configs, options):
+        from split_builders.release.card import CardSpec, Figure, Panel, Section
+
+        figure = Figure("figures/shortest.png", "lengths", [Panel("characters", {
+            s: signal.values[configs[0].indices[s]] for s in configs[0].splits}, kind="discrete")])
+        return CardSpec(title="Toy", intro="A toy method.", how_built=["By length."],
+                        configs=[Section("`shortest`", "Shortest held out.", [figure])])
+
+
+
+
+@pytest.fixture()
+def toy_method():
+    """:class:`ToyMethod` registered as ``toy-shortest`` for one test."""
+    register(ToyMethod)
+    yield ToyMethod
+    unregister(ToyMethod.name)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from accelerate import PartialState
 
-from split_builders.signals.lm.finetune import finetune_scores
+from split_builders.signals.lm.finetune import FinetuneOptions, finetune_scores
 from split_builders.signals.lm.models import resolve_model
 
 
@@ -23,15 +23,14 @@ def pairs(n_rows: int):
     return prompts, queries
 
 
-FINETUNE_KWARGS = dict(k=2, seed=3, max_steps=4, batch_size=4, eval_steps=2, score_batch_size=4, device="cpu",
-                       progress=False)
+FINETUNE_OPTIONS = dict(k=2, seed=3, max_steps=4, batch_size=4, eval_steps=2, score_batch_size=4)
 
 
 def main(model_dir: str, work_dir: str, out_dir: str, n_rows: int) -> None:
     state = PartialState(cpu=True)
     prompts, queries = pairs(n_rows)
-    run = finetune_scores(prompts, queries, model_ref=resolve_model(model_dir), work_dir=Path(work_dir),
-                          **FINETUNE_KWARGS)
+    run = finetune_scores(prompts, queries, model_ref=resolve_model(model_dir), device="cpu", progress=False,
+                          options=FinetuneOptions(**FINETUNE_OPTIONS, work_dir=Path(work_dir)))
     report = {"rank": state.process_index, "num_processes": state.num_processes, "backend": str(state.backend),
               "run_num_processes": run.num_processes, "scores": run.scores.tolist(),
               "folds": run.folds.tolist(), "fold_reports": run.fold_reports}

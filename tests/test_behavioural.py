@@ -11,8 +11,9 @@ import pytest
 from loading_scripts.checklist import read_checklist_suite, validate_suite
 from split_builders.api import Split, get_method
 from split_builders.builder import build
-from split_builders.methods.behavioural import PASS_RATE_COLUMNS, behavioural_configs
-from split_builders.splitters.behavioural import BehaviouralSplitter
+from split_builders.methods import behavioural
+from split_builders.methods.behavioural import PASS_RATE_COLUMNS
+from split_builders.splitters.behavioural import BehaviouralSplitter, behavioural_configs
 from split_builders.splitters.partition import shuffle_split
 from split_builders.errors import InvalidParameterError
 
@@ -169,11 +170,9 @@ def test_beluga_relabelling_is_applied():
         {"name": "asym", "type": "MFT", "capability": "SRL", "agg_fn": "all", "expectation": {"fn": "eq"},
          "nested": False, "labels": 1, "meta": None, "beluga_label_override": 0,
          "data": [["a", "b"], ["c", "d"], ["e", "f"], ["g", "h"]]}]})
-    from split_builders.methods.behavioural import testcase_rows
-
-    assert set(testcase_rows(suite)["labels"]) == {"0"}
-    assert set(testcase_rows(suite, beluga_labels=False)["labels"]) == {"1"}
-    assert testcase_rows(suite)["examples"][0] == [["a", "b"]]
+    assert set(behavioural.testcase_rows(suite, beluga_labels=True)["labels"]) == {"0"}
+    assert set(behavioural.testcase_rows(suite, beluga_labels=False)["labels"]) == {"1"}
+    assert behavioural.testcase_rows(suite, beluga_labels=True)["examples"][0] == [["a", "b"]]
 
 
 def test_splitter_is_a_base_splitter_returning_a_split():
@@ -194,13 +193,13 @@ def test_release_provenance_and_card(small_suite, small_release):
     import yaml
 
     from loading_scripts.source import content_sha256
-    from split_builders.methods.behavioural import testcase_rows
 
     out, _ = small_release
     readme = (out / "README.md").read_text()
     meta = yaml.safe_load(readme.split("---\n")[1])["resplit"]
     assert meta["method"] == "behavioural" and meta["seed"] == 123 and "BELUGA" in meta["paper"]
-    assert meta["source"]["content_sha256"] == content_sha256(testcase_rows(small_suite))
+    rows = behavioural.testcase_rows(small_suite, beluga_labels=True)
+    assert meta["source"]["content_sha256"] == content_sha256(rows)
     assert meta["signal"]["suite_sha256"] == small_suite.sha256
     assert meta["configs"]["func_0"]["parameters"]["held_out"] == {"functionality": "single positive words"}
     assert "reproduces BELUGA's published division" in readme
@@ -215,7 +214,7 @@ def test_limit_keeps_the_first_test_cases_of_each_functionality(small_suite, tmp
     assert rows.num_rows == 6 * len(SMALL)
     assert sorted(set(rows["functionality"])) == sorted(SMALL) and set(rows["testcase_id"]) == set(range(6))
     assert [c.name for c in configs][:6] == ["seen", "func_0", "func_1", "func_2", "func_3", "func_4"]
-    with pytest.raises(InvalidParameterError, match="needs N >= 3"):
+    with pytest.raises(InvalidParameterError, match="limit must be an integer >= 3, got 2"):
         get_method("behavioural").options(source=small_suite.source, out=str(tmp_path / "x"), limit=2)
 
 
@@ -230,3 +229,26 @@ def test_names_with_commas_and_comma_separated_selections():
     assert picked([2, "a"]) == ["func_2", "func_1"]
     with pytest.raises(InvalidParameterError, match="unknown functionality 'd'"):
         picked(["a,d"])
+
+
+def test_source_id_is_the_position_in_the_whole_suite_and_survives_limit(small_suite):
+    full = behavioural.testcase_rows(small_suite, beluga_labels=True)
+    limited = behavioural.testcase_rows(small_suite, beluga_labels=True, limit=4)
+    assert full.column_names[-1] == "source_id" and full.features["source_id"].dtype == "int64"
+    assert full["source_id"] == list(range(full.num_rows))
+    # The same test case keeps its source_id in a --limit build.
+    position = {(f, t): s for f, t, s in zip(full["functionality_id"], full["testcase_id"], full["source_id"])}
+    assert limited["source_id"] == [position[f, t] for f, t in zip(limited["functionality_id"],
+                                                                    limited["testcase_id"])]
+    assert len(set(limited["source_id"])) == limited.num_rows == 4 * len(SMALL)
+
+
+def test_rows_are_the_metrics_own_test_cases(small_suite, local_metric):
+    """One function turns a suite into test cases: the release's rows are pass_rate's."""
+    rows = behavioural.testcase_rows(small_suite, beluga_labels=True)
+    sizes = [len(examples) for examples in rows["examples"]]
+    columns = local_metric("pass_rate").testcases_from_suite(small_suite.as_dict(), [0] * sum(sizes),
+                                                             beluga_labels=True)
+    assert [len(p) for p in columns["predictions"]] == sizes
+    for column in PASS_RATE_COLUMNS:
+        assert columns[column] == rows[column], column

@@ -160,10 +160,10 @@ def test_seed_defaults_to_42_and_123_is_belugas_draw(suite_file, tmp_path, capsy
     assert main(["behavioural", "--source", str(suite_file), "--out", str(tmp_path / "a")]) == 0
     assert "seed 42 (BELUGA's own draw is --seed 123)" in capsys.readouterr().out
     assert main(["behavioural", "--suite", str(suite_file), "--out", str(tmp_path / "b"), "--seed", "123",
-                 "--functionality", "typos,2", "--limit", "3", "--checklist-labels"]) == 0
+                 "--functionality", "typos,2", "--limit", "3", "--no-beluga-labels"]) == 0
     assert "seed 123 (BELUGA's draw)" in capsys.readouterr().out
     meta = yaml.safe_load((tmp_path / "b" / "README.md").read_text().split("---\n")[1])["resplit"]
-    assert meta["seed"] == 123 and meta["parameters"]["limit"] == 3 and meta["parameters"]["checklist_labels"]
+    assert meta["seed"] == 123 and meta["parameters"]["limit"] == 3 and meta["parameters"]["beluga_labels"] is False
     assert set(meta["configs"]) == {"seen", "func_1", "func_2", "class_Vocabulary", "class_Robustness",
                                     "type_MFT", "type_INV", "type_DIR"}
     assert meta["source"]["rows"] == 9 and meta["source"]["filters"]
@@ -171,7 +171,7 @@ def test_seed_defaults_to_42_and_123_is_belugas_draw(suite_file, tmp_path, capsy
 
 def test_bad_limit_and_missing_suite(suite_file, tmp_path, capsys):
     assert main(["behavioural", "--suite", str(suite_file), "--out", str(tmp_path / "x"), "--limit", "1"]) == 2
-    assert "needs N >= 3" in capsys.readouterr().err
+    assert "limit must be an integer >= 3, got 1" in capsys.readouterr().err
     assert main(["behavioural", "--out", str(tmp_path / "x")]) == 2
     assert "--suite" in capsys.readouterr().err
     assert main(["behavioural", "--suite", str(tmp_path / "nope.json"), "--out", str(tmp_path / "x")]) == 2

@@ -61,7 +61,7 @@ def test_train_size_gives_the_semantic_parsing_mode(likelihood_reference, tmp_pa
 @pytest.mark.parametrize("change,message", [
     (("--query-field", "hypotesis"), "query field 'hypotesis' not found"),
     (("--dev-size", "2300"), "must be smaller than the number of rows"),
-    (("--dev-size", "1.5"), r"dev_size as a fraction must be in \(0, 1\)"),
+    (("--dev-size", "1.5"), r"validation_size as a fraction must be in \(0, 1\)"),
     (("--dev-size", "2000"), "class 'neutral' has 712 rows"),
 ])
 def test_bad_input_exits_2_with_a_message_and_no_traceback(likelihood_reference, tmp_path, capsys, change, message):

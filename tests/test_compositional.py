@@ -125,6 +125,9 @@ def test_cli_validation_only_when_asked_and_bad_sizes(geo_file, tmp_path, hf_cac
 
 def test_likelihood_configs_sit_beside_tmcd(geo_file, tmp_path, hf_cache):
     import datasets
+    import yaml
+
+    from split_builders.signals.given import given_scores_record
 
     scores = tmp_path / "scores.npy"
     np.save(scores, -np.arange(881, dtype=np.float64))
@@ -132,6 +135,32 @@ def test_likelihood_configs_sit_beside_tmcd(geo_file, tmp_path, hf_cache):
     assert main(["tmcd", "--source", str(geo_file), "--train-size", "440", "--iterations", "200",
                  "--scores", str(scores), "--out", str(out)]) == 0
     assert {"tmcd", "ll_split", "ll_split_reverse"} <= set(datasets.get_dataset_config_names(str(out)))
+    meta = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])["resplit"]
+    assert meta["signal"]["given"] == given_scores_record(scores)  # the one record of a given scores file
+    assert "given_scores" not in meta["signal"]
+
+
+def test_validation_size_is_a_count_or_a_fraction_of_test():
+    from split_builders.errors import InvalidParameterError
+    from split_builders.splitters.compositional import with_validation
+
+    train, test = np.arange(10), np.arange(10, 30)
+    counted = with_validation(train, test, 5, np.random.default_rng(0))
+    shared = with_validation(train, test, 0.25, np.random.default_rng(0))  # ceil(0.25 * 20) = 5, the same draw
+    assert all(np.array_equal(counted[k], shared[k]) for k in ("train", "validation", "test"))
+    assert len(counted["validation"]) == 5 and len(counted["test"]) == 15
+    assert with_validation(train, test, 0, None) == {"train": train, "test": test}
+    with pytest.raises(InvalidParameterError, match=r"validation_size must be in \(0, 20\)"):
+        with_validation(train, test, 20, np.random.default_rng(0))
+
+
+def test_config_statistics_are_the_recorded_divergences():
+    from split_builders.api import get_method
+
+    figures = {"compound_divergence": 0.31, "atom_divergence": 0.04, "test_rows_with_unseen_atom": 0}
+    assert get_method("tmcd").config_statistics({"divergences": figures}) == {"compound_divergence": 0.31,
+                                                                            "atom_divergence": 0.04}
+    assert get_method("tmcd").config_statistics({"file": "splits/mcd1.json"}) == {}
 
 
 def test_atom_divergence_bound_is_an_option_and_is_kept(geo_file, tmp_path, hf_cache, capsys):
@@ -155,7 +184,7 @@ def test_atom_divergence_bound_is_an_option_and_is_kept(geo_file, tmp_path, hf_c
     capsys.readouterr()
     assert main(["tmcd", "--source", str(geo_file), "--train-size", "440", "--max-atom-divergence", "0",
                  "--out", str(tmp_path / "bad")]) == 2
-    assert "max_atom_divergence must be in (0, 1]" in capsys.readouterr().err
+    assert "max_atom_divergence must be a fraction in (0, 1]" in capsys.readouterr().err
 
 
 def test_scan_compounds_see_what_the_mcd_splits_vary(shared):

@@ -107,7 +107,7 @@ def test_card_states_the_bound_used_and_the_final_divergences(tmp_path, shared, 
 
 
 def test_descriptions_say_plainly_when_the_bound_is_not_met():
-    from split_builders.methods.tmcd import tmcd_description
+    from split_builders.splitters.compositional import tmcd_description
 
     base = {"max_atom_divergence": 0.05, "divergences": {"compound_divergence": 0.3, "atom_divergence": 0.0506}}
     moved = tmcd_description({**base, "search_met_bound": True, "search_atom_divergence": 0.05}, 50)
@@ -222,12 +222,16 @@ def test_row_keys_are_input_and_target(shared):
     from split_builders.api import get_method
 
     method = get_method("tmcd")
-    from split_builders.methods.tmcd import CompositionalOptions
+    from split_builders.methods.tmcd import TMCDOptions
 
-    loaded = method.load(CompositionalOptions(source=str(shared / "data" / "geoquery"), out="unused"))
+    loaded = method.load(TMCDOptions(source=str(shared / "data" / "geoquery"), out="unused"))
     keys = method.row_keys(loaded)
     src = loaded.data.source
-    assert len(keys) == len(src) and keys[5] == f"{src.inputs[5]}\x00{src.targets[5]}"
+    pairs = list(zip(src.inputs, src.targets))
+    assert len(keys) == len(src) and keys.dtype == np.int64
+    # one key per distinct (input, target): equal keys exactly for equal pairs
+    assert len(set(keys.tolist())) == len(set(pairs)) < len(src)
+    assert len(set(zip(keys.tolist(), pairs))) == len(set(pairs))
 
 
 # -- the sampled search's bookkeeping ------------------------------------------------------------------

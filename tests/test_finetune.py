@@ -15,17 +15,23 @@ import torch
 
 from split_builders.signals.lm import finetune
 from split_builders.errors import EmptyTextError, InvalidParameterError, ModelLoadError
-from split_builders.signals.lm.finetune import finetune_scores, work_key
+from split_builders.signals.lm.finetune import FinetuneOptions, finetune_scores, work_key
 from split_builders.signals.lm.kfold import assign_folds, holdout, training_schedule
 from split_builders.signals.lm.models import resolve_model
 from split_builders.signals.lm.scoring import LikelihoodScorer, encode
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from finetune_worker import FINETUNE_KWARGS, pairs  # noqa: E402
+from finetune_worker import FINETUNE_OPTIONS, pairs  # noqa: E402
 from conftest import run_two_processes  # noqa: E402
 
-FAST = dict(k=2, seed=5, max_steps=4, batch_size=4, eval_steps=2, score_batch_size=8, device="cpu", progress=False)
+FAST = dict(k=2, seed=5, max_steps=4, batch_size=4, eval_steps=2, score_batch_size=8)
+
+
+def fast(work_dir, **changes) -> dict:
+    """``finetune_scores``' keyword arguments of a quick CPU run: the FAST options (with ``changes``)
+    working in ``work_dir``."""
+    return dict(options=FinetuneOptions(**{**FAST, **changes}, work_dir=work_dir), device="cpu", progress=False)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -165,7 +171,7 @@ def test_no_row_is_scored_by_a_model_that_trained_on_it(tiny_ref, tmp_path, monk
     monkeypatch.setattr(finetune, "_score_rows", score)
     monkeypatch.setattr(finetune._Collator, "__call__", collate)
     prompts, queries = pairs(15)
-    run = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path, **{**FAST, "k": 3})
+    run = finetune_scores(prompts, queries, model_ref=tiny_ref, **fast(tmp_path, k=3))
 
     assert set(scored) == {0, 1, 2}
     for fold in range(3):
@@ -187,21 +193,21 @@ def test_no_row_is_scored_by_a_model_that_trained_on_it(tiny_ref, tmp_path, monk
 
 def test_resumed_run_equals_uninterrupted_run_bit_for_bit(tiny_ref, tmp_path):
     prompts, queries = pairs(16)
-    clean = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "a", **FAST)
+    clean = finetune_scores(prompts, queries, model_ref=tiny_ref, **fast(tmp_path / "a"))
     assert clean.resumed_folds == 0 and clean.num_processes == 1
 
     with pytest.raises(KeyboardInterrupt):
-        finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "b", stop_after_folds=1, **FAST)
+        finetune_scores(prompts, queries, model_ref=tiny_ref, stop_after_folds=1, **fast(tmp_path / "b"))
     (folder,) = (tmp_path / "b").iterdir()
     assert (folder / "fold0.entry").is_file() and not (folder / "fold1.entry").exists()
-    resumed = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "b", **FAST)
+    resumed = finetune_scores(prompts, queries, model_ref=tiny_ref, **fast(tmp_path / "b"))
     assert resumed.resumed_folds == 1
     # Separate work folders, separate processes of training: identical arrays (CPU determinism).
     assert np.array_equal(resumed.scores, clean.scores)
     assert np.array_equal(resumed.folds, clean.folds)
     assert [r["param_checksum"] for r in resumed.fold_reports] == [r["param_checksum"] for r in clean.fold_reports]
 
-    again = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "a", **FAST)
+    again = finetune_scores(prompts, queries, model_ref=tiny_ref, **fast(tmp_path / "a"))
     assert again.resumed_folds == 2 and np.array_equal(again.scores, clean.scores)  # nothing retrained
 
 
@@ -221,7 +227,7 @@ def test_keep_models_keeps_each_folds_best_model(tiny_ref, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     prompts, queries = pairs(12)
-    run = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path, keep_models=True, **FAST)
+    run = finetune_scores(prompts, queries, model_ref=tiny_ref, **fast(tmp_path, keep_models=True))
     assert not list(run.work_dir.glob("fold*-trainer"))
     for fold in range(2):
         model = AutoModelForCausalLM.from_pretrained(run.work_dir / f"fold{fold}-model").eval()
@@ -236,41 +242,41 @@ def test_keep_models_keeps_each_folds_best_model(tiny_ref, tmp_path):
 # -- bad input ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("option", "value", "message"), [
-    ("k", 1, r"2 <= k <= 6 \(the number of rows\), got 1"), ("k", 7, r"2 <= k <= 6 .*, got 7"),
-    ("max_steps", 0, r"max_steps must be an integer >= 1, got 0"),
-    ("eval_fraction", 0.0, r"eval_fraction must be strictly between 0 and 1, got 0.0"),
-    ("eval_fraction", 1, r"eval_fraction must be strictly between 0 and 1, got 1"),
+    ("k", 1, r"k must be an integer >= 2, got 1"), ("k", 7, r"2 <= k <= 6 \(the number of rows\), got 7"),
+    ("max_steps", 0, r"max_steps must be a positive integer, got 0"),
+    ("eval_fraction", 0.0, r"eval_fraction must be a fraction in \(0, 1\), got 0.0"),
+    ("eval_fraction", 1, r"eval_fraction must be a fraction in \(0, 1\), got 1"),
+    ("learning_rate", 0, r"learning_rate must be a positive number, got 0"),
     ("dtype", "int8", r"dtype must be one of float32, bfloat16, float16, got 'int8'"),
 ])
 def test_bad_parameters_fail_before_any_work(tiny_ref, tmp_path, option, value, message):
     prompts, queries = pairs(6)
     with pytest.raises(InvalidParameterError, match=message):
-        finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path, **{**FAST, option: value})
+        arguments = {**fast(tmp_path), "dtype": value} if option == "dtype" else fast(tmp_path, **{option: value})
+        finetune_scores(prompts, queries, model_ref=tiny_ref, **arguments)
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
 def test_too_few_rows_to_train_and_evaluate_is_an_error(tiny_ref, tmp_path):
     prompts, queries = pairs(2)
     with pytest.raises(InvalidParameterError, match=r"with 2 rows and k=2, a fold trains on 1 row"):
-        finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path, **FAST)
+        finetune_scores(prompts, queries, model_ref=tiny_ref, **fast(tmp_path))
 
 
 def test_global_batch_must_divide_over_processes():
-    kwargs = dict(k=2, max_steps=1, learning_rate=2e-5, eval_steps=1, eval_fraction=0.1, patience=1,
-                  dtype="float32", score_batch_size=1, max_batch_tokens=1)
-    finetune.check_parameters(4, batch_size=4, num_processes=2, **kwargs)
+    options = dict(k=2, max_steps=1, eval_steps=1, patience=1, score_batch_size=1, max_batch_tokens=1)
+    finetune.check_parameters(4, FinetuneOptions(batch_size=4, **options), dtype="float32", num_processes=2)
     with pytest.raises(InvalidParameterError, match=r"batch_size \(5\).*divisible.*\(2\)"):
-        finetune.check_parameters(4, batch_size=5, num_processes=2, **kwargs)
+        finetune.check_parameters(4, FinetuneOptions(batch_size=5, **options), dtype="float32", num_processes=2)
 
 
 def test_queries_without_tokens_reach_the_caller_unchanged(tiny_ref, tmp_path):
     prompts, queries = pairs(6)
     with pytest.raises(EmptyTextError, match=r"row 2: the query '' has no tokens"):
-        finetune_scores(prompts, queries[:2] + [""] + queries[3:], model_ref=tiny_ref, work_dir=tmp_path, **FAST)
+        finetune_scores(prompts, queries[:2] + [""] + queries[3:], model_ref=tiny_ref, **fast(tmp_path))
     too_long = " word" * 200  # the tiny model's context is 128 tokens
     with pytest.raises(InvalidParameterError, match=r"row 1: .*no query tokens would be left after truncation"):
-        finetune_scores(prompts, queries[:1] + [too_long] + queries[2:], model_ref=tiny_ref, work_dir=tmp_path,
-                        **FAST)
+        finetune_scores(prompts, queries[:1] + [too_long] + queries[2:], model_ref=tiny_ref, **fast(tmp_path))
 
 
 def test_tokenizer_without_pad_uses_eos_and_without_both_is_an_error(tiny_model_dir, tmp_path):
@@ -281,7 +287,7 @@ def test_tokenizer_without_pad_uses_eos_and_without_both_is_an_error(tiny_model_
     neither = resolve_model(str(_copy_model(tiny_model_dir, tmp_path / "neither", pad_token=None, eos_token=None)))
     prompts, queries = pairs(6)
     with pytest.raises(ModelLoadError, match=r"tokenizer of '.*neither'.* neither a pad nor an EOS token"):
-        finetune_scores(prompts, queries, model_ref=neither, work_dir=tmp_path / "w", **FAST)
+        finetune_scores(prompts, queries, model_ref=neither, **fast(tmp_path / "w"))
 
 
 # -- several processes ------------------------------------------------------------------------------
@@ -297,7 +303,8 @@ def test_two_processes_train_the_same_models_and_scores_as_one(tiny_ref, tmp_pat
     assert reports[0]["scores"] == reports[1]["scores"]  # gathered to every process
 
     prompts, queries = pairs(n_rows)
-    single = finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path / "work1", **FINETUNE_KWARGS)
+    single = finetune_scores(prompts, queries, model_ref=tiny_ref, device="cpu", progress=False,
+                             options=FinetuneOptions(**FINETUNE_OPTIONS, work_dir=tmp_path / "work1"))
     assert reports[0]["folds"] == single.folds.tolist()
     # Same global batches; the gradient all-reduce sums in another order: measured ~2e-6.
     np.testing.assert_allclose(reports[0]["scores"], single.scores, rtol=0, atol=1e-5)
@@ -333,8 +340,9 @@ def test_fine_tuning_smollm2_on_snli_changes_scores_and_fits_the_training_rows(s
         return trainer, model
 
     monkeypatch.setattr(finetune, "_fit", fit)
-    run = finetune_scores(prompts, queries, model_ref=smollm2.ref, work_dir=tmp_path, k=2, seed=0, max_steps=steps,
-                          batch_size=batch_size, eval_steps=steps, score_batch_size=16, device="cpu", progress=False)
+    options = FinetuneOptions(k=2, seed=0, max_steps=steps, batch_size=batch_size, eval_steps=steps,
+                              score_batch_size=16, work_dir=tmp_path)
+    run = finetune_scores(prompts, queries, model_ref=smollm2.ref, options=options, device="cpu", progress=False)
 
     assert run.scores.shape == (48,) and np.isfinite(run.scores).all()
     # Held-out rows are scored by the fine-tuned models: they learn SNLI's form (and the EOS after the
@@ -381,14 +389,14 @@ def test_cli_builds_prompted_and_finetuned_configs_side_by_side(tiny_model_dir, 
     source.dataset = source.dataset.select(range(90))
     prompts, queries = render_all(resolve_template(FINETUNE_TEMPLATE["snli"], task="snli", prompt_field=None,
                                                    query_field=None), source)
-    direct = finetune_scores(prompts, queries, model_ref=resolve_model(str(tiny_model_dir)),
-                             work_dir=tmp_path / "again", k=2, seed=5, max_steps=3, batch_size=4, eval_steps=2,
+    options = FinetuneOptions(k=2, seed=5, max_steps=3, batch_size=4, eval_steps=2, work_dir=tmp_path / "again")
+    direct = finetune_scores(prompts, queries, model_ref=resolve_model(str(tiny_model_dir)), options=options,
                              device="cpu", progress=False)
     np.testing.assert_array_equal(np.asarray(rows["score_finetuned"]), direct.scores)
     np.testing.assert_array_equal(np.asarray(rows["fold"]), direct.folds)
     assert not np.array_equal(np.asarray(rows["score_finetuned"]), np.asarray(rows["score"]))
     # ll_split holds out what the splitter picks from the fine-tuned scores, not the prompted ones.
-    _, dev, test = LikelihoodSplitter(dev_size=9, test_size=9, random_state=42).split(
+    _, dev, test = LikelihoodSplitter(validation_size=9, test_size=9, random_state=42).split(
         direct.scores, source.labels())
     held_out = set(np.asarray(rows["source_id"])[np.concatenate([dev, test])].tolist())
     assert set(loaded["validation"]["source_id"]) | set(loaded["test"]["source_id"]) == held_out
@@ -412,7 +420,7 @@ def test_finetune_and_given_scores_exclude_each_other(tmp_path, capsys):
 @pytest.mark.parametrize("verbose", [False, True])
 def test_each_evaluation_is_one_line_and_raw_trainer_logs_need_verbose(tiny_ref, tmp_path, capsys, verbose):
     prompts, queries = pairs(24)
-    finetune_scores(prompts, queries, model_ref=tiny_ref, work_dir=tmp_path, **{**FAST, "verbose": verbose})
+    finetune_scores(prompts, queries, model_ref=tiny_ref, verbose=verbose, **fast(tmp_path))
     captured = capsys.readouterr()
     output = captured.out + captured.err
     # max_steps 4, evaluation every 2 steps, 2 folds: four summary lines.

@@ -26,7 +26,7 @@ def _fixture_inputs(reference, task):
                                                   ("boolq", "ll_split", None)])
 def test_reproduces_reference_index_files(likelihood_reference, task, variant, buckets):
     scores, labels, lengths, size = _fixture_inputs(likelihood_reference, task)
-    splitter = LikelihoodSplitter(dev_size=size, test_size=size, length_buckets=buckets, random_state=42)
+    splitter = LikelihoodSplitter(validation_size=size, test_size=size, length_buckets=buckets, random_state=42)
     train, dev, test = splitter.split(scores, labels, lengths)
     folder = likelihood_reference / task / variant
     for name, got in (("train", train), ("dev", dev), ("test", test)):
@@ -46,7 +46,7 @@ def _random_problem(seed, n=300, n_classes=3):
 @pytest.mark.parametrize("reverse", [False, True])
 def test_partition_invariants(buckets, reverse):
     scores, labels, lengths = _random_problem(1)
-    train, dev, test = LikelihoodSplitter(dev_size=30, test_size=31, length_buckets=buckets, reverse=reverse,
+    train, dev, test = LikelihoodSplitter(validation_size=30, test_size=31, length_buckets=buckets, reverse=reverse,
                                           random_state=7).split(scores, labels, lengths)
     everything = np.concatenate([train, dev, test])
     assert len(dev) == 30 and len(test) == 31
@@ -59,7 +59,7 @@ def test_partition_invariants(buckets, reverse):
 
 def test_without_length_control_eval_is_the_least_likely_of_each_class():
     scores, labels, _ = _random_problem(2)
-    train, dev, test = LikelihoodSplitter(dev_size=15, test_size=15, random_state=0).split(scores, labels)
+    train, dev, test = LikelihoodSplitter(validation_size=15, test_size=15, random_state=0).split(scores, labels)
     held_out = np.concatenate([dev, test])
     for label in np.unique(labels):
         in_class = labels == label
@@ -70,13 +70,13 @@ def test_without_length_control_eval_is_the_least_likely_of_each_class():
 
 def test_reverse_holds_out_the_most_likely():
     scores, _, _ = _random_problem(3)
-    train, dev, test = LikelihoodSplitter(dev_size=20, test_size=20, reverse=True, random_state=0).split(scores)
+    train, dev, test = LikelihoodSplitter(validation_size=20, test_size=20, reverse=True, random_state=0).split(scores)
     assert scores[np.concatenate([dev, test])].min() >= scores[train].max()
 
 
 def test_same_seed_same_split_other_seed_other_division():
     scores, labels, lengths = _random_problem(4)
-    make = lambda seed: LikelihoodSplitter(dev_size=30, test_size=30, length_buckets=4,  # noqa: E731
+    make = lambda seed: LikelihoodSplitter(validation_size=30, test_size=30, length_buckets=4,  # noqa: E731
                                            random_state=seed).split(scores, labels, lengths)
     first, again, other = make(5), make(5), make(6)
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
@@ -88,7 +88,7 @@ def test_empty_bucket_share_does_not_send_the_bucket_to_eval():
     # Here one tiny bucket (2 of 200 rows, share 0.02 of 1 eval row) must keep its rows in train.
     scores = np.linspace(-1, -200, 200)
     lengths = np.array([1] * 50 + [2] * 50 + [3] * 50 + [4] * 50)
-    train, dev, test = LikelihoodSplitter(dev_size=1, test_size=1, length_buckets=4,
+    train, dev, test = LikelihoodSplitter(validation_size=1, test_size=1, length_buckets=4,
                                           random_state=0).split(scores, lengths=lengths)
     assert len(dev) + len(test) == 2
     assert len(train) == 198
@@ -128,7 +128,7 @@ def test_random_baseline_matches_pandas_reference(seed):
     _, labels, _ = _random_problem(seed, n=250)
     frame = pd.DataFrame({"label": labels})
     expected = _pandas_reference(frame, lambda f, rng: f.sample(frac=1, random_state=rng.bit_generator), 40, 41, seed)
-    train, dev, test = RandomSplitter(dev_size=40, test_size=41, random_state=seed).split(250, labels)
+    train, dev, test = RandomSplitter(validation_size=40, test_size=41, random_state=seed).split(250, labels)
     assert (set(train), set(dev), set(test)) == (expected["train"], expected["dev"], expected["test"])
 
 
@@ -137,16 +137,16 @@ def test_length_baseline_matches_pandas_reference(seed):
     _, labels, lengths = _random_problem(seed, n=250)
     frame = pd.DataFrame({"label": labels, "length": lengths})
     expected = _pandas_reference(frame, lambda f, rng: f.sort_values("length", kind="mergesort"), 40, 40, seed)
-    train, dev, test = LengthSplitter(dev_size=40, test_size=40, random_state=seed).split(lengths, labels)
+    train, dev, test = LengthSplitter(validation_size=40, test_size=40, random_state=seed).split(lengths, labels)
     assert (set(train), set(dev), set(test)) == (expected["train"], expected["dev"], expected["test"])
 
 
 # -- validation ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"dev_size": -1}, "dev_size must be >= 0"),
+    ({"validation_size": -1}, "validation_size must be >= 0"),
     ({"test_size": 1.5}, r"test_size as a fraction must be in \(0, 1\)"),
-    ({"dev_size": "10"}, "dev_size must be a count"),
+    ({"validation_size": "10"}, "validation_size must be a count"),
     ({"train_size": 0}, "train_size must be >= 1"),
     ({"length_buckets": 0}, "length_buckets"),
     ({"reverse": "yes"}, "reverse"),
@@ -161,15 +161,15 @@ def test_sizes_impossible_for_the_data_say_which_class_is_short():
     scores = np.arange(20.0)
     labels = ["a"] * 17 + ["b"] * 3
     with pytest.raises(InvalidParameterError, match="class 'b' has 3 rows but its share"):
-        LikelihoodSplitter(dev_size=4, test_size=4).split(scores, labels)
+        LikelihoodSplitter(validation_size=4, test_size=4).split(scores, labels)
     with pytest.raises(InvalidParameterError, match="must be smaller than the number of rows"):
-        LikelihoodSplitter(dev_size=0.5, test_size=0.5).split(scores)
+        LikelihoodSplitter(validation_size=0.5, test_size=0.5).split(scores)
 
 
 def test_bad_scores_and_missing_lengths_are_reported():
     with pytest.raises(InvalidParameterError, match="not finite"):
-        LikelihoodSplitter(dev_size=1, test_size=1).split([1.0, np.nan, 2.0, 3.0])
+        LikelihoodSplitter(validation_size=1, test_size=1).split([1.0, np.nan, 2.0, 3.0])
     with pytest.raises(InvalidParameterError, match="needs the lengths"):
-        LikelihoodSplitter(dev_size=1, test_size=1, length_buckets=2).split([1.0, 2.0, 3.0, 4.0])
+        LikelihoodSplitter(validation_size=1, test_size=1, length_buckets=2).split([1.0, 2.0, 3.0, 4.0])
     with pytest.raises(InvalidParameterError, match="labels has 2 values for 4 rows"):
-        LikelihoodSplitter(dev_size=1, test_size=1).split([1.0, 2.0, 3.0, 4.0], ["a", "b"])
+        LikelihoodSplitter(validation_size=1, test_size=1).split([1.0, 2.0, 3.0, 4.0], ["a", "b"])

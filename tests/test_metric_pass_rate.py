@@ -228,6 +228,26 @@ def test_docstring_examples_run(module, monkeypatch):
     assert runner.failures == 0 and runner.tries >= 8
 
 
+def test_module_loads_with_its_adapters_from_its_folder_its_file_and_as_a_renamed_space(tmp_path):
+    """evaluate copies the modules imported as ``from .suite_adapters import ...`` beside the metric,
+    however it is loaded; the metric imports nothing of resplit."""
+    import shutil
+
+    import evaluate
+
+    folder = REPO / "metrics" / "pass_rate"
+    space = tmp_path / "checklist_pass_rate"  # as publishing renames the module after the Space
+    shutil.copytree(folder, space)
+    (space / "pass_rate.py").rename(space / "checklist_pass_rate.py")
+    suite = {"tests": [{"name": "t", "type": "MFT", "capability": "C", "agg_fn": "all", "expectation": {"fn": "eq"},
+                        "nested": False, "labels": 1, "meta": None, "data": ["a", "b"]}]}
+    for target in (folder, folder / "pass_rate.py", space):
+        metric = evaluate.load(str(target), keep_in_memory=True)
+        assert metric.compute(**metric.testcases_from_suite(suite, [1, 0]))["pass_rate"] == 50.0
+    for path in folder.glob("*.py"):
+        assert not re.search(r"^\s*(from|import)\s+(split_builders|loading_scripts)", path.read_text(), re.M), path
+
+
 def test_squad_bert_reproduces_every_reference_test(pass_rate, shared):
     suite = json.loads(gzip.open(shared / "data/checklist/squad_suite.json.gz", "rt").read())
     lines = gzip.open(shared / "data/checklist/squad_bert_predictions.txt.gz", "rt", encoding="utf-8").read().split("\n")

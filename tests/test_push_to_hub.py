@@ -38,7 +38,7 @@ def _build(reference, out, seed):
     inputs = reference / "inputs" / "snli"
     return build("likelihood", source=str(inputs / "all_examples.csv"), out=out,
                  scores=str(inputs / "all_examples__False_loglikelihoods.npy"), prompt_field="premise",
-                 query_field="hypothesis", label_field="gold_label", dev_size=200, test_size=200,
+                 query_field="hypothesis", label_field="gold_label", validation_size=200, test_size=200,
                  length_buckets=4, seed=seed, progress=False)
 
 
@@ -321,7 +321,7 @@ def test_private_repo_and_metric_space_named_otherwise(releases, online):
     api = HfApi(endpoint=online.endpoint, token=TOKEN)
     files = {f.path for f in api.list_repo_tree("org/checklist_pass_rate", repo_type="space", revision="v1.0.0")}
     # evaluate.load("org/checklist_pass_rate") downloads checklist_pass_rate.py: the module is renamed.
-    assert files == {"checklist_pass_rate.py", "README.md", "app.py", "requirements.txt"}
+    assert files == {"checklist_pass_rate.py", "predictions.py", "suite_adapters.py", "README.md", "app.py", "requirements.txt"}
     assert result.load_line == 'evaluate.load("org/checklist_pass_rate", revision="v1.0.0")'
     with pytest.raises(publish.VersionError, match="already published"):
         publish.push_metric(REPO / "metrics" / "pass_rate", "org/checklist_pass_rate", "1.0.0")

@@ -84,7 +84,7 @@ def test_cross_fitting_never_scores_a_row_with_a_model_that_trained_on_it():
     records = [(f"premise {i // 3}", f"hypothesis {i}") for i in range(60)]
     labels = np.arange(60) % 3
     family = RecordingFamily()
-    result = CrossFitPVI(family, n_folds=4).compute(records, labels, 3, groups=[r[0] for r in records])
+    result = CrossFitPVI(family, folds=4).compute(records, labels, 3, groups=[r[0] for r in records])
     assert len(family.seen) == 4
     for trained, scored in zip(family.seen, family.scored):
         assert not trained & scored
@@ -115,8 +115,8 @@ def test_prior_null_is_what_a_trained_null_model_learns(snli_rows):
     # converged full-batch training (no early stopping or temperature) on the null input learns the prior
     family = HashedNgramFamily(n_buckets=2 ** 12, epochs=200, batch_size=1000, calibration_size=0.0,
                                learning_rate=0.05)
-    prior = CrossFitPVI(family, n_folds=2).compute(records, labels, 3, groups=[r[0] for r in records])
-    trained = CrossFitPVI(family, n_folds=2, null="trained").compute(records, labels, 3,
+    prior = CrossFitPVI(family, folds=2).compute(records, labels, 3, groups=[r[0] for r in records])
+    trained = CrossFitPVI(family, folds=2, null="trained").compute(records, labels, 3,
                                                                     groups=[r[0] for r in records])
     np.testing.assert_allclose(trained.h_yb, prior.h_yb, atol=0.05)  # bits
     assert np.array_equal(trained.h_yx, prior.h_yx)
@@ -134,7 +134,7 @@ def test_checkpoints_resume_per_fold(tmp_path, snli_rows):
     records, labels = snli_rows
     groups = [r[0] for r in records]
     family = HashedNgramFamily(epochs=1)
-    first = CrossFitPVI(family, n_folds=3, cache_dir=tmp_path).compute(records, labels, 3, groups=groups)
+    first = CrossFitPVI(family, folds=3, cache_dir=tmp_path).compute(records, labels, 3, groups=groups)
     saved = sorted(tmp_path.rglob("fold*.entry"))
     assert [p.name for p in saved] == ["fold0.entry", "fold1.entry", "fold2.entry"]
     saved[1].unlink()  # as if the run had stopped during fold 1
@@ -148,19 +148,19 @@ def test_checkpoints_resume_per_fold(tmp_path, snli_rows):
 
     counting = CountingFamily(epochs=1)
     counting.fingerprint = family.fingerprint  # same cache key
-    again = CrossFitPVI(counting, n_folds=3, cache_dir=tmp_path).compute(records, labels, 3, groups=groups)
+    again = CrossFitPVI(counting, folds=3, cache_dir=tmp_path).compute(records, labels, 3, groups=groups)
     assert CountingFamily.fits == 1
     assert np.array_equal(again.pvi, first.pvi)
 
     # a damaged fold entry is reported and that fold recomputed, never read as garbage
     saved[2].write_bytes(saved[2].read_bytes()[:-16])
     CountingFamily.fits = 0
-    third = CrossFitPVI(counting, n_folds=3, cache_dir=tmp_path).compute(records, labels, 3, groups=groups)
+    third = CrossFitPVI(counting, folds=3, cache_dir=tmp_path).compute(records, labels, 3, groups=groups)
     assert CountingFamily.fits == 1 and np.array_equal(third.pvi, first.pvi)
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"n_folds": 1}, "n_folds must be an integer >= 2"),
+    ({"folds": 1}, "folds must be an integer >= 2"),
     ({"null": "zero"}, "null must be one of prior, trained"),
     ({"random_state": -1}, "random_state"),
 ])
@@ -172,9 +172,9 @@ def test_bad_options_are_refused_eagerly(kwargs, message):
 def test_too_few_rows_of_a_label_for_the_folds():
     records = [("a", "b")] * 10
     with pytest.raises(InvalidParameterError, match="rarest has 2"):
-        CrossFitPVI(HashedNgramFamily(), n_folds=5).compute(records, [0] * 8 + [1] * 2, 2)
+        CrossFitPVI(HashedNgramFamily(), folds=5).compute(records, [0] * 8 + [1] * 2, 2)
     with pytest.raises(InvalidParameterError, match=r"label ids must lie in 0\.\.1"):
-        CrossFitPVI(HashedNgramFamily(), n_folds=2).compute(records, [0] * 8 + [2] * 2, 2)
+        CrossFitPVI(HashedNgramFamily(), folds=2).compute(records, [0] * 8 + [2] * 2, 2)
 
 
 def test_pvi_is_in_bits():

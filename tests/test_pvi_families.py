@@ -34,9 +34,9 @@ def test_features_are_field_tagged_and_stable_across_processes():
 def test_hashed_family_learns_snli_above_chance_and_is_deterministic(snli):
     records, labels = snli
     groups = [r[0] for r in records]
-    scorer = CrossFitPVI(HashedNgramFamily(), n_folds=3)
+    scorer = CrossFitPVI(HashedNgramFamily(), folds=3)
     first = scorer.compute(records, labels, 3, groups=groups)
-    second = CrossFitPVI(HashedNgramFamily(), n_folds=3).compute(records, labels, 3, groups=groups)
+    second = CrossFitPVI(HashedNgramFamily(), folds=3).compute(records, labels, 3, groups=groups)
     assert np.array_equal(first.pvi, second.pvi)
     assert first.correct.mean() > 0.45  # chance is about 1/3 on three balanced labels
     assert first.v_information > 0
@@ -98,7 +98,7 @@ def tiny_classifier(tmp_path_factory, snli):
 def test_transformers_family_plumbing_with_a_tiny_random_model(tiny_classifier, snli, tmp_path):
     records, labels = snli
     family = TransformersFamily(tiny_classifier, epochs=1, batch_size=16, max_length=32, learning_rate=1e-3)
-    result = CrossFitPVI(family, n_folds=2, null="trained", cache_dir=tmp_path).compute(
+    result = CrossFitPVI(family, folds=2, null="trained", cache_dir=tmp_path).compute(
         records[:48], labels[:48], 3, groups=[r[0] for r in records[:48]])
     assert result.pvi.shape == (48,) and np.isfinite(result.pvi).all()
     assert np.array_equal(result.pvi, result.h_yb - result.h_yx)
@@ -147,8 +147,8 @@ def test_cross_fitting_on_encoded_records_equals_fitting_on_records(snli):
     records, labels = snli
     records, labels = records[:300], labels[:300]
     groups = [r[0] for r in records]
-    encoded = CrossFitPVI(HashedNgramFamily(epochs=2), n_folds=3).compute(records, labels, 3, groups=groups)
-    plain = CrossFitPVI(_RecordsOnly(HashedNgramFamily(epochs=2)), n_folds=3).compute(records, labels, 3,
+    encoded = CrossFitPVI(HashedNgramFamily(epochs=2), folds=3).compute(records, labels, 3, groups=groups)
+    plain = CrossFitPVI(_RecordsOnly(HashedNgramFamily(epochs=2)), folds=3).compute(records, labels, 3,
                                                                                       groups=groups)
     for name in ("pvi", "h_yx", "h_yb", "fold", "correct"):
         assert np.array_equal(getattr(encoded, name), getattr(plain, name)), name

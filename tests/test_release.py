@@ -16,7 +16,7 @@ from split_builders.release.writer import write_release
 def _build(reference, out, **overrides):
     inputs = reference / "inputs" / "snli"
     kwargs = dict(scores=str(inputs / "all_examples__False_loglikelihoods.npy"), prompt_field="premise",
-                  query_field="hypothesis", label_field="gold_label", dev_size=200, test_size=200,
+                  query_field="hypothesis", label_field="gold_label", validation_size=200, test_size=200,
                   length_buckets=4, seed=42, progress=False)
     kwargs.update(overrides)
     return build("likelihood", source=str(inputs / "all_examples.csv"), out=out, **kwargs)
@@ -63,7 +63,7 @@ def test_card_records_provenance_and_shows_each_config(release):
     provenance = metadata["resplit"]
     assert provenance["seed"] == 42 and provenance["method"] == "likelihood"
     assert len(provenance["source"]["content_sha256"]) == 64
-    assert provenance["signal"]["sha256"] and provenance["version"]
+    assert provenance["signal"]["given"]["sha256"] and provenance["version"]
     config = provenance["configs"]["ll_split_len"]
     assert config["parameters"]["length_buckets"] == 4 and config["rows"] == {"train": 2000, "validation": 200, "test": 200}
     for entry in metadata["configs"]:

@@ -1,105 +1,22 @@
-"""The spine every split family shares: a toy method defined here, registered, and built end to
+"""The spine every split family shares: a toy method (tests/conftest.py), registered, and built end to
 end through the CLI and ``load_dataset`` without any edit to the CLI or the release writer."""
-
-from dataclasses import dataclass
 
 import datasets
 import numpy as np
 import pytest
 import yaml
 
-from split_builders.api import (BaseSplitter, CommonOptions, Loaded, Signal, SourceInfo, Split, SplitMethod,
-                                check_random_state, check_size, option, register, registry, resolve_size,
-                                unregister)
+from conftest import ShortestToTestSplitter, ToyOptions
+from split_builders.api import Split, registry
 from split_builders.cli import main
 from split_builders.errors import InvalidParameterError
 
 
-class ShortestToTestSplitter(BaseSplitter):
-    """The shortest texts are held out; a seeded half of them is validation."""
-
-    def __init__(self, *, test_size=0.2, random_state=None):
-        self.test_size = check_size(test_size, "test_size", allow_zero=False)
-        self.random_state = check_random_state(random_state)
-
-    def split(self, lengths):
-        lengths = np.asarray(lengths)
-        n_eval = resolve_size(self.test_size, lengths.size)
-        order = np.argsort(lengths, kind="stable")
-        held = np.random.default_rng(self.random_state).permutation(order[:n_eval])
-        return Split.of(order[n_eval:], held[: n_eval // 2], held[n_eval // 2:])
-
-
-@dataclass(kw_only=True)
-class ToyOptions(CommonOptions):
-    text_field: str = option("text", "the column whose length is the signal")
-    test_size: float = option(0.2, "share of rows held out", parse=float)
-
-    def validate(self):
-        check_size(self.test_size, "test_size", allow_zero=False)
-
-
-class ToyMethod(SplitMethod):
-    name = "toy-shortest"
-    paper = "nobody (a test)"
-    summary = "hold out the shortest texts"
-    config_names = ("shortest",)
-    Options = ToyOptions
-
-    def load(self, options):
-        from loading_scripts.files import read_table
-        from loading_scripts.source import content_sha256, with_row_numbers
-
-        rows = with_row_numbers(read_table(options.source), name=options.source)
-        if options.text_field not in rows.column_names:
-            from split_builders.errors import FieldError
-            raise FieldError(options.text_field, rows.column_names, role="text", source=options.source)
-        return Loaded(rows, SourceInfo(name=options.source, rows=len(rows), content_sha256=content_sha256(rows)))
-
-    def signal(self, loaded, options, context):
-        lengths = np.asarray([len(t) for t in loaded.data[options.text_field]])
-        return Signal(lengths, {"kind": "characters of the text"})
-
-    def configs(self, loaded, signal, options):
-        from split_builders.api import ConfigSplit
-
-        splitter = ShortestToTestSplitter(test_size=options.test_size, random_state=options.seed)
-        split = splitter.split(signal.values)
-        return [ConfigSplit("shortest", split.as_indices(), method=self.name, parameters=splitter.get_params(),
-                            description="the shortest texts held out")]
-
-    def rows(self, loaded, signal, configs):
-        return loaded.data.add_column("length", signal.values.tolist())
-
-    def row_keys(self, loaded):
-        return np.asarray(loaded.data["text"], dtype=object)
-
-    def select_rows(self, loaded, keep):
-        return Loaded(loaded.data.select(keep), loaded.info)
-
-    def rederive(self, released, record):
-        rows = released.all_rows()
-        parameters = record["configs"]["shortest"]["parameters"]
-        split = ShortestToTestSplitter(**parameters).split(rows.column("length").to_numpy())
-        ids = np.asarray(rows.column("source_id").to_numpy())
-        return {"shortest": {name: ids[part] for name, part in split.as_indices().items()}}
-
-    def card(self, loaded, signal, configs, options):
-        from split_builders.release.card import CardSpec, Figure, Panel, Section
-
-        figure = Figure("figures/shortest.png", "lengths", [Panel("characters", {
-            s: signal.values[configs[0].indices[s]] for s in configs[0].splits}, kind="discrete")])
-        return CardSpec(title="Toy", intro="A toy method.", how_built=["By length."],
-                        configs=[Section("`shortest`", "Shortest held out.", [figure])])
-
-
 @pytest.fixture()
-def toy(tmp_path):
-    register(ToyMethod)
+def toy(toy_method, tmp_path):
     source = tmp_path / "toy.csv"
     source.write_text("text,label\n" + "".join(f"{'x' * (i % 17 + 1)} {i},{i % 2}\n" for i in range(60)))
-    yield source
-    unregister("toy-shortest")
+    return source
 
 
 def test_a_method_defined_in_a_test_builds_through_the_cli(toy, tmp_path, hf_cache, capsys):
@@ -178,29 +95,23 @@ def test_stale_staging_is_removed_and_folders_follow_the_umask(toy, tmp_path):
     assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o755
 
 
-def test_duplicates_are_counted_per_config_and_dedupe_drops_them(tmp_path, hf_cache):
-    import yaml
+def test_duplicates_are_counted_per_config_and_dedupe_drops_them(toy_method, tmp_path, hf_cache):
+    source = tmp_path / "dups.csv"
+    texts = [f"{'y' * (i % 30 % 9 + 1)} {i % 30}" for i in range(60)]  # each text twice
+    source.write_text("text,label\n" + "".join(f"{t},0\n" for t in texts))
+    out = tmp_path / "with"
+    assert main(["toy-shortest", "--source", str(source), "--out", str(out), "--test-size", "0.5"]) == 0
+    card = (out / "README.md").read_text()
+    assert "Exact duplicates: 30 row(s) repeat an earlier row" in card
+    loaded = datasets.load_dataset(str(out), "shortest", cache_dir=hf_cache)
+    train = set(loaded["train"]["text"])
+    in_train = sum(t in train for s in ("validation", "test") for t in loaded[s]["text"])
+    assert f"| {in_train} |" in card  # the configs table's count equals an independent count
 
-    register(ToyMethod)
-    try:
-        source = tmp_path / "dups.csv"
-        texts = [f"{'y' * (i % 30 % 9 + 1)} {i % 30}" for i in range(60)]  # each text twice
-        source.write_text("text,label\n" + "".join(f"{t},0\n" for t in texts))
-        out = tmp_path / "with"
-        assert main(["toy-shortest", "--source", str(source), "--out", str(out), "--test-size", "0.5"]) == 0
-        card = (out / "README.md").read_text()
-        assert "Exact duplicates: 30 row(s) repeat an earlier row" in card
-        loaded = datasets.load_dataset(str(out), "shortest", cache_dir=hf_cache)
-        train = set(loaded["train"]["text"])
-        in_train = sum(t in train for s in ("validation", "test") for t in loaded[s]["text"])
-        assert f"| {in_train} |" in card  # the configs table's count equals an independent count
-
-        out = tmp_path / "deduped"
-        assert main(["toy-shortest", "--source", str(source), "--out", str(out), "--dedupe"]) == 0
-        meta = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])["resplit"]
-        assert meta["source"]["rows"] == 30 and meta["source"]["filters"] == {"exact duplicate (--dedupe)": 30}
-        kept = datasets.load_dataset(str(out), "shortest", cache_dir=hf_cache)
-        ids = sorted(i for s in kept for i in kept[s]["source_id"])
-        assert ids == list(range(30))  # the first source_id of each text is kept
-    finally:
-        unregister("toy-shortest")
+    out = tmp_path / "deduped"
+    assert main(["toy-shortest", "--source", str(source), "--out", str(out), "--dedupe"]) == 0
+    meta = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])["resplit"]
+    assert meta["source"]["rows"] == 30 and meta["source"]["filters"] == {"exact duplicate (--dedupe)": 30}
+    kept = datasets.load_dataset(str(out), "shortest", cache_dir=hf_cache)
+    ids = sorted(i for s in kept for i in kept[s]["source_id"])
+    assert ids == list(range(30))  # the first source_id of each text is kept

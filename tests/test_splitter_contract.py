@@ -45,12 +45,12 @@ def _inputs(name, geoquery, rng):
 
 
 CASES = {  # name: (class name, constructor parameters, covers every row)
-    "likelihood": ("LikelihoodSplitter", dict(dev_size=12, test_size=12, train_size=None, length_buckets=2,
+    "likelihood": ("LikelihoodSplitter", dict(validation_size=12, test_size=12, train_size=None, length_buckets=2,
                                                reverse=False, random_state=3), True),
-    "likelihood_train_size": ("LikelihoodSplitter", dict(dev_size=0.1, test_size=0.1, train_size=80,
+    "likelihood_train_size": ("LikelihoodSplitter", dict(validation_size=0.1, test_size=0.1, train_size=80,
                                                           length_buckets=None, reverse=True, random_state=3), True),
-    "random": ("RandomSplitter", dict(dev_size=0.1, test_size=0.2, random_state=3), True),
-    "length": ("LengthSplitter", dict(dev_size=9, test_size=9, random_state=3), True),
+    "random": ("RandomSplitter", dict(validation_size=0.1, test_size=0.2, random_state=3), True),
+    "length": ("LengthSplitter", dict(validation_size=9, test_size=9, random_state=3), True),
     "tmcd": ("TMCDSplitter", None, True),
     "longest": ("LongestToTestSplitter", dict(train_size=90, by="input"), True),
     "template": ("TemplateSplitter", dict(train_size=60, target_language="funql", random_state=3), True),
@@ -99,3 +99,25 @@ def test_get_params_equals_the_constructor_and_repr_shows_them(name):
     splitter, params = make(name)
     assert splitter.get_params() == params
     assert repr(splitter).startswith(f"{CASES[name][0]}(") and all(f"{k}=" in repr(splitter) for k in params)
+
+
+def _splitter_classes() -> set:
+    """Every BaseSplitter subclass defined in a module of :mod:`split_builders.splitters`."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import split_builders.splitters as package
+
+    found = set()
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        found |= {cls for _, cls in inspect.getmembers(module, inspect.isclass)
+                  if issubclass(cls, BaseSplitter) and cls.__module__ == module.__name__ and not cls.__name__.startswith("_")}
+    return found
+
+
+def test_every_splitter_is_exported_and_has_a_contract_case():
+    classes = _splitter_classes()
+    assert {cls.__name__ for cls in classes} <= set(split_builders.__all__), "a splitter is not exported"
+    assert {cls.__name__ for cls in classes} <= {case[0] for case in CASES.values()}, "a splitter has no case"

@@ -9,17 +9,14 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from split_builders.api import register, unregister
 from split_builders.cli import main
 from split_builders.errors import InvalidParameterError
 from split_builders.release.recipe import list_recipes, load_recipe, recipes_folder
 from split_builders.release.verify import verify
-from test_spine import ToyMethod
 
 
 @pytest.fixture()
-def toy_release(tmp_path):
-    register(ToyMethod)
+def toy_release(toy_method, tmp_path):
     source = tmp_path / "toy.csv"
     source.write_text("text,label\n" + "".join(f"{'x' * (i % 17 + 1)} {i},{i % 2}\n" for i in range(80)))
 
@@ -28,8 +25,7 @@ def toy_release(tmp_path):
         assert main(["toy-shortest", "--source", str(source), "--out", str(out), "--seed", str(seed)]) == 0
         return out
 
-    yield build
-    unregister("toy-shortest")
+    return build
 
 
 def _card(folder):
@@ -131,9 +127,9 @@ def test_every_recipe_validates_against_its_method():
             "checklist-qqp", "checklist-squad", "metric-pass-rate", "metric-g-score", "metric-concurrence"} <= names
     by_name = {r.name: r for r in recipes}
     snli = by_name["snli-likelihood"]
-    assert snli.options["dev_size"] == snli.options["test_size"] == 10000 and snli.options["folds"] == 3
+    assert snli.options["validation_size"] == snli.options["test_size"] == 10000 and snli.options["folds"] == 3
     assert snli.model["hub"].endswith("gpt2-medium") and snli.pinned()
-    assert by_name["boolq-likelihood"].options["dev_size"] == 2540
+    assert by_name["boolq-likelihood"].options["validation_size"] == 2540
     assert by_name["geoquery-compositional"].options["train_size"] == 440
     assert by_name["spider-likelihood"].options["train_size"] == 5966
     assert not by_name["boolq-likelihood"].pinned()  # its Hub commit is not pinned yet: --push refuses it

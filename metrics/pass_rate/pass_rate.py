@@ -10,6 +10,10 @@ The semantics follow the suite format of resplit's CheckList suites (``SPEC.md``
 the suites): expectations ``eq``, ``pred_not_equal``, ``allow_for_neutral``,
 ``squad_clean_eq``, ``inv``, ``monotonic``, ``diff_up``, ``diff_down``, ``qqp_triplet``
 and ``squad_expect_same``, optional slices, ``agg_fn`` and filtered test cases.
+
+This file holds CheckList's semantics; the adapters live beside it and are attached to the
+metric object: ``predictions.py`` (prediction files, a binary sentiment model's classes) and
+``suite_adapters.py`` (a whole suite as test-case rows).
 """
 
 import json
@@ -19,6 +23,9 @@ import re
 import datasets
 import evaluate
 import numpy as np
+
+from .predictions import check_distributions, read_predictions, sentiment_from_binary
+from .suite_adapters import suite_uses_answers, testcases_from_suite
 
 
 _CITATION = """\
@@ -146,17 +153,6 @@ EXPECTATIONS = (
 TEST_TYPES = ("MFT", "INV", "DIR")
 AGG_FNS = ("all", "all_except_first")
 SLICE_FNS = ("orig_pred_equal", "orig_pred_not_equal")
-FILE_FORMATS = ("pred_only", "binary_conf", "softmax")
-TESTCASE_SELECTIONS = ("all", "n500", "train", "validation", "test")
-
-# Probability vectors written with a few decimals do not sum to exactly 1.
-PROBABILITY_ATOL = 1e-3
-
-# CheckList's sentiment tutorial puts a neutral band of width 1/3 around p = 0.5; the
-# bounds are computed as it computes them, so that float ties fall on the same side.
-_NEUTRAL_LOW = 0.5 - 1 / 6
-_NEUTRAL_HIGH = 0.5 + 1 / 6
-
 # Expectations that need the test case's labels (unless `value` is given, for eq).
 _NEEDS_LABELS = ("eq", "allow_for_neutral", "squad_clean_eq")
 _NEEDS_CONFIDENCES = ("monotonic", "diff_up", "diff_down")
@@ -372,29 +368,6 @@ def _check_expectation(spec, where):
         _check_choice(slice_spec.get("slice_agg_fn", "all"), AGG_FNS, f"slice_agg_fn in {where}:")
 
 
-def _check_distributions(vectors, where):
-    """Probability vectors as a 2-D array, each checked to be a distribution.
-
-    ``where(row)`` names the vector in row ``row`` for the error message.
-    """
-    try:
-        matrix = np.asarray(vectors, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"the probability vectors of {where(None)} must be lists of numbers of one length") from None
-    if matrix.ndim != 2 or matrix.shape[1] == 0:
-        raise ValueError(f"the probability vectors of {where(None)} must be non-empty lists of numbers")
-    bad_entries = ~np.isfinite(matrix).all(axis=1) | (matrix < 0).any(axis=1)
-    if bad_entries.any():
-        row = int(np.argmax(bad_entries))
-        raise ValueError(f"the probability vector of {where(row)} has negative or non-finite entries: {vectors[row]!r}")
-    totals = matrix.sum(axis=1)
-    off = np.abs(totals - 1.0) > PROBABILITY_ATOL
-    if off.any():
-        row = int(np.argmax(off))
-        raise ValueError(f"the probability vector of {where(row)} sums to {totals[row]:.6g}, not 1: {vectors[row]!r}")
-    return matrix
-
-
 def _examples(predictions, confidences, where):
     if len(predictions) == 0:
         raise ValueError(f"{where} has no predictions")
@@ -404,7 +377,7 @@ def _examples(predictions, confidences, where):
         raise ValueError(
             f"{where} has {len(predictions)} predictions but {len(confidences)} probability vectors"
         )
-    matrix = _check_distributions(confidences, lambda row: where if row is None else f"example {row} of {where}")
+    matrix = check_distributions(confidences, lambda row: where if row is None else f"example {row} of {where}")
     classes = matrix.shape[1]
     for position, pred in enumerate(predictions):
         if isinstance(pred, bool) or not isinstance(pred, (int, np.integer)) or not 0 <= pred < classes:
@@ -531,211 +504,6 @@ def _summarise(functionalities, return_testcase_results):
             name: [None if r is None else int(r) for r in f.results] for name, f in functionalities.items()
         }
     return result
-
-
-# ---------------------------------------------------------------------------------------
-# Helpers: predictions from files, binary sentiment, whole suites
-# ---------------------------------------------------------------------------------------
-
-
-def sentiment_from_binary(p_positive):
-    """CheckList's three sentiment classes from a binary model's p(positive).
-
-    Negative below 1/3, positive above 2/3 (probability vector ``[1 - p, 0, p]``);
-    in between neutral, with p(neutral) = 1 - 3|p - 0.5| and the rest of the mass on
-    the side of p.
-
-    Parameters
-    ----------
-    p_positive : sequence of float
-        p(positive) per example, each in [0, 1].
-
-    Returns
-    -------
-    predictions : list of int
-        0 negative, 1 neutral, 2 positive.
-    confidences : list of list of float
-        One 3-class probability vector per example.
-    """
-    p = np.asarray(p_positive, dtype=float)
-    if p.ndim != 1:
-        raise ValueError(f"p_positive must be a flat list of probabilities, got shape {p.shape}")
-    valid = (p >= 0) & (p <= 1)
-    if not valid.all():
-        raise ValueError(f"p(positive) must lie in [0, 1]; got {p[~valid][:5].tolist()}")
-    negative, positive = p < _NEUTRAL_LOW, p > _NEUTRAL_HIGH
-    neutral = ~(negative | positive)
-    # Outside the band: [1 - p, 0, p]. Inside: p(neutral), the rest on the side p leans to.
-    p_neutral = np.where(neutral, 1 - 3 * np.abs(p - 0.5), 0.0)
-    rest = 1 - p_neutral
-    p_negative = np.where(neutral, np.where(p < 0.5, rest, 0.0), 1 - p)
-    p_positive3 = np.where(neutral, np.where(p >= 0.5, rest, 0.0), p)
-    confidences = np.stack([p_negative, p_neutral, p_positive3], axis=1)
-    predictions = np.select([negative, positive], [0, 2], default=1)
-    return predictions.tolist(), confidences.tolist()
-
-
-def _parse_floats(line, number):
-    try:
-        return [float(token) for token in line.split()]
-    except ValueError:
-        raise ValueError(f"prediction line {number} is not a list of numbers: {line!r}") from None
-
-
-def read_predictions(lines, file_format, answers=False, sentiment_binary=False):
-    """Parse CheckList prediction lines, one per example.
-
-    Parameters
-    ----------
-    lines : sequence of str
-        One line per example (without the trailing newline).
-    file_format : {"pred_only", "binary_conf", "softmax"}
-        As CheckList's ``run_from_file``: ``pred_only`` is the label or answer,
-        ``binary_conf`` is p(class 1), ``softmax`` is space-separated probabilities.
-    answers : bool
-        ``pred_only`` lines are answer strings (SQuAD) rather than class ids.
-    sentiment_binary : bool
-        Map a binary model's p(positive) to three sentiment classes
-        (:func:`sentiment_from_binary`).
-
-    Returns
-    -------
-    predictions : list
-        Class ids, or answer strings.
-    confidences : list of list of float or None
-        Probability vectors, or None for ``pred_only``.
-    """
-    _check_choice(file_format, FILE_FORMATS, "prediction file format")
-    if answers and (file_format != "pred_only" or sentiment_binary):
-        raise ValueError(
-            f"answer-string predictions need file format 'pred_only' without sentiment mapping, got {file_format!r}"
-        )
-    if file_format == "pred_only":
-        if sentiment_binary:
-            raise ValueError("sentiment_binary needs p(positive): use file format 'binary_conf' or 'softmax'")
-        if answers:
-            return list(lines), None
-        return [_parse_class(line, number) for number, line in enumerate(lines, 1)], None
-    if file_format == "binary_conf":
-        vectors = [_parse_floats(line, number) for number, line in enumerate(lines, 1)]
-        bad = [number for number, v in enumerate(vectors, 1) if len(v) != 1]
-        if bad:
-            raise ValueError(f"binary_conf lines hold one probability each; line {bad[0]} does not")
-        p_class1 = [v[0] for v in vectors]
-        if sentiment_binary:
-            return sentiment_from_binary(p_class1)
-        for number, p in enumerate(p_class1, 1):
-            if not 0 <= p <= 1:
-                raise ValueError(f"binary_conf line {number} is not a probability: {p!r}")
-        confidences = [[1 - p, p] for p in p_class1]
-    else:
-        confidences = [_parse_floats(line, number) for number, line in enumerate(lines, 1)]
-        _check_distributions(
-            confidences, lambda row: "the prediction file" if row is None else f"prediction line {row + 1}"
-        )
-        if sentiment_binary:
-            if any(len(v) != 2 for v in confidences):
-                raise ValueError("sentiment_binary with softmax lines needs two probabilities per line")
-            return sentiment_from_binary([v[1] for v in confidences])
-    # CheckList predicts the most probable class; ties go to the lower id.
-    return [int(np.argmax(v)) for v in confidences], confidences
-
-
-def _parse_class(line, number):
-    try:
-        return int(line)
-    except ValueError:
-        raise ValueError(f"pred_only line {number} is not a class id: {line!r}") from None
-
-
-def suite_uses_answers(suite):
-    """Whether a suite's predictions are answer strings (SQuAD) rather than class ids."""
-    for test in suite["tests"]:
-        labels = test.get("labels")
-        while isinstance(labels, list) and labels:
-            labels = labels[0]
-        if isinstance(labels, str):
-            return True
-        if isinstance(labels, int):
-            return False
-    return False
-
-
-def _selected_testcases(test, testcases):
-    count = len(test["data"])
-    if testcases == "all":
-        return list(range(count))
-    if testcases == "n500":
-        run = test.get("checklist_n500_run_idxs")
-        # Tests CheckList ran in full have no sample.
-        return list(range(count)) if run is None else list(run)
-    return list(test["beluga_split"][testcases])
-
-
-def _testcase_label(test, index, beluga_labels):
-    labels = test.get("labels")
-    if beluga_labels and test.get("beluga_label_override") is not None:
-        labels = test["beluga_label_override"]
-    # One label for the whole test, or one per test case.
-    return labels[index] if isinstance(labels, list) else labels
-
-
-def _testcase_meta(test, index):
-    meta = test.get("meta")
-    return meta[index] if isinstance(meta, list) else meta
-
-
-def testcases_from_suite(suite, predictions, confidences=None, testcases="all", beluga_labels=False):
-    """Cut flat per-example predictions into the per-test-case columns of ``compute``.
-
-    Parameters
-    ----------
-    suite : dict
-        A suite in resplit's CheckList JSON format (``tests`` with ``name``, ``type``,
-        ``capability``, ``agg_fn``, ``expectation``, ``nested``, ``data``, ``labels``,
-        ``meta``; ``checklist_n500_run_idxs`` / ``beluga_split`` for selections).
-    predictions : sequence
-        One prediction per example of the selected test cases: tests in suite order,
-        test cases in order, examples in order.
-    confidences : sequence of sequence of float, optional
-        One probability vector per example, aligned with ``predictions``.
-    testcases : {"all", "n500", "train", "validation", "test"}
-        Which test cases the predictions cover: all of them, CheckList's released
-        n500 sample (``checklist_n500_run_idxs``, in that order), or a BELUGA split.
-    beluga_labels : bool
-        Use BELUGA's relabelling (``beluga_label_override``) where a test has one.
-
-    Returns
-    -------
-    dict
-        Keyword arguments for ``compute``.
-    """
-    _check_choice(testcases, TESTCASE_SELECTIONS, "test case selection")
-    if confidences is not None and len(confidences) != len(predictions):
-        raise ValueError(f"got {len(predictions)} predictions but {len(confidences)} probability vectors")
-    plan = [(test, index) for test in suite["tests"] for index in _selected_testcases(test, testcases)]
-    sizes = [len(test["data"][index]) if test["nested"] else 1 for test, index in plan]
-    if sum(sizes) != len(predictions):
-        raise ValueError(
-            f"suite {suite.get('suite', '?')!r} has {sum(sizes)} examples in its {testcases!r} test cases "
-            f"but {len(predictions)} predictions were given"
-        )
-    columns = {key: [] for key in ("predictions", "confidences", "labels", "meta", "functionality",
-                                   "test_type", "capability", "expectation", "agg_fn")}
-    start = 0
-    for (test, index), size in zip(plan, sizes):
-        stop = start + size
-        columns["predictions"].append(list(predictions[start:stop]))
-        columns["confidences"].append([] if confidences is None else [list(v) for v in confidences[start:stop]])
-        columns["labels"].append(json.dumps(_testcase_label(test, index, beluga_labels)))
-        columns["meta"].append(json.dumps(_testcase_meta(test, index)))
-        columns["functionality"].append(test["name"])
-        columns["test_type"].append(test["type"])
-        columns["capability"].append(test["capability"])
-        columns["expectation"].append(json.dumps(test["expectation"], sort_keys=True))
-        columns["agg_fn"].append(test["agg_fn"])
-        start = stop
-    return columns
 
 
 # ---------------------------------------------------------------------------------------

@@ -30,10 +30,11 @@ def resolve_suite(suite: str, suite_dir: str | None = None):
 def select_config(suite, config: str, split: str, *, seed: int = 42):
     """The rows (test cases) of one config's split, built in memory with ``seed`` (the seed of the
     release being evaluated: ``resplit behavioural``'s default is 42, BELUGA's own draw 123)."""
-    from split_builders.methods.behavioural import behavioural_configs, testcase_rows
+    from split_builders.methods.behavioural import testcase_rows
+    from split_builders.splitters.behavioural import behavioural_configs
     from split_builders.errors import InvalidParameterError
 
-    rows = testcase_rows(suite)
+    rows = testcase_rows(suite, beluga_labels=True)
     configs = {c.name: c for c in behavioural_configs(rows["functionality"], rows["capability"], rows["type"],
                                                        random_state=seed)}
     if config not in configs:
@@ -72,10 +73,10 @@ def testcase_columns(rows, predictions, confidences) -> dict:
 def classify(model_path: str, rows, *, batch_size: int = 32, max_length: int = 128, progress: bool = True):
     """Class probabilities of a Hugging Face sequence classifier for every example of ``rows``."""
     import torch
-    from tqdm.auto import tqdm
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from split_builders.errors import ModelLoadError
+    from split_builders.progress import progress_bar
 
     try:
         with _quiet_transformers():
@@ -88,7 +89,8 @@ def classify(model_path: str, rows, *, batch_size: int = 32, max_length: int = 1
     examples = [example for case in rows["examples"] for example in case]
     probabilities = []
     with torch.no_grad():
-        for start in tqdm(range(0, len(examples), batch_size), desc="classifying", unit="batch", disable=not progress):
+        for start in progress_bar(range(0, len(examples), batch_size), description="classifying", unit="batch",
+                                  enabled=progress):
             batch = examples[start:start + batch_size]
             first = [e[0] for e in batch]
             # Pairs (QQP) go in as text and text_pair; single texts alone.

@@ -2,7 +2,9 @@
 
 The numbers come from the `evaluate` modules in ``metrics/`` themselves (loaded with
 ``evaluate.load`` from their folders), so the command line and ``evaluate.load`` users get
-one implementation. This module only reads files, picks options and prints.
+one implementation. This module only reads files, picks options and prints; builders import a
+metric's plain helper modules with :func:`metric_module` (``resplit behavioural`` turns a suite
+into test cases with pass_rate's ``suite_adapters``).
 
 Where the metric folders are: ``--metrics-dir``, else the ``RESPLIT_METRICS_DIR``
 environment variable, else the ``metrics/`` folder next to this package in a checkout
@@ -12,6 +14,7 @@ environment variable, else the ``metrics/`` folder next to this package in a che
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import os
@@ -57,6 +60,25 @@ def load_metric(name: str, option: str | None = None):
     import evaluate
 
     return evaluate.load(str(folder))
+
+
+def metric_module(name: str, module: str, option: str | None = None):
+    """One plain module of a metric folder (``<name>/<module>.py``, e.g. pass_rate's ``suite_adapters``)
+    imported from its path, without ``evaluate``: code a builder shares with the metric."""
+    path = metrics_dir(option) / name / f"{module}.py"
+    if not path.is_file():
+        raise InvalidParameterError(f"{path} is missing: the {name} metric folder is incomplete")
+    return _import_file(path.resolve())
+
+
+@functools.cache
+def _import_file(path: Path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"resplit_metrics.{path.parent.name}.{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _run_metric(step):

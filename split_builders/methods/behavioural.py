@@ -4,16 +4,17 @@
 split method has:
 
 1. the source: a CheckList suite in resplit's JSON format, one row per test case
-   (:func:`testcase_rows`); the release's rows are those test-case rows;
+   (:func:`testcase_rows`: the pass_rate metric's own suite adapter, ``suite_testcases`` in
+   ``metrics/pass_rate/suite_adapters.py``, plus ``type`` and ``source_id``);
 2. the signal: each test case's functionality, capability and test type;
 3. the splitter: :class:`~split_builders.splitters.behavioural.BehaviouralSplitter` divides every
    functionality's test cases 50/25/25 into train/validation/test exactly as BELUGA did with
    scikit-learn (``train_test_split(ids, test_size=0.5, random_state=seed)``, then again on the
    held-out half);
-4. the configs (:func:`behavioural_configs`): ``seen`` (every functionality in all three splits)
-   and held-out partitions that train and validate without some functionalities and test on
-   exactly those: ``func_<i>`` (functionality ``i``, 0-based in suite order),
-   ``class_<capability>`` and ``type_<MFT|INV|DIR>``.
+4. the configs (:func:`~split_builders.splitters.behavioural.behavioural_configs`): ``seen`` (every
+   functionality in all three splits) and held-out partitions that train and validate without some
+   functionalities and test on exactly those: ``func_<i>`` (functionality ``i``, 0-based in suite
+   order), ``class_<capability>`` and ``type_<MFT|INV|DIR>``.
 
 A held-out config's test split is the held-out functionalities' *test* part of the seen division,
 so its scores compare with the ``seen`` config's on the same test cases.
@@ -27,6 +28,10 @@ run still has every functionality, capability and test type, and ``testcase_id``
 the test case's position in its functionality. N must be at least 3, the fewest test cases a
 50/25/25 division can give a test case to each split.
 
+Row identity: ``source_id`` (int64, the last column) is the test case's 0-based position in the
+whole suite (functionalities in suite order, test cases in order), counted before ``--limit``, so
+a test case has the same ``source_id`` in every build of the suite.
+
 The source's ``content_sha256`` is :func:`loading_scripts.source.content_sha256` of the
 test-case rows as released (after ``--limit`` and the label choice); the sha256 of the suite
 file's bytes is recorded in the signal's provenance (``suite_sha256``).
@@ -34,15 +39,14 @@ file's bytes is recorded in the signal's provenance (``suite_sha256``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option)
+from split_builders.api import SPLITS, CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option
 from split_builders.errors import InvalidParameterError
-from split_builders.splitters.behavioural import BELUGA_SEED, BehaviouralSplitter
+from split_builders.splitters.behavioural import BELUGA_SEED, behavioural_configs, resolve_names
 
 PAPER = ("Luz de Araujo & Roth (2023), Cross-functional Analysis of Generalization in Behavioral Learning, "
          "TACL 11 (BELUGA)")
@@ -53,264 +57,45 @@ CHECKLIST_CITATION = """@inproceedings{ribeiro-etal-2020-beyond,
   year = {2020},
   pages = {4902--4912}
 }"""
-from split_builders.api import SPLITS
-TEST_TYPES = ("MFT", "INV", "DIR")
 # The fewest test cases a functionality needs so that 50/25/25 gives each split one.
 MIN_TESTCASES = 3
+SOURCE_ID = ("the test case's 0-based position in the whole suite (functionalities in suite order, test cases "
+             "in order), counted before `--limit`, so the same in every build of the suite; `functionality_id` "
+             "and `testcase_id` are the functionality's position in the suite and the test case's in its "
+             "functionality")
 
 # The columns pass_rate's compute() takes besides predictions and confidences. ``test_type``
 # repeats ``type`` so that a config's rows go into pass_rate without renaming.
 PASS_RATE_COLUMNS = ("labels", "meta", "functionality", "test_type", "capability", "expectation", "agg_fn")
 
 
-def _features():
-    import datasets
-
-    return datasets.Features({
-        "testcase_id": datasets.Value("int64"),
-        "functionality": datasets.Value("string"),
-        "functionality_id": datasets.Value("int64"),
-        "capability": datasets.Value("string"),
-        "type": datasets.Value("string"),
-        "test_type": datasets.Value("string"),
-        "examples": datasets.Sequence(datasets.Sequence(datasets.Value("string"))),
-        "labels": datasets.Value("string"),
-        "meta": datasets.Value("string"),
-        "expectation": datasets.Value("string"),
-        "agg_fn": datasets.Value("string"),
-    })
-
-
-# ---------------------------------------------------------------------------------------
-# The rows: one per test case
-# ---------------------------------------------------------------------------------------
-
-
-def _per_testcase(value, index):
-    """``labels`` / ``meta`` of one test case: one value for the whole test, or one per test case."""
-    return value[index] if isinstance(value, list) else value
-
-
-def testcase_rows(suite, *, beluga_labels: bool = True, limit: int | None = None):
-    """Every test case of ``suite`` as a row (suite order, test cases in order).
-
-    Parameters
-    ----------
-    suite : loading_scripts.checklist.CheckListSuite
-    beluga_labels : bool, default=True
-        Use BELUGA's relabelling where a test has one (``beluga_label_override``).
-    limit : int, optional
-        Keep only the first ``limit`` test cases of each functionality.
-
-    Returns
-    -------
-    datasets.Dataset
-        ``testcase_id``, ``functionality``, ``functionality_id``, ``capability``, ``type``,
-        ``test_type``, ``examples``, ``labels``, ``meta``, ``expectation``, ``agg_fn``.
-        ``examples`` holds each example as a list of its text fields (one for sentiment, two for
-        a QQP pair or a SQuAD context + question); ``labels``, ``meta`` and ``expectation`` are
-        JSON, as ``pass_rate`` reads them.
-    """
-    import datasets
-    import pyarrow as pa
-
-    features = _features()
-    columns = {name: [] for name in features}
-    for functionality_id, test in enumerate(suite.tests):
-        labels = test.get("labels")
-        if beluga_labels and test.get("beluga_label_override") is not None:
-            labels = test["beluga_label_override"]
-        # sort_keys: the same JSON text as pass_rate.testcases_from_suite writes.
-        expectation = json.dumps(test["expectation"], sort_keys=True)
-        cases = test["data"][:limit]
-        n = len(cases)
-        columns["testcase_id"] += range(n)
-        columns["functionality"] += [test["name"]] * n
-        columns["functionality_id"] += [functionality_id] * n
-        columns["capability"] += [test["capability"]] * n
-        columns["type"] += [test["type"]] * n
-        columns["test_type"] += [test["type"]] * n
-        columns["expectation"] += [expectation] * n
-        columns["agg_fn"] += [test["agg_fn"]] * n
-        for index, case in enumerate(cases):
-            examples = case if test["nested"] else [case]
-            columns["examples"].append([[e] if isinstance(e, str) else list(e) for e in examples])
-            columns["labels"].append(json.dumps(_per_testcase(labels, index)))
-            columns["meta"].append(json.dumps(_per_testcase(test.get("meta"), index)))
-    # Straight to Arrow with the declared schema: Dataset.from_dict would re-encode every nested
-    # example list through the features in Python.
-    table = pa.Table.from_pydict(columns, schema=features.arrow_schema)
-    return datasets.Dataset(table, info=datasets.DatasetInfo(features=features))
-
-
-# ---------------------------------------------------------------------------------------
-# The configs
-# ---------------------------------------------------------------------------------------
-
-
-def _resolve(requested, valid: list, what: str) -> list:
-    """Names (or 0-based indices) asked for, checked against ``valid``; None means all.
-
-    An item may be a name, an index, or several of them separated by commas (as typed on the
-    command line); a name that itself contains commas (``"used to, but now"``) is recognised whole.
-    """
-    if requested is None:
-        return list(valid)
-    if isinstance(requested, (str, int, np.integer)):
-        requested = [requested]
-    chosen = []
-    for item in requested:
-        chosen += _expand(item, valid, what)
-    return list(dict.fromkeys(chosen))
-
-
-def _expand(item, valid: list, what: str) -> list:
-    """The names one requested item stands for (see :func:`_resolve`)."""
-    if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
-        return [_by_index(int(item), valid, what)]
-    text = str(item)
-    if text.strip() in valid:
-        return [text.strip()]
-    pieces = text.split(",")
-    names, start = [], 0
-    while start < len(pieces):
-        # The longest run of comma-separated pieces that is a valid name; else one piece.
-        for stop in range(len(pieces), start, -1):
-            candidate = ",".join(pieces[start:stop]).strip()
-            if candidate in valid:
-                names.append(candidate)
-                break
-        else:
-            piece = pieces[start].strip()
-            stop = start + 1
-            if piece.isdigit():
-                names.append(_by_index(int(piece), valid, what))
-            elif piece:
-                raise InvalidParameterError(f"unknown {what} {piece!r}; valid {what} names: "
-                                            + ", ".join(repr(v) for v in valid))
-        start = stop
-    return names
-
-
-def _by_index(index: int, valid: list, what: str):
-    if not 0 <= index < len(valid):
-        raise InvalidParameterError(f"{what} index {index} is out of range 0..{len(valid) - 1}")
-    return valid[index]
-
-
-def behavioural_configs(functionality, capability, test_type, *, functionalities=None, capabilities=None,
-                        random_state=BELUGA_SEED) -> list:
-    """The ``seen``, ``func_<i>``, ``class_<capability>`` and ``type_<type>`` configs.
-
-    Parameters
-    ----------
-    functionality, capability, test_type : array-like, shape (n_rows,)
-        Per row (test case), in suite order.
-    functionalities : list of str or int, optional
-        Hold out only these functionalities (names or 0-based indices) as ``func_<i>``
-        configs; default all.
-    capabilities : list of str, optional
-        Build ``class_<capability>`` configs only for these; default all.
-    random_state : int, default=123
-        Seed of the division (BELUGA's 123 by default here, so that ``resplit evaluate-suite``
-        selects BELUGA's test cases; ``resplit behavioural`` passes its ``--seed``).
-
-    Returns
-    -------
-    list of ConfigSplit
-    """
-    from split_builders.api import ConfigSplit
-
-    functionality = np.asarray(functionality, dtype=object)
-    capability = np.asarray(capability, dtype=object)
-    test_type = np.asarray(test_type, dtype=object)
-    names = list(dict.fromkeys(functionality.tolist()))
-    # Resolve every selection before dividing anything: a wrong name fails at once.
-    held_functionalities = _resolve(functionalities, names, "functionality")
-    held_capabilities = _resolve(capabilities, list(dict.fromkeys(capability.tolist())), "capability")
-    splitter = BehaviouralSplitter(random_state=random_state)
-    seen = dict(zip(SPLITS, splitter.split(functionality)))
-    params = splitter.get_params()
-    configs = [ConfigSplit("seen", seen, "behavioural", {**params, "held_out": None},
-                           "every functionality: 50/25/25 of its test cases in train/validation/test")]
-
-    def held_out(name, mask, what, description):
-        indices = {"train": seen["train"][~mask[seen["train"]]],
-                   "validation": seen["validation"][~mask[seen["validation"]]],
-                   "test": seen["test"][mask[seen["test"]]]}
-        configs.append(ConfigSplit(name, indices, "behavioural", {**params, "held_out": what}, description))
-
-    for chosen in held_functionalities:
-        i = names.index(chosen)
-        held_out(f"func_{i}", functionality == chosen, {"functionality": chosen},
-                 f"held-out functionality {i}: {chosen}")
-    for chosen in held_capabilities:
-        held_out(f"class_{chosen}", capability == chosen, {"capability": chosen},
-                 f"held-out capability {chosen} (all its functionalities)")
-    for kind in TEST_TYPES:
-        if (test_type == kind).any():
-            held_out(f"type_{kind}", test_type == kind, {"type": kind}, f"held-out test type {kind}")
-    return configs
-
-
-# ---------------------------------------------------------------------------------------
-# The method
-# ---------------------------------------------------------------------------------------
-
-
-def _as_given(text: str) -> tuple:
-    """CLI text of a selection, kept whole: :func:`_resolve` splits it on commas, except inside a
-    name that contains commas."""
-    return (text,)
-
-
 @dataclass(kw_only=True)
 class BehaviouralOptions(CommonOptions):
-    """Options of ``resplit behavioural`` (besides source, out, overwrite, seed and limit).
+    """Options of ``resplit behavioural`` (besides source, out, overwrite and seed).
 
     ``seed`` defaults to 42 like every method's; BELUGA's own division is ``seed=123``. ``limit``
     keeps the first N test cases of each functionality (N >= 3).
     """
 
+    limit: int | None = option(None, f"keep only the first N test cases of each functionality (N >= {MIN_TESTCASES}; "
+                                     "quick runs)", group="common", integer=True, minimum=MIN_TESTCASES)
+    # CLI text is kept whole: resolve_names splits it on commas, except inside a name that contains commas.
     functionalities: tuple | None = option(
         None, "build func_<i> only for these functionalities: names or 0-based indices, comma-separated "
               "(a name containing commas is recognised whole); default: all",
-        flags=("--functionality",), parse=_as_given, metavar="NAMES_OR_INDICES")
+        flags=("--functionality",), parse=lambda text: (text,), metavar="NAMES_OR_INDICES")
     capabilities: tuple | None = option(
         None, "build class_<capability> only for these capabilities (comma-separated); default: all",
-        flags=("--capability",), parse=_as_given, metavar="NAMES")
-    checklist_labels: bool = option(False, "keep CheckList's labels where BELUGA relabelled a test")
+        flags=("--capability",), parse=lambda text: (text,), metavar="NAMES")
+    beluga_labels: bool = option(True, "use BELUGA's relabelling where a test has one (beluga_label_override); "
+                                       "--no-beluga-labels keeps CheckList's labels")
 
     def validate(self) -> None:
         for name in ("functionalities", "capabilities"):
             value = getattr(self, name)
-            if isinstance(value, (str, int)):
-                value = (value,)
-            if value is not None:
-                if any(isinstance(v, bool) or not isinstance(v, (str, int, np.integer)) for v in value):
-                    raise InvalidParameterError(f"{name} must be names or 0-based indices, got {value!r}")
-                setattr(self, name, tuple(value))
-        if self.limit is not None and self.limit < MIN_TESTCASES:
-            raise InvalidParameterError(f"limit keeps the first N test cases of each functionality; a 50/25/25 "
-                                        f"division needs N >= {MIN_TESTCASES}, got {self.limit}")
-
-
-def _column(rows, name: str) -> np.ndarray:
-    """One column of the rows as a numpy array (read from Arrow as a whole)."""
-    return rows.data.column(name).to_numpy(zero_copy_only=False)
-
-
-def _distinct(rows, name: str) -> list:
-    """The distinct values of a column in order of first appearance."""
-    return list(dict.fromkeys(_column(rows, name).tolist()))
-
-
-@dataclass
-class SuiteRows:
-    """A loaded suite and its test-case rows."""
-
-    suite: object
-    rows: object
+            if value is not None and any(isinstance(v, bool) or not isinstance(v, (str, int, np.integer))
+                                         for v in value):
+                raise InvalidParameterError(f"{name} must be names or 0-based indices, got {value!r}")
 
 
 class BehaviouralMethod(SplitMethod):
@@ -324,6 +109,9 @@ class BehaviouralMethod(SplitMethod):
     Options = BehaviouralOptions
     default_source = None
     source_aliases = ("--suite",)
+    # The signal is each row's functionality, capability and type; verify and diff compare numbers:
+    # the functionality's position in the suite.
+    signal_columns = ("functionality_id",)
 
     # --dedupe does not apply (row_keys stays None): a test case is defined by its functionality and
     # its position in it, and the same text under two functionalities tests two different behaviours.
@@ -333,30 +121,28 @@ class BehaviouralMethod(SplitMethod):
         from loading_scripts.source import content_sha256
 
         suite = read_checklist_suite(options.source)
-        rows = testcase_rows(suite, beluga_labels=not options.checklist_labels, limit=options.limit)
+        rows = testcase_rows(suite, beluga_labels=options.beluga_labels, limit=options.limit)
         filters = {}
         if options.limit is not None:
             total = sum(len(test["data"]) for test in suite.tests)
             filters[f"beyond the first {options.limit} test cases of a functionality (limit)"] = total - len(rows)
         info = SourceInfo(
             name=f"CheckList {suite.name} suite ({Path(suite.source).name})", rows=len(rows),
-            content_sha256=content_sha256(rows), filters=filters,
-            source_id="`functionality_id` and `testcase_id` here: the functionality's 0-based position in the "
-                      "suite and the test case's position in its functionality",
+            content_sha256=content_sha256(rows), filters=filters, source_id=SOURCE_ID,
             license="mit", citation=CHECKLIST_CITATION)
         return Loaded(SuiteRows(suite, rows), info)
 
     def check_loaded(self, loaded, options) -> None:
         # Unknown names fail here, before anything is divided.
         rows = loaded.data.rows
-        _resolve(options.functionalities, _distinct(rows, "functionality"), "functionality")
-        _resolve(options.capabilities, _distinct(rows, "capability"), "capability")
+        resolve_names(options.functionalities, _distinct(rows, "functionality"), "functionality")
+        resolve_names(options.capabilities, _distinct(rows, "capability"), "capability")
 
     def signal(self, loaded, options, context) -> Signal:
         suite, rows = loaded.data.suite, loaded.data.rows
         values = {column: _column(rows, column) for column in ("functionality", "capability", "type")}
-        labels = ("CheckList labels" if options.checklist_labels
-                  else "BELUGA relabelling applied (beluga_label_override)")
+        labels = ("BELUGA relabelling applied (beluga_label_override)" if options.beluga_labels
+                  else "CheckList labels")
         provenance = {
             "kind": "functionality, capability and test type of each test case (CheckList suite)",
             "suite": suite.name,
@@ -377,22 +163,11 @@ class BehaviouralMethod(SplitMethod):
     def rows(self, loaded, signal, configs):
         return loaded.data.rows
 
-    def rederive(self, released, record) -> dict:
-        """Every config from the released test cases' functionality, capability and type, with the
-        recorded selections and seed (rows in ``testcase_id`` order, the suite's order)."""
-        rows = released.all_rows()
-        column = lambda name: np.asarray(rows.column(name).to_pylist(), dtype=object)
-        parameters = record.get("parameters") or {}
-        configs = behavioural_configs(column("functionality"), column("capability"), column("type"),
-                                      functionalities=parameters.get("functionalities"),
-                                      capabilities=parameters.get("capabilities"), random_state=record["seed"])
-        from split_builders.release.folder import row_ids
-
-        ids = row_ids(rows)
-        return {c.name: {s: ids[np.asarray(r, dtype=np.int64)] for s, r in c.indices.items()} for c in configs}
-
     def card(self, loaded, signal, configs, options):
-        return behavioural_card(loaded.data.suite, loaded.data.rows, configs, options)
+        return _card(loaded.data.suite, loaded.data.rows, configs, options)
+
+    def pretty_name(self, loaded) -> str:
+        return f"CheckList {loaded.data.suite.name} suite, BELUGA splits"
 
     def report(self, result) -> list[str]:
         suite = result.loaded.data.suite
@@ -401,10 +176,101 @@ class BehaviouralMethod(SplitMethod):
         return [f"CheckList {suite.name} suite: {len(suite.tests)} functionalities, {result.rows} test cases; "
                 f"seed {seed} ({draw})"]
 
-    def pretty_name(self, loaded) -> str:
-        return f"CheckList {loaded.data.suite.name} suite, BELUGA splits"
+    def rederive(self, released, record) -> dict:
+        """Every config from the released test cases' functionality, capability and type, with the
+        recorded selections and seed (rows in ``source_id`` order, the suite's order)."""
+        from split_builders.release.folder import row_ids
+
+        rows = released.all_rows()
+        column = lambda name: np.asarray(rows.column(name).to_pylist(), dtype=object)
+        parameters = record.get("parameters") or {}
+        configs = behavioural_configs(column("functionality"), column("capability"), column("type"),
+                                      functionalities=parameters.get("functionalities"),
+                                      capabilities=parameters.get("capabilities"), random_state=record["seed"])
+        ids = row_ids(rows)
+        return {c.name: {s: ids[np.asarray(r, dtype=np.int64)] for s, r in c.indices.items()} for c in configs}
 
 
+# ---------------------------------------------------------------------------------------
+# The rows: one per test case
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class SuiteRows:
+    """A loaded suite and its test-case rows."""
+
+    suite: object
+    rows: object
+
+
+def testcase_rows(suite, *, beluga_labels: bool, limit: int | None = None):
+    """Every test case of ``suite`` as a release row (suite order, test cases in order).
+
+    The columns are those of the pass_rate metric's ``suite_testcases`` (one function turns a
+    suite into test cases, for the metric and for the release), plus ``type`` (= ``test_type``)
+    and ``source_id``.
+
+    Parameters
+    ----------
+    suite : loading_scripts.checklist.CheckListSuite
+    beluga_labels : bool
+        Use BELUGA's relabelling where a test has one (``beluga_label_override``).
+    limit : int, optional
+        Keep only the first ``limit`` test cases of each functionality.
+
+    Returns
+    -------
+    datasets.Dataset
+        ``testcase_id``, ``functionality``, ``functionality_id``, ``capability``, ``type``,
+        ``test_type``, ``examples``, ``labels``, ``meta``, ``expectation``, ``agg_fn`` and, last,
+        ``source_id``: the test case's position in the whole suite, counted before ``limit``.
+    """
+    import datasets
+    import pyarrow as pa
+
+    from split_builders.cli.metrics import metric_module
+
+    columns = metric_module("pass_rate", "suite_adapters").suite_testcases(
+        suite.as_dict(), beluga_labels=beluga_labels, limit=limit)
+    starts = np.cumsum([0] + [len(test["data"]) for test in suite.tests])
+    columns["source_id"] = (starts[np.asarray(columns["functionality_id"], dtype=np.int64)]
+                            + np.asarray(columns["testcase_id"], dtype=np.int64))
+    columns["type"] = columns["test_type"]
+    features = _features()
+    # Straight to Arrow with the declared schema: Dataset.from_dict would re-encode every nested
+    # example list through the features in Python.
+    table = pa.Table.from_pydict({name: columns[name] for name in features}, schema=features.arrow_schema)
+    return datasets.Dataset(table, info=datasets.DatasetInfo(features=features))
+
+
+def _features():
+    import datasets
+
+    return datasets.Features({
+        "testcase_id": datasets.Value("int64"),
+        "functionality": datasets.Value("string"),
+        "functionality_id": datasets.Value("int64"),
+        "capability": datasets.Value("string"),
+        "type": datasets.Value("string"),
+        "test_type": datasets.Value("string"),
+        "examples": datasets.Sequence(datasets.Sequence(datasets.Value("string"))),
+        "labels": datasets.Value("string"),
+        "meta": datasets.Value("string"),
+        "expectation": datasets.Value("string"),
+        "agg_fn": datasets.Value("string"),
+        "source_id": datasets.Value("int64"),
+    })
+
+
+def _column(rows, name: str) -> np.ndarray:
+    """One column of the rows as a numpy array (read from Arrow as a whole)."""
+    return rows.data.column(name).to_numpy(zero_copy_only=False)
+
+
+def _distinct(rows, name: str) -> list:
+    """The distinct values of a column in order of first appearance."""
+    return list(dict.fromkeys(_column(rows, name).tolist()))
 
 
 # ---------------------------------------------------------------------------------------
@@ -412,7 +278,7 @@ class BehaviouralMethod(SplitMethod):
 # ---------------------------------------------------------------------------------------
 
 
-def behavioural_card(suite, rows, configs, options):
+def _card(suite, rows, configs, options):
     """The card's text and figures: what the configs are, the functionalities, how to evaluate."""
     from split_builders.release.card import CardSpec, Section
 
@@ -434,9 +300,10 @@ def behavioural_card(suite, rows, configs, options):
         f"`train_test_split(ids, test_size=0.5, random_state={options.seed})` divides them, and the held-out "
         f"half again the same way into validation and test (50/25/25). {seed_text} A held-out config trains "
         "and validates on the `seen` train and validation rows of the other functionalities and tests on the "
-        "`seen` test rows of the held-out ones. `testcase_id` is the test case's position in its functionality.",
-        "Labels: " + ("CheckList's own labels." if options.checklist_labels
-                      else "BELUGA's relabelling is applied where a test has one (`beluga_label_override`)."),
+        "`seen` test rows of the held-out ones. `testcase_id` is the test case's position in its functionality, "
+        "`source_id` its position in the whole suite.",
+        "Labels: " + ("BELUGA's relabelling is applied where a test has one (`beluga_label_override`)."
+                      if options.beluga_labels else "CheckList's own labels."),
     ]
     if options.limit is not None:
         how_built.append(f"Quick build: only the first {options.limit} test cases of each functionality.")

@@ -3,9 +3,10 @@
 One config per phenomenon with its released ``train`` and ``validation`` splits, and a
 ``<phenomenon>_hypothesis_only`` variant without the premise. With ``pvi``, cross-fitted PVI per
 phenomenon (the CPU family, rows sharing a premise share a fold) and the four difficulty configs
-``<phenomenon>_simple`` / ``_hard`` / ``_simple_to_hard`` / ``_hard_to_simple`` (see
-:mod:`split_builders.methods.pvi`). Every config brings its own rows (the phenomena's columns
-differ), so :meth:`CurriculumMethod.rows` is None.
+``<phenomenon>_simple`` / ``_hard`` / ``_simple_to_hard`` / ``_hard_to_simple``
+(:func:`~split_builders.splitters.difficulty.difficulty_configs`, as ``resplit pvi`` builds them).
+Every config brings its own rows (the phenomena's columns differ), so
+:meth:`CurriculumMethod.rows` is None.
 
 :mod:`loading_scripts.curriculum` reads the zips (labels normalised, leakage report); this module
 turns them into configs and the card.
@@ -14,20 +15,34 @@ turns them into configs and the card.
 from __future__ import annotations
 
 import hashlib
-import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from split_builders.api import CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option
-from split_builders.methods.pvi import (check_folds, check_labels_against_folds, difficulty_configs,
-                                               part_mask, pvi_cache_dir, pvi_figure, rederive_difficulty, rule_text,
-                                               with_pvi_columns)
+from split_builders.api import CommonOptions, ConfigSplit, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.signals.pvi.columns import pvi_figure, with_pvi_columns
+from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir
 from split_builders.splitters.difficulty import CONFIGS as DIFFICULTY_CONFIGS
+from split_builders.splitters.difficulty import difficulty_configs, part_mask, rederive_configs, rule_text
 
 PAPER = "Chen & Gao 2022, Curriculum: A Broad-Coverage Benchmark for Linguistic Phenomena in NLU (NAACL)"
 HYPOTHESIS_ONLY = "_hypothesis_only"
 SOURCE_ID = "0-based position in the phenomenon's train rows then its validation rows"
+INTRO = (
+    "36 linguistic phenomena recast as NLI (Chen & Gao, NAACL 2022), one config per phenomenon with its "
+    "released `train` and `validation` splits, and a `<phenomenon>_hypothesis_only` variant without the "
+    "premise for the hypothesis-only baseline. `label` is a `ClassLabel`: `entailed`/`not-entailed` (2-way) "
+    "or `entailment`/`neutral`/`contradiction` (3-way). `source_id` is the row's position in train then "
+    "validation; `idx` is the release's own id.")
+LABEL_NORMALISATION = (
+    "**Label normalisation.** `monotonicity_infer` labels its train rows `entailment`/`neutral` but its "
+    "validation rows `entailed`/`not-entailed`; the phenomenon is 2-way and the train labels are mapped "
+    "`entailment` -> `entailed`, `neutral` (and `contradiction`) -> `not-entailed`. The count of mapped rows "
+    "is in the table. The paper's `atomic` phenomenon is released as `defeasible`.")
+LEAKAGE = (
+    "**Leakage report.** Rows are kept as released. `train∩val` counts distinct (premise, hypothesis) pairs "
+    "found in both splits; `val seen` the validation rows whose pair occurs in train; `dup` duplicate rows "
+    "within a split; `empty` empty premises / hypotheses (train + validation).")
 
 
 @dataclass(kw_only=True)
@@ -41,44 +56,11 @@ class CurriculumOptions(CommonOptions):
     hypothesis_only: bool = option(True, "skip the <phenomenon>_hypothesis_only variants (no premise column)")
     pvi: bool = option(False, "compute cross-fitted PVI per phenomenon (CPU family) and add its simple / hard "
                               "difficulty configs", group="signal")
-    folds: int = option(5, "cross-fitting folds with --pvi", group="signal")
+    folds: int = option(5, "cross-fitting folds with --pvi", group="signal", integer=True, minimum=2)
     curriculum_compat: bool = option(False, "with --pvi: CURRICULUM's midrange threshold and 60/40 division",
                                      group="split")
     cache_dir: str | None = option(None, "per-fold PVI checkpoints (default: $RESPLIT_CACHE/pvi)",
                                    group="signal", record=False)
-
-    def validate(self) -> None:
-        check_folds(self.folds)
-
-
-def content_sha256(phenomena) -> str:
-    """The source's identity: sha256 over ``"<name> <content_sha256 of its rows>\\n"`` for every
-    phenomenon read, in name order (:func:`loading_scripts.source.content_sha256` per phenomenon)."""
-    from loading_scripts.source import content_sha256 as rows_sha256
-
-    digest = hashlib.sha256()
-    for p in sorted(phenomena, key=lambda p: p.name):
-        digest.update(f"{p.name} {rows_sha256(p.rows)}\n".encode())
-    return digest.hexdigest()
-
-
-def curriculum_configs(phenomena, *, hypothesis_only: bool = True) -> list:
-    """One config per phenomenon (its own rows, train and validation) and its hypothesis-only variant."""
-    from split_builders.api import ConfigSplit
-
-    configs = []
-    for p in phenomena:
-        # The released sizes make the split a function of source_id (train first): verify re-derives it.
-        params = {"phenomenon": p.name, "category": p.category, "abbrev": p.abbrev, "labels": list(p.label_set),
-                  "released_rows": {split: int(n) for split, n in p.split_sizes.items()}}
-        configs.append(ConfigSplit(p.name, p.indices(), method="curriculum", parameters=params, rows=p.rows,
-                                   description=f"{p.category} / {p.abbrev}"))
-        if hypothesis_only:
-            # The premise column is removed, not blanked: a baseline cannot read it by accident.
-            configs.append(ConfigSplit(p.name + HYPOTHESIS_ONLY, p.indices(), method="curriculum-hypothesis-only",
-                                       parameters=params, rows=p.rows.remove_columns("premise"),
-                                       description=f"{p.name} without the premise (hypothesis-only baseline)"))
-    return configs
 
 
 class CurriculumMethod(SplitMethod):
@@ -92,6 +74,7 @@ class CurriculumMethod(SplitMethod):
     Options = CurriculumOptions
     default_source = None
     source_aliases = ("--data",)
+    signal_columns = ("pvi",)
 
     # --dedupe does not apply (row_keys stays None): every config is a phenomenon's *released*
     # train / validation split, which --dedupe would change; the card's leakage report counts the
@@ -110,19 +93,22 @@ class CurriculumMethod(SplitMethod):
     def check_loaded(self, loaded, options) -> None:
         if options.pvi:
             for p in loaded.data:
-                check_labels_against_folds(p.rows["label"], options.folds, where=f"phenomenon {p.name}")
+                check_fold_labels(p.rows["label"], options.folds, where=f"phenomenon {p.name}")
 
     def signal(self, loaded, options, context) -> Signal:
         if not options.pvi:
             return Signal({}, {"kind": "none: the released train / validation splits"})
+        from split_builders.progress import progress_bar
         from split_builders.signals.pvi.crossfit import CrossFitPVI
         from split_builders.signals.pvi.families import HashedNgramFamily
 
         family = HashedNgramFamily(random_state=options.seed)
-        scorer = CrossFitPVI(family, n_folds=options.folds, random_state=options.seed,
+        scorer = CrossFitPVI(family, folds=options.folds, random_state=options.seed,
                              cache_dir=pvi_cache_dir(options.cache_dir))
         results, iv = {}, {}
-        for p in _phenomena_bar(loaded.data, enabled=context.progress):
+        bar = progress_bar(loaded.data, description="PVI", unit="phenomenon", enabled=context.progress)
+        for p in bar:
+            bar.set_postfix_str(f"{p.name} ({len(p.rows)} rows)")
             premises = p.rows["premise"]
             # Rows sharing a premise share a fold (see CrossFitPVI.compute's groups).
             results[p.name] = scorer.compute(list(zip(premises, p.rows["hypothesis"])), p.rows["label"],
@@ -140,10 +126,10 @@ class CurriculumMethod(SplitMethod):
             if p.name not in signal.values:
                 continue
             result = signal.values[p.name]
-            labels = np.asarray(p.rows["label"])
             parameters = {"phenomenon": p.name, "folds": options.folds, "family": signal.provenance["family"]}
-            difficulty = difficulty_configs(result.pvi, labels, options, parameters=parameters,
-                                            prefix=p.name + "_")
+            difficulty = difficulty_configs(result.pvi, np.asarray(p.rows["label"]), parameters=parameters,
+                                            curriculum_compat=options.curriculum_compat,
+                                            random_state=options.seed, prefix=p.name + "_")
             rows = with_pvi_columns(p.rows, result, part_mask(difficulty[0], len(p.rows)))
             for config in difficulty:
                 config.rows = rows
@@ -152,27 +138,6 @@ class CurriculumMethod(SplitMethod):
 
     def rows(self, loaded, signal, configs):
         return None
-
-    def rederive(self, released, record) -> dict:
-        """Phenomenon configs from the released sizes the card records (``source_id`` counts train
-        rows first, then validation); difficulty configs from their rows' ``pvi`` and label
-        (:func:`~split_builders.methods.pvi.rederive_difficulty`, one phenomenon at a time)."""
-        out = {}
-        configs = record.get("configs", {})
-        for name, entry in configs.items():
-            parameters = entry.get("parameters") or {}
-            sizes = parameters.get("released_rows")
-            if entry.get("method", "").startswith("curriculum") and sizes is not None:
-                n_train = int(sizes["train"])
-                out[name] = {"train": np.arange(n_train, dtype=np.int64),
-                             "validation": np.arange(n_train, n_train + int(sizes["validation"]), dtype=np.int64)}
-        by_phenomenon: dict = {}
-        for name, entry in configs.items():
-            if entry.get("method") == "pvi-difficulty":
-                by_phenomenon.setdefault(entry["parameters"]["phenomenon"], []).append(name)
-        for phenomenon, members in by_phenomenon.items():
-            out.update(rederive_difficulty(released, record, members, prefix=phenomenon + "_"))
-        return out
 
     def card(self, loaded, signal, configs, options):
         from split_builders.release.card import CardSpec, Figure, Panel, Section
@@ -196,7 +161,8 @@ class CurriculumMethod(SplitMethod):
                 f"**PVI (`--pvi`).** Cross-fitted pointwise V-information over {options.folds} folds of each "
                 "phenomenon's pooled train and validation rows (hashed n-gram linear family on the CPU; rows "
                 "sharing a premise share a fold; label-prior null model). I_V in the table is the mean PVI of "
-                "the released validation rows. Simple/hard: " + rule_text(options)
+                "the released validation rows. Simple/hard: "
+                + rule_text(curriculum_compat=options.curriculum_compat)
                 + " `<phenomenon>_simple_to_hard` trains on the simple part and tests on every hard row; "
                 "`_hard_to_simple` the reverse.")
             figures = []
@@ -211,45 +177,64 @@ class CurriculumMethod(SplitMethod):
                         extra=[Section("Phenomena", phenomena_table(phenomena, iv=iv))],
                         citation=loaded.info.citation)
 
+    def pretty_name(self, loaded) -> str:
+        return "CURRICULUM"
+
     def report(self, result) -> list[str]:
         phenomena = result.loaded.data
         lines = [f"{len(phenomena)} phenomena, {sum(len(p.rows) for p in phenomena)} rows"]
         lines += [f"{name}: I_V {value:.3f} bits" for name, value in result.signal.provenance.get("I_V", {}).items()]
         return lines
 
-    def pretty_name(self, loaded) -> str:
-        return "CURRICULUM"
+    def rederive(self, released, record) -> dict:
+        """Phenomenon configs from the released sizes the card records (``source_id`` counts train
+        rows first, then validation); difficulty configs from their rows' ``pvi`` and label
+        (:func:`~split_builders.splitters.difficulty.rederive_configs`, one phenomenon at a time)."""
+        out = {}
+        configs = record.get("configs", {})
+        for name, entry in configs.items():
+            parameters = entry.get("parameters") or {}
+            sizes = parameters.get("released_rows")
+            if entry.get("method", "").startswith("curriculum") and sizes is not None:
+                n_train = int(sizes["train"])
+                out[name] = {"train": np.arange(n_train, dtype=np.int64),
+                             "validation": np.arange(n_train, n_train + int(sizes["validation"]), dtype=np.int64)}
+        by_phenomenon: dict = {}
+        for name, entry in configs.items():
+            if entry.get("method") == "pvi-difficulty":
+                by_phenomenon.setdefault(entry["parameters"]["phenomenon"], []).append(name)
+        for members in by_phenomenon.values():  # a phenomenon's difficulty configs split the same rows
+            out.update(rederive_configs(released.all_rows(members),
+                                        {name: configs[name]["parameters"] for name in members}))
+        return out
 
 
-INTRO = (
-    "36 linguistic phenomena recast as NLI (Chen & Gao, NAACL 2022), one config per phenomenon with its "
-    "released `train` and `validation` splits, and a `<phenomenon>_hypothesis_only` variant without the "
-    "premise for the hypothesis-only baseline. `label` is a `ClassLabel`: `entailed`/`not-entailed` (2-way) "
-    "or `entailment`/`neutral`/`contradiction` (3-way). `source_id` is the row's position in train then "
-    "validation; `idx` is the release's own id.")
-LABEL_NORMALISATION = (
-    "**Label normalisation.** `monotonicity_infer` labels its train rows `entailment`/`neutral` but its "
-    "validation rows `entailed`/`not-entailed`; the phenomenon is 2-way and the train labels are mapped "
-    "`entailment` -> `entailed`, `neutral` (and `contradiction`) -> `not-entailed`. The count of mapped rows "
-    "is in the table. The paper's `atomic` phenomenon is released as `defeasible`.")
-LEAKAGE = (
-    "**Leakage report.** Rows are kept as released. `train∩val` counts distinct (premise, hypothesis) pairs "
-    "found in both splits; `val seen` the validation rows whose pair occurs in train; `dup` duplicate rows "
-    "within a split; `empty` empty premises / hypotheses (train + validation).")
+def content_sha256(phenomena) -> str:
+    """The source's identity: sha256 over ``"<name> <content_sha256 of its rows>\\n"`` for every
+    phenomenon read, in name order (:func:`loading_scripts.source.content_sha256` per phenomenon)."""
+    from loading_scripts.source import content_sha256 as rows_sha256
+
+    digest = hashlib.sha256()
+    for p in sorted(phenomena, key=lambda p: p.name):
+        digest.update(f"{p.name} {rows_sha256(p.rows)}\n".encode())
+    return digest.hexdigest()
 
 
-def _phenomena_bar(phenomena, *, enabled: bool):
-    """The phenomena, with a progress bar (stderr) that names the one being scored."""
-    if not enabled:
-        yield from phenomena
-        return
-    from tqdm.auto import tqdm
-
-    with tqdm(total=len(phenomena), desc="PVI", unit="phenomenon", dynamic_ncols=True, file=sys.stderr) as bar:
-        for p in phenomena:
-            bar.set_postfix_str(f"{p.name} ({len(p.rows)} rows)")
-            yield p
-            bar.update(1)
+def curriculum_configs(phenomena, *, hypothesis_only: bool = True) -> list:
+    """One config per phenomenon (its own rows, train and validation) and its hypothesis-only variant."""
+    configs = []
+    for p in phenomena:
+        # The released sizes make the split a function of source_id (train first): verify re-derives it.
+        params = {"phenomenon": p.name, "category": p.category, "abbrev": p.abbrev, "labels": list(p.label_set),
+                  "released_rows": {split: int(n) for split, n in p.split_sizes.items()}}
+        configs.append(ConfigSplit(p.name, p.indices(), method="curriculum", parameters=params, rows=p.rows,
+                                   description=f"{p.category} / {p.abbrev}"))
+        if hypothesis_only:
+            # The premise column is removed, not blanked: a baseline cannot read it by accident.
+            configs.append(ConfigSplit(p.name + HYPOTHESIS_ONLY, p.indices(), method="curriculum-hypothesis-only",
+                                       parameters=params, rows=p.rows.remove_columns("premise"),
+                                       description=f"{p.name} without the premise (hypothesis-only baseline)"))
+    return configs
 
 
 def phenomena_table(phenomena, *, iv: dict | None = None) -> str:
@@ -278,5 +263,3 @@ def _label_share(phenomenon, label: str) -> float:
         return 0.0
     ids = np.asarray(phenomenon.rows["label"])
     return float((ids == phenomenon.label_set.index(label)).mean()) if ids.size else 0.0
-
-

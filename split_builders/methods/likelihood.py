@@ -21,18 +21,17 @@ from pathlib import Path
 import numpy as np
 
 from loading_scripts import TASKS
-from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
-                                parse_size)
+from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, check_number, check_size,
+                                option, parse_size)
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.given import given_scores_record
 from split_builders.signals.lm.prompts import NAMED_TEMPLATES
 from split_builders.signals.programs.atoms import ATOM_FUNCTIONS, atom_function
+from split_builders.splitters.partition import encode_labels
 
 DEFAULT_LENGTH_BUCKETS = 4
 # The fine-tuned setting's template per task: no label in the prompt (the paper's ll_split).
 FINETUNE_TEMPLATE = {"snli": "snli", "boolq": "boolq"}
-# Share of the training folds held out to pick each fold's best checkpoint (the paper's 10%).
-FINETUNE_EVAL_FRACTION = 0.1
 PAPER = ("Ameya Godbole and Robin Jia. 2023. *Benchmarking Long-tail Generalization with Likelihood "
          "Splits.* Findings of EACL 2023.")
 SIGNAL_LABEL = "s(x), log-likelihood (nats)"
@@ -69,38 +68,42 @@ class LikelihoodOptions(CommonOptions):
                                 "mode on CPUs with AMX)", choices=("auto", "float32", "bfloat16", "float16"),
                         group="signal")
     device: str | None = option(None, "default: what accelerate picks", choices=("cpu", "cuda"), group="signal")
-    batch_size: int = option(32, "scoring batch size", group="signal")
-    max_batch_tokens: int = option(8192, "most tokens in one scoring batch", group="signal")
+    batch_size: int = option(32, "scoring batch size", group="signal", integer=True, minimum=1)
+    max_batch_tokens: int = option(8192, "most tokens in one scoring batch", group="signal", integer=True, minimum=1)
     cache_dir: str | None = option(None, "score cache folder (default: $RESPLIT_CACHE/scores)", group="signal",
                                    record=False)
 
     finetune: bool = option(False, "also fine-tune the LM with k-fold cross-fitting and build ll_split, "
                                    "ll_split_len, ll_split_reverse from the held-out scores (beside the prompted "
                                    "ll_split_pt*)", group=FINETUNE_GROUP)
-    folds: int = option(3, "k of the cross-fitting", group=FINETUNE_GROUP)
-    finetune_seed: int = option(0, "seed of the folds and of training", group=FINETUNE_GROUP)
+    folds: int = option(3, "k of the cross-fitting", group=FINETUNE_GROUP, integer=True, minimum=2)
+    finetune_seed: int = option(0, "seed of the folds and of training", group=FINETUNE_GROUP, integer=True,
+                                minimum=0)
     max_steps: int | None = option(None, "most optimizer steps per fold (default per dataset: snli 3000, boolq "
-                                         "1000, other 1000)", group=FINETUNE_GROUP)
+                                         "1000, other 1000)", group=FINETUNE_GROUP, integer=True, minimum=1)
     finetune_batch_size: int = option(32, "global batch; with N processes each takes batch/N, which must divide",
-                                      group=FINETUNE_GROUP)
-    learning_rate: float = option(2e-5, "constant learning rate", group=FINETUNE_GROUP)
-    eval_steps: int = option(64, "evaluate every N steps", group=FINETUNE_GROUP)
-    patience: int = option(10, "early-stopping patience in evaluations", group=FINETUNE_GROUP)
+                                      group=FINETUNE_GROUP, integer=True, minimum=1)
+    learning_rate: float = option(2e-5, "constant learning rate", group=FINETUNE_GROUP, minimum=0,
+                                  exclusive=("minimum",))
+    eval_steps: int = option(64, "evaluate every N steps", group=FINETUNE_GROUP, integer=True, minimum=1)
+    patience: int = option(10, "early-stopping patience in evaluations", group=FINETUNE_GROUP, integer=True,
+                           minimum=1)
     keep_models: bool = option(False, "keep each fold's best model in the work folder", group=FINETUNE_GROUP,
                                record=False)
     finetune_dir: str | None = option(None, "fold checkpoints (default: $RESPLIT_CACHE/finetune)",
                                       group=FINETUNE_GROUP, record=False)
 
-    dev_size: int | float = option(0.1, "count or fraction", parse=parse_size, group="split")
+    validation_size: int | float = option(0.1, "count or fraction", flags=("--dev-size",), parse=parse_size,
+                                          group="split")
     test_size: int | float = option(0.1, "count or fraction", parse=parse_size, group="split")
     train_size: int | float | None = option(None, "semantic-parsing mode: fixed train size, the rest halved into "
-                                                  "dev/test", parse=parse_size, group="split")
+                                                  "validation/test", parse=parse_size, group="split")
     atoms: str | None = option(None, "atom constraint of the target programs (with --train-size): every "
                                      "validation/test atom occurs in train (sql: sqlparse tokens; funql: program "
                                      "tokens)", choices=tuple(sorted(ATOM_FUNCTIONS)), group="split")
     length_buckets: int | None = option(None, "buckets of the length-controlled config (default 4 when scoring; "
                                               "with --scores the ll_split_len config is built only when this is "
-                                              "given)", group="split")
+                                              "given)", group="split", integer=True, minimum=1)
 
     def validate(self) -> None:
         if self.finetune and self.scores is not None:
@@ -111,21 +114,11 @@ class LikelihoodOptions(CommonOptions):
             if self.train_size is None:
                 raise InvalidParameterError("the atom constraint (--atoms) is for semantic parsing: give "
                                             "--train-size too")
-        if self.limit is not None and self.limit < 3:
-            raise InvalidParameterError(f"limit must be at least 3 rows, got {self.limit}")
-        self.dev_size = check_size(self.dev_size, "dev_size")
+        check_number(self.limit, "limit", integer=True, minimum=3, allow_none=True)
+        self.validation_size = check_size(self.validation_size, "validation_size")
         self.test_size = check_size(self.test_size, "test_size")
         if self.train_size is not None:
             self.train_size = check_size(self.train_size, "train_size", allow_zero=False)
-        for name, minimum in (("length_buckets", 1), ("batch_size", 1), ("max_batch_tokens", 1), ("folds", 2),
-                              ("max_steps", 1), ("finetune_batch_size", 1), ("eval_steps", 1), ("patience", 1)):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
-                                      or value < minimum):
-                raise InvalidParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
-        if isinstance(self.learning_rate, bool) or not isinstance(self.learning_rate, (int, float)) \
-                or not self.learning_rate > 0:
-            raise InvalidParameterError(f"learning_rate must be a number > 0, got {self.learning_rate!r}")
 
     @property
     def buckets(self) -> int | None:
@@ -134,6 +127,18 @@ class LikelihoodOptions(CommonOptions):
         if self.length_buckets is not None:
             return self.length_buckets
         return None if self.scores is not None else DEFAULT_LENGTH_BUCKETS
+
+    def finetune_options(self, task: str | None):
+        """The fine-tuning settings as :class:`~split_builders.signals.lm.finetune.FinetuneOptions`
+        (``max_steps`` filled in from ``task``'s default); held-out folds are scored with the
+        scoring batch plan."""
+        from split_builders.signals.lm.finetune import FinetuneOptions
+
+        return FinetuneOptions(k=self.folds, seed=self.finetune_seed, max_steps=self.max_steps,
+                               batch_size=self.finetune_batch_size, learning_rate=self.learning_rate,
+                               eval_steps=self.eval_steps, patience=self.patience, score_batch_size=self.batch_size,
+                               max_batch_tokens=self.max_batch_tokens, keep_models=self.keep_models,
+                               work_dir=self.finetune_dir or None).for_task(task)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,15 +180,12 @@ class LikelihoodSource:
     _label_codes: tuple | None = field(default=None, repr=False)
 
     def label_codes(self):
-        """``(classes, codes)``: the distinct labels (an object array, first-appearance order) and
-        each row's position in it; ``(None, None)`` without labels. Whole columns, no per-row Python."""
+        """``(codes, classes)`` of the labels in first-appearance order (encoded once);
+        ``(None, None)`` without labels."""
         if self.labels is None:
             return None, None
         if self._label_codes is None:
-            import pandas as pd
-
-            codes, classes = pd.factorize(np.asarray(self.labels, dtype=object), use_na_sentinel=False)
-            self._label_codes = (np.asarray(classes, dtype=object), codes)
+            self._label_codes = encode_labels(self.labels, order="first")
         return self._label_codes
 
     def select(self, keep) -> "LikelihoodSource":
@@ -226,6 +228,236 @@ class LikelihoodScores:
 
 
 # ---------------------------------------------------------------------------------------------
+# The method
+# ---------------------------------------------------------------------------------------------
+
+
+class LikelihoodMethod(SplitMethod):
+    """Likelihood Splits: hold out the examples a language model finds least likely."""
+
+    name = "likelihood"
+    paper = PAPER
+    summary = "build Likelihood Splits (Godbole & Jia, 2023): the least likely examples held out"
+    config_names = ("ll_split_pt", "ll_split_pt_len", "ll_split_pt_reverse", "ll_split", "ll_split_len",
+                    "ll_split_reverse", "random", "length")
+    Options = LikelihoodOptions
+    default_source = "snli-sample"
+    signal_columns = ("score", "score_finetuned")
+
+    def check(self, options: LikelihoodOptions) -> None:
+        if options.scores is not None and not Path(options.scores).is_file():
+            raise InvalidParameterError(f"scores file {options.scores!r} does not exist")
+        if options.device == "cuda" and options.scores is None:
+            import torch
+
+            if not torch.cuda.is_available():
+                raise InvalidParameterError("--device cuda was given but no CUDA GPU is available here; leave "
+                                            "--device out (or give --device cpu) to score on the CPU")
+
+    def load(self, options: LikelihoodOptions) -> Loaded:
+        from loading_scripts import load_source, nqg
+        from split_builders.signals.lengths import word_lengths
+
+        src = load_source(options.source, prompt_field=options.prompt_field, query_field=options.query_field,
+                          label_field=options.label_field, target_field=options.target_field, task=options.task)
+        # Rows of the input file: given scores are one per file row (before filters and --limit).
+        input_rows = len(src.dataset) + sum(int(n) for n in src.filtered.values())
+        if options.limit is not None:
+            src.head(options.limit)  # the filter counts become those of the rows used
+        src.check_queries()
+        atoms, unparseable = (None, [])
+        if options.atoms is not None:
+            atoms, unparseable = _parse_targets(src, options.atoms)
+        # Length is measured on the question (a Spider NQG input's "db_id:" prefix is not part of it).
+        lengths = word_lengths(nqg.questions(src.texts(src.query_field)))
+        data = LikelihoodSource(src, lengths, src.labels(), atoms, unparseable,
+                                length_buckets=options.buckets or DEFAULT_LENGTH_BUCKETS, input_rows=input_rows)
+        info = SourceInfo(name=src.name, rows=len(src), content_sha256=src.content_hash(), revision=src.revision,
+                          filters=dict(src.filtered), source_id=src.source_id_note, license=src.license,
+                          citation=src.citation)
+        return Loaded(data, info)
+
+    def row_keys(self, loaded: Loaded):
+        """Rows are exact duplicates when their prompt, query, target and label are all equal."""
+        from loading_scripts import tables
+
+        src = loaded.data.source
+        fields = [f for f in dict.fromkeys((src.prompt_field, src.query_field, src.target_field, src.label_field))
+                  if f is not None]
+        return tables.row_keys(src.dataset, fields)
+
+    def select_rows(self, loaded: Loaded, keep) -> Loaded:
+        loaded.data.select(keep)
+        return loaded
+
+    def check_loaded(self, loaded: Loaded, options: LikelihoodOptions) -> None:
+        """Sizes against the rows, length buckets, folds and given scores: before any model loads."""
+        from split_builders.api import resolve_size
+        from split_builders.signals.lengths import quantile_buckets
+        from split_builders.splitters.baselines import resolve_eval_sizes
+
+        data = loaded.data
+        n_rows = len(data.source)
+        if options.scores is not None:
+            data.given_scores(options.scores)
+        if options.train_size is not None:
+            train_size = resolve_size(options.train_size, n_rows)
+            if not 0 < train_size < n_rows - 1:
+                raise InvalidParameterError(f"train_size ({train_size}) must leave at least 2 of the {n_rows} rows "
+                                            "for validation and test")
+            groups = [(None, np.arange(n_rows))]
+        else:
+            n_validation, n_test = resolve_eval_sizes(options.validation_size, options.test_size, n_rows)
+            groups = _class_groups(data.labels, n_rows)
+            for label, rows in groups:
+                # Every class gives size // C rows (the first class along the likelihood order, not
+                # known before scoring, also the remainders: the splitter checks that one).
+                share_validation, share_test = n_validation // len(groups), n_test // len(groups)
+                if share_validation + share_test >= len(rows):
+                    raise InvalidParameterError(
+                        f"class {label!r} has {len(rows)} rows but its share of the evaluation sets is "
+                        f"{share_validation + share_test} (validation {share_validation} + test {share_test}), "
+                        "which leaves no training row; lower validation_size / test_size")
+        if options.buckets is not None:
+            for _, rows in groups:  # the length-controlled config buckets each class (or all rows)
+                quantile_buckets(data.lengths[rows], options.buckets)
+        if options.finetune:
+            from split_builders.signals.lm.finetune import check_parameters
+
+            check_parameters(n_rows, options.finetune_options(data.source.task), dtype=None,
+                             num_processes=int(os.environ.get("WORLD_SIZE", "1")))
+
+    def signal(self, loaded: Loaded, options: LikelihoodOptions, context) -> Signal:
+        src = loaded.data.source
+        if options.scores is not None:
+            path = Path(options.scores)
+            values = LikelihoodScores(loaded.data.given_scores(path), "given")
+            provenance = {"kind": GIVEN_KIND, "given": given_scores_record(path)}
+            scored = f"given scores ({path.name})"
+        else:
+            values, provenance, scored, ref, dtype = _prompted_scores(src, options, context)
+            if options.finetune:
+                # The model and precision the prompted scores used: resolved (and hashed) once.
+                run, tuned = _finetuned_run(src, options, ref=ref, dtype=dtype, progress=context.progress,
+                                            verbose=context.verbose)
+                values.finetuned = run
+                provenance = {"prompted": provenance, "finetuned": tuned}
+                scored += f"; fine-tuned {options.folds}-fold ({_describe_run(run)})"
+        # The columns the splits read (verify's level 2 re-derives them from these).
+        provenance["fields"] = {"prompt": src.prompt_field, "query": src.query_field, "label": src.label_field,
+                                "target": src.target_field}
+        provenance["length"] = {
+            "unit": "NLTK word tokens of the query (NLTKWordTokenizer)",
+            "length_bucket_column": f"quantile bucket within the row's class, "
+                                    f"{loaded.data.length_buckets} buckets"}
+        if options.atoms is not None:
+            provenance["atom_constraint"] = {
+                "target_language": options.atoms,
+                "definition": atom_function(options.atoms).__doc__.strip().splitlines()[0],
+                "unparseable_source_ids": [sid for sid, _ in loaded.data.unparseable]}
+        return Signal(values, provenance, summary=scored)
+
+    def configs(self, loaded: Loaded, signal: Signal, options: LikelihoodOptions) -> list:
+        from split_builders.splitters.likelihood import likelihood_configs
+
+        data, values = loaded.data, signal.values
+        split_options = dict(labels=data.labels, lengths=data.lengths, validation_size=options.validation_size,
+                             test_size=options.test_size, train_size=options.train_size,
+                             length_buckets=options.buckets, atoms=data.atoms, random_state=options.seed)
+        configs = likelihood_configs(values.scores, setting=values.setting, **split_options)
+        if values.finetuned is None:
+            return configs
+        tuned = likelihood_configs(values.finetuned_scores, setting="finetuned", baselines=False, **split_options)
+        # The baselines (classification mode) stay last.
+        configs = [*configs[:-2], *tuned, *configs[-2:]] if options.train_size is None else [*configs, *tuned]
+        # How far the two signals agree needs both sets of configs: recorded with the signal.
+        signal.provenance["comparison"] = _compare_signals(values.scores, values.finetuned_scores, configs)
+        return configs
+
+    def rows(self, loaded: Loaded, signal: Signal, configs: list):
+        data, values = loaded.data, signal.values
+        columns = {"score": values.scores, "length": data.lengths}
+        if values.finetuned is not None:
+            columns.update(score_finetuned=values.finetuned_scores, fold=np.asarray(values.finetuned.folds))
+        columns["length_bucket"] = _info_buckets(data.lengths, data.labels, data.length_buckets)
+        return _with_columns(data.source.dataset, columns)
+
+    def card(self, loaded: Loaded, signal: Signal, configs: list, options: LikelihoodOptions):
+        from split_builders.release.card import CardSpec, Section, config_section, split_histograms
+
+        data, src = loaded.data, loaded.data.source
+        stats = summaries(loaded, signal, configs)
+        sections = []
+        for config in configs:
+            per_split = _per_split(config, signal.values.of(config), data)
+            figure = split_histograms(per_split, title=config.name, signal_label=SIGNAL_LABEL,
+                                      path=f"figures/{config.name}.png")
+            # config_section's own heading and description are the Section's title and first line.
+            text = config_section(config.name, config.description, stats[config.name], signal="score", figure=None)
+            sections.append(Section(f"`{config.name}`", text.split("\n", 2)[2], [figure]))
+        balanced = (f"balanced over `{src.label_field}`" if src.label_field and options.train_size is None
+                    else "not label-balanced" + (" (no label field)" if not src.label_field else ""))
+        how_built = [
+            _signal_paragraph(src, signal.provenance),
+            f"Every row also carries `score` (s(x)), `length` (NLTK word tokens of the query) and `length_bucket` "
+            f"(the row's word-length quantile bucket within its class). Evaluation sets are {balanced}.",
+            *_atom_lines(src, configs, options.atoms, data.unparseable),
+            *_finetune_lines(signal.provenance),
+        ]
+        intro = ("Train/validation/test splits that test generalisation to the long tail: the examples a "
+                 "language model finds least likely are held out for evaluation (Godbole & Jia, 2023).")
+        return CardSpec(title=self.pretty_name(loaded), intro=intro, how_built=how_built, configs=sections)
+
+    def pretty_name(self, loaded: Loaded) -> str:
+        return f"Likelihood Splits of {loaded.info.name}"
+
+    def report(self, result) -> list[str]:
+        data = result.loaded.data
+        lines = [f"\n{result.rows} rows, {result.signal.summary}"]
+        if data.unparseable:
+            shown = ", ".join(str(sid) for sid, _ in data.unparseable[:20])
+            lines.append(f"excluded {len(data.unparseable)} row(s) whose target program does not parse: source_id "
+                         f"{shown}" + (" ..." if len(data.unparseable) > 20 else "") + " (reasons in the card)")
+        stats = summaries(result.loaded, result.signal, result.configs)
+        lines.append(f"{'config':<28}{'KS score':>10}{'KS length':>11}   (train vs test)")
+        for name, summary in stats.items():
+            lines.append(f"{name:<28}{summary['ks_score_train_test']:>10.3f}{summary['ks_length_train_test']:>11.3f}")
+        return lines
+
+    def rederive(self, released, record) -> dict:
+        """Every config from the released rows alone, in ``source_id`` order (the order they were
+        split in): ``score`` (``score_finetuned`` for the fine-tuned setting), ``length``, the label
+        column and, under the atom constraint, the atoms of the target column, each config split by
+        the splitter its recorded parameters build (:func:`~split_builders.splitters.likelihood.config_split`)."""
+        from split_builders.release.folder import row_ids
+        from split_builders.signals.programs.atoms import atoms_by_row
+        from split_builders.splitters.likelihood import SPLITTERS, config_split
+
+        signal = record.get("signal") or {}
+        fields = signal.get("fields")
+        if fields is None:  # a release from before the columns were recorded
+            return {}
+        rows = released.all_rows()
+        ids = row_ids(rows)
+        column = lambda name: rows.column(name).to_numpy(zero_copy_only=False)
+        labels = None if fields.get("label") is None else np.asarray(column(fields["label"]), dtype=object)
+        lengths = np.asarray(column("length"), dtype=np.int64)
+        constraint = signal.get("atom_constraint")
+        atoms = None
+        if constraint is not None:
+            atoms = atoms_by_row(rows.column(fields["target"]).to_pylist(), constraint["target_language"]).atoms
+        out = {}
+        for name, entry in record.get("configs", {}).items():
+            parameters, method = entry.get("parameters") or {}, entry.get("method")
+            if method not in SPLITTERS:
+                continue
+            scores = column("score_finetuned" if parameters.get("setting") == "finetuned" else "score")
+            split, _ = config_split(method, parameters, scores=scores, labels=labels, lengths=lengths, atoms=atoms)
+            out[name] = {s: ids[np.asarray(r, dtype=np.int64)] for s, r in split.as_indices().items()}
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------------------------
 
@@ -261,12 +493,11 @@ def _parse_targets(src, target_language: str):
 
 
 def _class_groups(labels, n_rows: int) -> list:
-    """``(label, rows)`` per class (one group of every row without labels)."""
+    """``(label, rows)`` per class, classes in sorted order (one group of every row without labels)."""
     if labels is None:
         return [(None, np.arange(n_rows))]
-    codes = np.unique(np.asarray(labels, dtype=str), return_inverse=True)[1].reshape(-1)
-    groups = [np.flatnonzero(codes == code) for code in range(codes.max() + 1)]
-    return [(labels[rows[0]], rows) for rows in groups]
+    codes, classes = encode_labels(labels, order="sorted")
+    return [(label, np.flatnonzero(codes == code)) for code, label in enumerate(classes)]
 
 
 def _info_buckets(lengths, labels, n_buckets) -> np.ndarray:
@@ -275,9 +506,7 @@ def _info_buckets(lengths, labels, n_buckets) -> np.ndarray:
     from split_builders.signals.lengths import quantile_buckets
 
     buckets = np.full(len(lengths), -1, dtype=np.int64)
-    groups = np.zeros(len(lengths), dtype=np.int64) if labels is None else np.unique(np.asarray(labels, dtype=str), return_inverse=True)[1]
-    for group in np.unique(groups):
-        rows = np.flatnonzero(groups == group)
+    for _, rows in _class_groups(labels, len(lengths)):
         try:
             buckets[rows] = quantile_buckets(lengths[rows], n_buckets)
         except InvalidParameterError:
@@ -291,59 +520,56 @@ def _with_columns(dataset, columns: dict):
     import datasets
     from datasets.table import InMemoryTable
 
-    table = dataset.data.table
-    if dataset._indices is not None:
-        table = table.take(dataset._indices.column(0))
+    from loading_scripts.tables import arrow_table
+
     # Fingerprints of our own: ``datasets`` would hash every added column to make one.
-    rows = datasets.Dataset(InMemoryTable(table), info=dataset.info.copy(), fingerprint="resplit-rows")
+    rows = datasets.Dataset(InMemoryTable(arrow_table(dataset)), info=dataset.info.copy(), fingerprint="resplit-rows")
     for name, values in columns.items():
         rows = rows.add_column(name, np.asarray(values), new_fingerprint=f"resplit-rows-{name}")
     return rows
 
 
-def _tuple_ids(dataset, fields) -> np.ndarray:
-    """One int64 per row, equal exactly when the rows' values of ``fields`` are all equal."""
-    table = dataset.data.table.select(fields)
-    if dataset._indices is not None:
-        table = table.take(dataset._indices.column(0))
-    codes = []
-    for name in fields:
-        encoded = table.column(name).combine_chunks().dictionary_encode()
-        # Nulls get their own code (-1): two rows without a value are equal in that field.
-        codes.append(np.asarray(encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64))
-    if not codes:
-        return np.arange(len(dataset), dtype=np.int64)
-    ids = codes[0]
-    for more in codes[1:]:  # pairs of codes as one int64, renumbered densely (so it never overflows)
-        ids = np.unique(ids * (int(more.max(initial=-1)) + 2) + (more + 1), return_inverse=True)[1].reshape(-1)
-    return ids.astype(np.int64)
+def _prompted_scores(src, options: LikelihoodOptions, context):
+    """Prompted scores of a frozen LM (cached on disk, resumable, sharded over processes):
+    ``(scores, provenance, summary, model, dtype)``."""
+    from split_builders.cache import cache_root
+    from split_builders.signals.lm.models import resolve_model
+    from split_builders.signals.lm.prompts import render_all, resolve_template
+    from split_builders.signals.lm.scoring import SCORER_VERSION, compute_scores
+
+    chosen = resolve_template(options.template, task=src.task, prompt_field=src.prompt_field,
+                              query_field=src.query_field)
+    prompts, queries = render_all(chosen, src)
+    ref = resolve_model(options.lm, revision=options.lm_revision)
+    dtype = resolve_dtype(options.dtype, options.device)
+    run = compute_scores(prompts, queries, model_ref=ref, dtype=dtype, device=options.device,
+                         cache_dir=Path(options.cache_dir) if options.cache_dir else cache_root() / "scores",
+                         batch_size=options.batch_size, max_batch_tokens=options.max_batch_tokens,
+                         progress=context.progress)
+    provenance = {"kind": "prompted LM log-likelihood s(x) = sum of log p(query tokens + EOS | BOS + prompt)",
+                  "model": ref.name, "model_revision": ref.revision, "dtype": dtype,
+                  "template": chosen.describe(), "scorer_version": SCORER_VERSION,
+                  "batch_size": options.batch_size, "max_batch_tokens": options.max_batch_tokens}
+    scored = (f"{'cached' if run.from_cache else 'scored'} with {ref.name} ({dtype}, "
+              f"{run.num_processes} process(es))")
+    return LikelihoodScores(np.asarray(run.scores, dtype=np.float64), "prompted"), provenance, scored, ref, dtype
 
 
 def _finetuned_run(src, options: LikelihoodOptions, *, ref, dtype, progress, verbose=False):
     """k-fold cross-fitted fine-tuned scores. The template is the task's unconditioned one (the
     fine-tuned LM learns the dataset, so SNLI's prompt does not name the label), or ``--template``."""
-    from split_builders.signals.lm.finetune import default_max_steps, finetune_scores
-    from split_builders.cache import cache_root
+    from split_builders.signals.lm.finetune import finetune_scores
     from split_builders.signals.lm.prompts import render_all, resolve_template
 
     name = options.template if options.template is not None else FINETUNE_TEMPLATE.get(src.task)
     chosen = resolve_template(name, task=src.task, prompt_field=src.prompt_field, query_field=src.query_field)
     prompts, queries = render_all(chosen, src)
-    max_steps = options.max_steps if options.max_steps is not None else default_max_steps(src.task)
-    work_dir = Path(options.finetune_dir) if options.finetune_dir else cache_root() / "finetune"
-    run = finetune_scores(prompts, queries, model_ref=ref, work_dir=work_dir, k=options.folds,
-                          seed=options.finetune_seed, task=src.task, max_steps=max_steps,
-                          batch_size=options.finetune_batch_size, learning_rate=options.learning_rate,
-                          eval_steps=options.eval_steps, eval_fraction=FINETUNE_EVAL_FRACTION,
-                          patience=options.patience, dtype=dtype, device=options.device,
-                          keep_models=options.keep_models, progress=progress, verbose=verbose)
+    run = finetune_scores(prompts, queries, model_ref=ref, options=options.finetune_options(src.task), dtype=dtype,
+                          device=options.device, progress=progress, verbose=verbose)
     provenance = {
         "kind": "log-likelihood s(x) under an LM fine-tuned on the other folds (k-fold cross-fitting)",
         "model": ref.name, "model_revision": ref.revision, "dtype": dtype, "template": chosen.describe(),
-        "k": options.folds, "seed": options.finetune_seed, "max_steps": max_steps,
-        "batch_size": options.finetune_batch_size, "learning_rate": options.learning_rate,
-        "lr_schedule": "constant, no warmup (AdamW)", "eval_steps": options.eval_steps,
-        "eval_fraction": FINETUNE_EVAL_FRACTION, "patience": options.patience, "work_key": run.work_dir.name,
+        **run.options.recorded(), "lr_schedule": "constant, no warmup (AdamW)", "work_key": run.work_dir.name,
         "folds": [{key: report[key] for key in ("fold", "rows", "train_rows", "eval_rows", "steps", "best_step",
                                                 "best_eval_loss")} for report in run.fold_reports]}
     return run, provenance
@@ -375,7 +601,7 @@ def _per_split(config, values: np.ndarray, data: LikelihoodSource) -> dict:
     """Per split of a config: its signal, lengths and labels (empty arrays for a split it lacks)."""
     from split_builders.api import SPLITS
 
-    classes, codes = data.label_codes()
+    codes, classes = data.label_codes()
     parts = {}
     for split in SPLITS:
         rows = np.asarray(config.indices.get(split, ()), dtype=np.int64)
@@ -399,284 +625,14 @@ def summaries(loaded: Loaded, signal: Signal, configs) -> dict:
     return data.summaries
 
 
-# ---------------------------------------------------------------------------------------------
-# The method
-# ---------------------------------------------------------------------------------------------
-
-
-class LikelihoodMethod(SplitMethod):
-    """Likelihood Splits: hold out the examples a language model finds least likely."""
-
-    name = "likelihood"
-    paper = PAPER
-    summary = "build Likelihood Splits (Godbole & Jia, 2023): the least likely examples held out"
-    config_names = ("ll_split_pt", "ll_split_pt_len", "ll_split_pt_reverse", "ll_split", "ll_split_len",
-                    "ll_split_reverse", "random", "length")
-    Options = LikelihoodOptions
-    default_source = "snli-sample"
-
-    def check(self, options: LikelihoodOptions) -> None:
-        if options.scores is not None and not Path(options.scores).is_file():
-            raise InvalidParameterError(f"scores file {options.scores!r} does not exist")
-        if options.device == "cuda" and options.scores is None:
-            import torch
-
-            if not torch.cuda.is_available():
-                raise InvalidParameterError("--device cuda was given but no CUDA GPU is available here; leave "
-                                            "--device out (or give --device cpu) to score on the CPU")
-
-    def load(self, options: LikelihoodOptions) -> Loaded:
-        from loading_scripts import load_source, nqg
-        from split_builders.signals.lengths import word_lengths
-
-        src = load_source(options.source, prompt_field=options.prompt_field, query_field=options.query_field,
-                          label_field=options.label_field, target_field=options.target_field, task=options.task)
-        # Rows of the input file: given scores are one per file row (before filters and --limit).
-        input_rows = len(src.dataset) + sum(int(n) for n in src.filtered.values())
-        if options.limit is not None:
-            src.head(options.limit)  # the filter counts become those of the rows used
-        src.check_queries()
-        atoms, unparseable = (None, [])
-        if options.atoms is not None:
-            atoms, unparseable = _parse_targets(src, options.atoms)
-        # Length is measured on the question (a Spider NQG input's "db_id:" prefix is not part of it).
-        lengths = word_lengths(nqg.questions(src.texts(src.query_field)))
-        data = LikelihoodSource(src, lengths, src.labels(), atoms, unparseable,
-                                length_buckets=options.buckets or DEFAULT_LENGTH_BUCKETS, input_rows=input_rows)
-        info = SourceInfo(name=src.name, rows=len(src), content_sha256=src.content_hash(), revision=src.revision,
-                          filters=dict(src.filtered), source_id=src.source_id_note, license=src.license,
-                          citation=src.citation)
-        return Loaded(data, info)
-
-    def check_loaded(self, loaded: Loaded, options: LikelihoodOptions) -> None:
-        """Sizes against the rows, length buckets, folds and given scores: before any model loads."""
-        from split_builders.api import resolve_size
-        from split_builders.signals.lengths import quantile_buckets
-        from split_builders.splitters.baselines import resolve_eval_sizes
-
-        data = loaded.data
-        n_rows = len(data.source)
-        if options.scores is not None:
-            data.given_scores(options.scores)
-        if options.train_size is not None:
-            train_size = resolve_size(options.train_size, n_rows)
-            if not 0 < train_size < n_rows - 1:
-                raise InvalidParameterError(
-                    f"train_size ({train_size}) must leave at least 2 of the {n_rows} rows for dev and test")
-            groups = [(None, np.arange(n_rows))]
-        else:
-            n_dev, n_test = resolve_eval_sizes(options.dev_size, options.test_size, n_rows)
-            groups = _class_groups(data.labels, n_rows)
-            for label, rows in groups:
-                # Every class gives size // C rows (the first class along the likelihood order, not
-                # known before scoring, also the remainders: the splitter checks that one).
-                share_dev, share_test = n_dev // len(groups), n_test // len(groups)
-                if share_dev + share_test >= len(rows):
-                    raise InvalidParameterError(
-                        f"class {label!r} has {len(rows)} rows but its share of the evaluation sets is "
-                        f"{share_dev + share_test} (dev {share_dev} + test {share_test}), which leaves no "
-                        "training row; lower dev_size / test_size")
-        if options.buckets is not None:
-            for _, rows in groups:  # the length-controlled config buckets each class (or all rows)
-                quantile_buckets(data.lengths[rows], options.buckets)
-        if options.finetune:
-            from split_builders.signals.lm.finetune import check_parameters, default_max_steps
-
-            check_parameters(n_rows, k=options.folds, max_steps=options.max_steps or default_max_steps(data.source.task),
-                             batch_size=options.finetune_batch_size, learning_rate=options.learning_rate,
-                             eval_steps=options.eval_steps, eval_fraction=FINETUNE_EVAL_FRACTION,
-                             patience=options.patience, dtype=None, score_batch_size=options.batch_size,
-                             max_batch_tokens=options.max_batch_tokens,
-                             num_processes=int(os.environ.get("WORLD_SIZE", "1")))
-
-    def signal(self, loaded: Loaded, options: LikelihoodOptions, context) -> Signal:
-        src = loaded.data.source
-        if options.scores is not None:
-            path = Path(options.scores)
-            values = LikelihoodScores(loaded.data.given_scores(path), "given")
-            provenance = {"kind": GIVEN_KIND, **given_scores_record(path)}
-            scored = f"given scores ({path.name})"
-        else:
-            values, provenance, scored, ref, dtype = self._prompted(src, options, context)
-            if options.finetune:
-                # The model and precision the prompted scores used: resolved (and hashed) once.
-                run, tuned = _finetuned_run(src, options, ref=ref, dtype=dtype, progress=context.progress,
-                                            verbose=context.verbose)
-                values.finetuned = run
-                provenance = {"prompted": provenance, "finetuned": tuned}
-                scored += f"; fine-tuned {options.folds}-fold ({_describe_run(run)})"
-        # The columns the splits read (verify's level 2 re-derives them from these).
-        provenance["fields"] = {"prompt": src.prompt_field, "query": src.query_field, "label": src.label_field,
-                                "target": src.target_field}
-        provenance["length"] = {
-            "unit": "NLTK word tokens of the query (NLTKWordTokenizer)",
-            "length_bucket_column": f"quantile bucket within the row's class, "
-                                    f"{loaded.data.length_buckets} buckets"}
-        if options.atoms is not None:
-            provenance["atom_constraint"] = {
-                "target_language": options.atoms,
-                "definition": atom_function(options.atoms).__doc__.strip().splitlines()[0],
-                "unparseable_source_ids": [sid for sid, _ in loaded.data.unparseable]}
-        return Signal(values, provenance, summary=scored)
-
-    @staticmethod
-    def _prompted(src, options: LikelihoodOptions, context):
-        """Prompted scores of a frozen LM (cached on disk, resumable, sharded over processes)."""
-        from split_builders.cache import cache_root
-        from split_builders.signals.lm.models import resolve_model
-        from split_builders.signals.lm.prompts import render_all, resolve_template
-        from split_builders.signals.lm.scoring import SCORER_VERSION, compute_scores
-
-        chosen = resolve_template(options.template, task=src.task, prompt_field=src.prompt_field,
-                                  query_field=src.query_field)
-        prompts, queries = render_all(chosen, src)
-        ref = resolve_model(options.lm, revision=options.lm_revision)
-        dtype = resolve_dtype(options.dtype, options.device)
-        run = compute_scores(prompts, queries, model_ref=ref, dtype=dtype, device=options.device,
-                             cache_dir=Path(options.cache_dir) if options.cache_dir else cache_root() / "scores",
-                             batch_size=options.batch_size, max_batch_tokens=options.max_batch_tokens,
-                             progress=context.progress)
-        provenance = {"kind": "prompted LM log-likelihood s(x) = sum of log p(query tokens + EOS | BOS + prompt)",
-                      "model": ref.name, "model_revision": ref.revision, "dtype": dtype,
-                      "template": chosen.describe(), "scorer_version": SCORER_VERSION,
-                      "batch_size": options.batch_size, "max_batch_tokens": options.max_batch_tokens}
-        scored = (f"{'cached' if run.from_cache else 'scored'} with {ref.name} ({dtype}, "
-                  f"{run.num_processes} process(es))")
-        return LikelihoodScores(np.asarray(run.scores, dtype=np.float64), "prompted"), provenance, scored, ref, dtype
-
-    def configs(self, loaded: Loaded, signal: Signal, options: LikelihoodOptions) -> list:
-        from split_builders.splitters.likelihood import likelihood_configs
-
-        data, values = loaded.data, signal.values
-        split_options = dict(labels=data.labels, lengths=data.lengths, dev_size=options.dev_size,
-                             test_size=options.test_size, train_size=options.train_size,
-                             length_buckets=options.buckets, atoms=data.atoms, random_state=options.seed)
-        configs = likelihood_configs(values.scores, setting=values.setting, **split_options)
-        if values.finetuned is None:
-            return configs
-        tuned = likelihood_configs(values.finetuned_scores, setting="finetuned", baselines=False, **split_options)
-        # The baselines (classification mode) stay last.
-        configs = [*configs[:-2], *tuned, *configs[-2:]] if options.train_size is None else [*configs, *tuned]
-        # How far the two signals agree needs both sets of configs: recorded with the signal.
-        signal.provenance["comparison"] = _compare_signals(values.scores, values.finetuned_scores, configs)
-        return configs
-
-    def rows(self, loaded: Loaded, signal: Signal, configs: list):
-        data, values = loaded.data, signal.values
-        columns = {"score": values.scores, "length": data.lengths}
-        if values.finetuned is not None:
-            columns.update(score_finetuned=values.finetuned_scores, fold=np.asarray(values.finetuned.folds))
-        columns["length_bucket"] = _info_buckets(data.lengths, data.labels, data.length_buckets)
-        return _with_columns(data.source.dataset, columns)
-
-    def rederive(self, released, record) -> dict:
-        """Every config from the released rows alone, in ``source_id`` order (the order they were
-        split in): ``score`` (``score_finetuned`` for the fine-tuned setting), ``length``, the label
-        column and, under the atom constraint, the atoms of the target column, with each config's
-        recorded splitter parameters."""
-        from split_builders.release.folder import row_ids
-        from split_builders.signals.programs.atoms import atoms_by_row
-        from split_builders.splitters.baselines import LengthSplitter, RandomSplitter
-        from split_builders.splitters.likelihood import LikelihoodSplitter
-
-        signal = record.get("signal") or {}
-        fields = signal.get("fields")
-        if fields is None:  # a release from before the columns were recorded
-            return {}
-        rows = released.all_rows()
-        ids = row_ids(rows)
-        column = lambda name: rows.column(name).to_numpy(zero_copy_only=False)
-        labels = None if fields.get("label") is None else np.asarray(column(fields["label"]), dtype=object)
-        lengths = np.asarray(column("length"), dtype=np.int64)
-        constraint = signal.get("atom_constraint")
-        atoms = None
-        if constraint is not None:
-            atoms = atoms_by_row(rows.column(fields["target"]).to_pylist(), constraint["target_language"]).atoms
-        out = {}
-        for name, entry in record.get("configs", {}).items():
-            parameters, kind = entry.get("parameters") or {}, entry.get("method")
-            if kind == "likelihood":
-                splitter = LikelihoodSplitter(**{k: parameters[k] for k in LikelihoodSplitter._param_names()})
-                scores = column("score_finetuned" if parameters.get("setting") == "finetuned" else "score")
-                classification = parameters.get("train_size") is None
-                split = splitter.split(scores, labels if classification else None, lengths, atoms)
-            elif kind == "random":
-                split = RandomSplitter(**parameters).split(len(ids), labels)
-            elif kind == "length":
-                split = LengthSplitter(**parameters).split(lengths, labels)
-            else:
-                continue
-            out[name] = {s: ids[np.asarray(r, dtype=np.int64)] for s, r in split.as_indices().items()}
-        return out
-
-    def given_signal(self, signal: dict) -> str | None:
-        return signal.get("file") if signal.get("kind") == GIVEN_KIND else None
-
-    def row_keys(self, loaded: Loaded):
-        """Rows are exact duplicates when their prompt, query, target and label are all equal.
-
-        Each field is dictionary-encoded as a whole column (Arrow), and a row's key is the number
-        of its distinct tuple of codes: the same as joining the texts with an unambiguous
-        separator, without building a million long strings."""
-        src = loaded.data.source
-        fields = [f for f in dict.fromkeys((src.prompt_field, src.query_field, src.target_field, src.label_field))
-                  if f is not None]
-        return _tuple_ids(src.dataset, fields).astype(str)
-
-    def select_rows(self, loaded: Loaded, keep) -> Loaded:
-        loaded.data.select(keep)
-        return loaded
-
-    def card(self, loaded: Loaded, signal: Signal, configs: list, options: LikelihoodOptions):
-        from split_builders.release.card import CardSpec, Section, config_section, split_histograms
-
-        data, src = loaded.data, loaded.data.source
-        stats = summaries(loaded, signal, configs)
-        sections = []
-        for config in configs:
-            per_split = _per_split(config, signal.values.of(config), data)
-            figure = split_histograms(per_split, title=config.name, signal_label=SIGNAL_LABEL,
-                                      path=f"figures/{config.name}.png")
-            # config_section's own heading and description are the Section's title and first line.
-            text = config_section(config.name, config.description, stats[config.name], signal="score", figure=None)
-            sections.append(Section(f"`{config.name}`", text.split("\n", 2)[2], [figure]))
-        balanced = (f"balanced over `{src.label_field}`" if src.label_field and options.train_size is None
-                    else "not label-balanced" + (" (no label field)" if not src.label_field else ""))
-        how_built = [
-            _signal_paragraph(src, signal.provenance),
-            f"Every row also carries `score` (s(x)), `length` (NLTK word tokens of the query) and `length_bucket` "
-            f"(the row's word-length quantile bucket within its class). Evaluation sets are {balanced}.",
-            *_atom_lines(src, configs, options.atoms, data.unparseable),
-            *_finetune_lines(signal.provenance),
-        ]
-        intro = ("Train/validation/test splits that test generalisation to the long tail: the examples a "
-                 "language model finds least likely are held out for evaluation (Godbole & Jia, 2023).")
-        return CardSpec(title=self.pretty_name(loaded), intro=intro, how_built=how_built, configs=sections)
-
-    def report(self, result) -> list[str]:
-        data = result.loaded.data
-        lines = [f"\n{result.rows} rows, {result.signal.summary}"]
-        if data.unparseable:
-            shown = ", ".join(str(sid) for sid, _ in data.unparseable[:20])
-            lines.append(f"excluded {len(data.unparseable)} row(s) whose target program does not parse: source_id "
-                         f"{shown}" + (" ..." if len(data.unparseable) > 20 else "") + " (reasons in the card)")
-        stats = summaries(result.loaded, result.signal, result.configs)
-        lines.append(f"{'config':<28}{'KS score':>10}{'KS length':>11}   (train vs test)")
-        for name, summary in stats.items():
-            lines.append(f"{name:<28}{summary['ks_score_train_test']:>10.3f}{summary['ks_length_train_test']:>11.3f}")
-        return lines
-
-    def pretty_name(self, loaded: Loaded) -> str:
-        return f"Likelihood Splits of {loaded.info.name}"
-
-
 def _signal_paragraph(src, provenance: dict) -> str:
     signal = provenance.get("prompted", provenance)
     if "model" in signal:
         return (f"Scores s(x): log-likelihood of the query `{src.query_field}` given the prompt, from "
                 f"{signal['model']} (revision `{signal['model_revision'][:19]}`, {signal['dtype']}), template "
                 f"`{signal['template']['name']}`.")
-    return f"Scores s(x): supplied by the curator ({signal['file']}, sha256 `{signal['sha256'][:16]}`)."
+    given = signal["given"]
+    return f"Scores s(x): supplied by the curator ({given['file']}, sha256 `{given['sha256'][:16]}`)."
 
 
 def _finetune_lines(provenance: dict) -> list[str]:
@@ -710,5 +666,3 @@ def _atom_lines(src, configs, atoms, unparseable) -> list[str]:
         more = f"; and {len(unparseable) - 20} more" if len(unparseable) > 20 else ""
         lines.append(f"Excluded: {len(unparseable)} row(s) whose program does not parse ({shown}{more}).")
     return lines
-
-

@@ -11,14 +11,14 @@ id) becomes a release with
 * with ``--scores``, Likelihood Splits from given log-likelihoods (``ll_split*``) beside TMCD.
 
 The signal is each row's atoms and compounds (:mod:`split_builders.signals.programs`); rows whose
-program cannot be parsed are in no split. The card reports compound and atom divergence of every
-config, and provenance records them in each config's parameters.
+program cannot be parsed are in no split. The configs come from
+:func:`split_builders.splitters.compositional.compositional_configs`. The card reports compound and
+atom divergence of every config, and provenance records them in each config's parameters.
 """
 
 from __future__ import annotations
 
-import copy
-import time
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -28,20 +28,13 @@ import numpy as np
 from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
                                 parse_size)
 from split_builders.errors import InvalidParameterError
+from split_builders.splitters.compositional import BUILT
 
-BUILT = ("tmcd", "length", "template", "standard")
 TARGET_LANGUAGES = ("funql", "sql", "scan", "cogs")
 # The side of a row whose structure the atoms and compounds describe.
 PROGRAM_SIDE = {"funql": "target", "sql": "target", "scan": "input", "cogs": "target"}
 DEFAULT_TRAIN_SHARE = 0.5
-WUG_SEED = 555  # Sun et al.'s seed of the wug words (WugReplacer's default)
-DESCRIPTIONS = {
-    "tmcd": "TMCD: compound divergence maximised under the atom constraint, searched with atom divergence <= {bound}",
-    "tmcd_reference": "TMCD, Shaw et al.'s reference search reproduced choice for choice",
-    "length": "length: the longest inputs held out for test",
-    "template": "template: program templates as groups, none in both train and test",
-    "standard": "standard: random train/test split",
-}
+DIVERGENCES = ("compound_divergence", "atom_divergence")  # what diff compares of a config's parameters
 PAPER = ("Peter Shaw, Ming-Wei Chang, Panupong Pasupat and Kristina Toutanova. 2021. *Compositional "
          "Generalization and Natural Language Variation: Can a Semantic Parsing Approach Handle Both?* "
          "ACL 2021 (TMCD splits); as used by Kaiser Sun, Adina Williams and Dieuwke Hupkes. 2023. *The "
@@ -49,7 +42,7 @@ PAPER = ("Peter Shaw, Ming-Wei Chang, Panupong Pasupat and Kristina Toutanova. 2
 
 
 @dataclass(kw_only=True)
-class CompositionalOptions(CommonOptions):
+class TMCDOptions(CommonOptions):
     """Options of ``resplit tmcd`` (the common ones come from :class:`CommonOptions`)."""
 
     target_language: str | None = option(None, "atom/compound definition (default: from the source)",
@@ -59,9 +52,11 @@ class CompositionalOptions(CommonOptions):
     configs: tuple[str, ...] = option(("tmcd",), f"comma-separated subset of {','.join(BUILT)}")
     reference: bool = option(False, "TMCD by Shaw et al.'s first-improvement greedy (1000 iterations; "
                                     "reproduces tmcd_1.json with --seed 1)")
-    iterations: int = option(50_000, "annealing steps of the TMCD search")
-    max_atom_divergence: float = option(0.05, "upper bound on the train/test atom divergence the TMCD search keeps")
-    validation_size: int = option(0, "rows of each built config's test moved to a validation split")
+    iterations: int = option(50_000, "annealing steps of the TMCD search", integer=True, minimum=0)
+    max_atom_divergence: float = option(0.05, "upper bound on the train/test atom divergence the TMCD search keeps",
+                                        minimum=0, maximum=1, exclusive=("minimum",))
+    validation_size: int | float = option(0, "rows of each built config's test moved to a validation split: a count, "
+                                             "or a fraction of test (default 0: none)", parse=parse_size)
     lexical: bool = option(False, "add <config>_rstr and <config>_rcvcv wug-word variants")
     published: bool = option(True, "add the splits published with the dataset as configs "
                                        "(--no-published leaves them out)")
@@ -76,14 +71,221 @@ class CompositionalOptions(CommonOptions):
         if len(set(self.configs)) != len(self.configs):
             raise InvalidParameterError(f"configs repeat: {', '.join(self.configs)}")
         if self.train_size is not None:
-            check_size(self.train_size, "train_size", allow_zero=False)
-        for name in ("iterations", "validation_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidParameterError(f"{name.replace('_', '-')} must be a non-negative integer, got {value!r}")
-        bound = self.max_atom_divergence
-        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0.0 < bound <= 1.0:
-            raise InvalidParameterError(f"max_atom_divergence must be in (0, 1], got {bound!r}")
+            self.train_size = check_size(self.train_size, "train_size", allow_zero=False)
+        self.validation_size = check_size(self.validation_size, "validation_size")
+
+
+class TMCDMethod(SplitMethod):
+    """TMCD, length, template, standard, published and lexical-variant configs of one dataset."""
+
+    name = "tmcd"
+    paper = PAPER
+    summary = ("compositional splits (TMCD, length, template, standard; published splits; wug-word variants) "
+               "with atom and compound divergence")
+    config_names = (*BUILT, "published_*", "<config>_rstr", "<config>_rcvcv")
+    Options = TMCDOptions
+    default_source = None
+    signal_columns = ("score",)  # the given log-likelihoods the ll_split* configs were split by (--scores)
+
+    def check(self, options: TMCDOptions) -> None:
+        if options.scores is not None and not Path(options.scores).is_file():
+            raise InvalidParameterError(f"scores file {options.scores!r} does not exist")
+
+    def load(self, options: TMCDOptions) -> Loaded:
+        from loading_scripts import load_compositional
+        from loading_scripts.source import content_sha256
+
+        src = load_compositional(options.source)
+        input_rows = len(src)
+        filters = {}
+        if options.limit is not None and options.limit < len(src):
+            filters[f"beyond --limit {options.limit}"] = len(src) - options.limit
+            src = src.head(options.limit)
+        info = SourceInfo(name=src.name, rows=len(src), content_sha256=content_sha256(src.rows), filters=filters,
+                          source_id=src.source_id_note, license=src.license)
+        return Loaded(CompositionalRows(src, options.target_language or src.target_language, input_rows), info)
+
+    def row_keys(self, loaded: Loaded):
+        """Input and target: two rows with both equal are exact duplicates."""
+        from loading_scripts.tables import row_keys
+
+        return row_keys(loaded.data.source.rows, ("input", "target"))
+
+    def select_rows(self, loaded: Loaded, keep) -> Loaded:
+        """The kept rows; published splits follow them (see ``CompositionalSource.select``)."""
+        rows = loaded.data
+        return Loaded(dataclasses.replace(rows, source=rows.source.select(keep, "--dedupe")), loaded.info)
+
+    def check_loaded(self, loaded: Loaded, options: TMCDOptions) -> None:
+        """Parseable programs, the train size among them and the validation size against the
+        test size, all before the search."""
+        from split_builders.splitters.compositional import validation_count
+        from split_builders.splitters.tmcd import train_count
+
+        rows = loaded.data
+        if options.published:
+            check_published(rows.source)
+        n_parsed = rows.parsed.size
+        if n_parsed < 2:
+            unparseable = rows.row_atoms.unparseable
+            raise InvalidParameterError(
+                f"{rows.source.name}: {len(rows.source)} row(s) read, {n_parsed} with a parseable {rows.language} "
+                "program; a split needs at least 2 (one train, one test)"
+                + (f"; {rows.row_atoms.describe_unparseable(rows.source.source_ids)}" if unparseable else ""))
+        # the template split's test can only be larger
+        validation_count(options.validation_size, n_parsed - train_count(train_share(options), n_parsed))
+        if options.scores is not None:
+            rows.given_scores(options.scores)
+
+    def signal(self, loaded: Loaded, options: TMCDOptions, context) -> Signal:
+        from split_builders.signals.given import given_scores_record
+        from split_builders.signals.programs.compounds import compounds_by_row
+        from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
+
+        rows = loaded.data
+        atoms, parsed = rows.row_atoms.atoms, rows.parsed
+        values = ProgramSignal(atoms, compounds_by_row(rows.programs, rows.language), parsed,
+                               progress=context.progress)
+        provenance = {"kind": "atoms and compounds of each row's program", "target_language": rows.language,
+                      "program_side": PROGRAM_SIDE[rows.language], "compound_alpha": COMPOUND_ALPHA,
+                      "atom_alpha": ATOM_ALPHA, "parseable_rows": int(parsed.size),
+                      "unparseable_programs_excluded": len(rows.row_atoms.unparseable)}
+        if options.scores is not None:
+            values.scores = rows.given_scores(options.scores)
+            provenance["given"] = given_scores_record(options.scores)
+        if options.lexical:
+            from split_builders.signals.programs.lexical import KINDS, WUG_SEED, WugReplacer, shared_items
+
+            items = shared_items(rows.source.inputs, [atoms[r] for r in parsed])
+            values.wugs = {kind: WugReplacer(kind=kind, random_state=WUG_SEED).fit(items) for kind in KINDS}
+            provenance["wug_words"] = {"kinds": list(KINDS), "seed": WUG_SEED, "items": len(items)}
+        summary = (f"{parsed.size} parseable {rows.language} programs"
+                   + (f", {len(rows.row_atoms.unparseable)} unparseable excluded" if rows.row_atoms.unparseable else ""))
+        return Signal(values, provenance, summary)
+
+    def configs(self, loaded: Loaded, signal: Signal, options: TMCDOptions) -> list:
+        from split_builders.splitters.compositional import compositional_configs
+
+        src, values = loaded.data.source, signal.values
+        published = src.published if options.published else None
+        return compositional_configs(values.atoms, values.compounds, inputs=src.inputs, targets=src.targets,
+                                     target_language=loaded.data.language, **search_parameters(options),
+                                     scores=values.scores, published=published, published_from=src.published_from,
+                                     source_ids=src.source_ids, wugs=values.wugs, progress=values.progress,
+                                     seconds=values.search_seconds)
+
+    def rows(self, loaded: Loaded, signal: Signal, configs: list):
+        """The source rows with ``variant`` = original, then one wug-word copy per kind."""
+        import datasets
+
+        src = loaded.data.source
+        rows = src.rows.add_column("variant", ["original"] * len(src))
+        if signal.values.scores is not None:  # what the ll_split* configs were split by
+            rows = rows.add_column("score", np.asarray(signal.values.scores, dtype=np.float64))
+        if not signal.values.wugs:
+            return rows
+        variants = [rows]
+        for kind, replacer in signal.values.wugs.items():
+            columns = {c: rows[c] for c in rows.column_names}
+            columns.update(input=replacer.transform(src.inputs), target=replacer.transform(src.targets),
+                           variant=[kind] * len(src))
+            variants.append(datasets.Dataset.from_dict(columns, features=rows.features))
+        return datasets.concatenate_datasets(variants)
+
+    def card(self, loaded: Loaded, signal: Signal, configs: list, options: TMCDOptions):
+        from split_builders.release.card import CardSpec, Figure, Panel, Section
+
+        src, language, values = loaded.data.source, loaded.data.language, signal.values
+        name = Path(src.name).name
+        # Wug words replace whole tokens, so a copy's input lengths are the original's.
+        lengths = np.asarray([len(text.split()) for text in src.inputs])
+        sections = []
+        for config in configs:
+            series = {s: lengths[np.asarray(config.indices[s], dtype=np.int64) % len(src)] for s in ("train", "test")}
+            figure = Figure(f"figures/{config.name}.png", config.name, alt="input lengths, train vs test",
+                            panels=[Panel("input length (words)", series, kind="discrete")])
+            sections.append(Section(f"`{config.name}`", config.description, [figure]))
+        maps = [Section(f"Wug-word map `{kind}` (seed {replacer.random_state})",
+                        "\n".join(["| item | replacement |", "|---|---|",
+                                   *(f"| `{k}` | `{v}` |" for k, v in replacer.mapping_.items())]))
+                for kind, replacer in values.wugs.items()]
+        return CardSpec(
+            title=f"Compositional splits of `{name}`",
+            intro=(f"Compositional-generalisation splits of `{name}` (target language `{language}`): configs that "
+                   "hold out new combinations of known parts (TMCD), long inputs (length), unseen program "
+                   "templates (template), a random baseline (standard), and the splits published with the data."),
+            how_built=how_built(loaded, signal, options),
+            configs=sections, columns=divergence_columns(configs), extra=maps)
+
+    def pretty_name(self, loaded: Loaded) -> str:
+        return f"{Path(loaded.data.source.name).name} compositional splits"
+
+    def report(self, result) -> list[str]:
+        values = result.signal.values
+        unparseable = result.loaded.data.row_atoms.unparseable
+        lines = [f"{len(unparseable)} unparseable program(s) excluded (listed in the card)"] if unparseable else []
+        for config in result.configs:
+            if config.method == "tmcd" and "search_met_bound" in config.parameters:
+                bound, found = config.parameters["max_atom_divergence"], config.parameters["divergences"]["atom_divergence"]
+                if not config.parameters["search_met_bound"]:
+                    lines.append(f"warning: {config.name}: the search found no split with atom divergence <= {bound:g}; "
+                                 f"the config is its start split (atom divergence {found:.4f}, see the card)")
+                elif found > bound + 1e-12:
+                    lines.append(f"warning: {config.name}: atom divergence {found:.4f} > {bound:g} on the final splits "
+                                 "(validation rows taken from test changed it; see the card)")
+        lines.append(f"{'config':<28}{'train':>7}{'test':>7}{'compound div':>14}{'atom div':>10}{'seconds':>9}")
+        for config in result.configs:
+            f = config.parameters["divergences"]
+            seconds = values.search_seconds.get(config.name, float("nan"))
+            lines.append(f"{config.name:<28}{len(config.indices['train']):>7}{len(config.indices.get('test', ())):>7}"
+                         f"{f['compound_divergence']:>14.4f}{f['atom_divergence']:>10.4f}{seconds:>9.1f}")
+        return lines
+
+    def rederive(self, released, record) -> dict:
+        """The configs resplit built, re-built from the released rows: the original rows (``variant``
+        original, in ``source_id`` order) are the source, their atoms and compounds are read again
+        from the programs, and the search runs again with the recorded options and seed. A lexical
+        variant holds the same source_ids as the config it copies; ``ll_split*`` come from the rows'
+        ``score``. Published splits are not derived: verify compares them with the membership the
+        card records."""
+        import datasets
+        from datasets.table import InMemoryTable
+
+        from loading_scripts.compositional import CompositionalSource
+        from split_builders.release.folder import row_ids
+        from split_builders.signals.programs.compounds import compounds_by_row
+        from split_builders.splitters.compositional import compositional_configs
+
+        configs = record.get("configs", {})
+        signal = record.get("signal") or {}
+        originals = [c for c, entry in configs.items() if "+" not in entry.get("method", "")]
+        table = released.all_rows(originals)
+        ids = row_ids(table)
+        language = signal.get("target_language")
+        source = CompositionalSource(datasets.Dataset(InMemoryTable(table)), name=str(released.folder),
+                                     target_language=language, source_id_note="")
+        data = CompositionalRows(source, language)
+        fields = set(self.Options.__dataclass_fields__)
+        recorded = {k: v for k, v in (record.get("parameters") or {}).items() if k in fields}
+        options = self.Options(**{**recorded, "source": str(released.folder), "out": str(released.folder),
+                                  "seed": record["seed"], "published": False, "lexical": False, "scores": None})
+        scores = None
+        if "score" in table.column_names and any(e.get("method") == "likelihood" for e in configs.values()):
+            scores = np.asarray(table.column("score").to_numpy(), dtype=np.float64)
+        built = compositional_configs(data.row_atoms.atoms, compounds_by_row(data.programs, language),
+                                      inputs=source.inputs, targets=source.targets, target_language=language,
+                                      **search_parameters(options), scores=scores)
+        out = {c.name: {s: ids[np.asarray(r, dtype=np.int64)] for s, r in c.indices.items()} for c in built}
+        for name, entry in configs.items():
+            base = name.removesuffix("_" + entry["parameters"]["wug"]) if "+" in entry.get("method", "") else None
+            if base in out:
+                out[name] = out[base]
+        return out
+
+    def config_statistics(self, parameters: dict) -> dict:
+        """The compound and atom divergence (train against test) the config records."""
+        figures = parameters.get("divergences") or {}
+        return {name: figures[name] for name in DIVERGENCES if name in figures}
 
 
 @dataclass
@@ -132,32 +334,25 @@ class ProgramSignal:
     progress: bool = False  # the search's progress bar (Context.progress; never recorded)
 
 
-def train_rows(options: CompositionalOptions, n_parsed: int) -> int:
-    """The train size as a count of parseable rows (``check_train_size`` refuses one outside them)."""
-    from split_builders.splitters.tmcd import check_train_size
-
-    return check_train_size(options.train_size if options.train_size is not None else DEFAULT_TRAIN_SHARE, n_parsed)
+def train_share(options: TMCDOptions) -> int | float:
+    """``--train-size``, or half of the parseable rows when it is not given."""
+    return options.train_size if options.train_size is not None else DEFAULT_TRAIN_SHARE
 
 
-def with_validation(train, test, validation_size: int, rng) -> dict:
-    """``validation_size`` random rows of test become validation (only when asked)."""
-    if not validation_size:
-        return {"train": train, "test": test}
-    if not 0 < validation_size < len(test):
-        raise InvalidParameterError(f"validation_size must be in (0, {len(test)}) (rows taken from test), "
-                                    f"got {validation_size}")
-    chosen = rng.permutation(len(test))[:validation_size]
-    mask = np.zeros(len(test), dtype=bool)
-    mask[chosen] = True
-    return {"train": train, "validation": np.sort(test[mask]), "test": np.sort(test[~mask])}
+def search_parameters(options: TMCDOptions) -> dict:
+    """The options :func:`~split_builders.splitters.compositional.compositional_configs` builds the
+    configs with (a build and ``rederive`` alike)."""
+    return {"names": options.configs, "train_size": train_share(options), "iterations": options.iterations,
+            "max_atom_divergence": options.max_atom_divergence, "reference": options.reference,
+            "validation_size": options.validation_size, "random_state": options.seed}
 
 
 def check_published(source) -> None:
     """Every published split is a partition of some of the source's rows (no row in two splits,
     train and an evaluation split present), checked before any search: a split file that does
     not match the data fails at once, naming it."""
-    from split_builders.errors import SourceLoadError
     from split_builders.api import ConfigSplit
+    from split_builders.errors import SourceLoadError
 
     for name, split in source.published.items():
         try:
@@ -167,407 +362,57 @@ def check_published(source) -> None:
                                   f"{error}; fix or remove its files, or pass --no-published") from None
 
 
-def tmcd_description(parameters: dict, validation_size: int) -> str:
-    """What the card says of a ``tmcd`` config: the bound searched under and the divergences
-    measured on the final splits, saying plainly when the atom divergence is above the bound."""
-    bound, figures = parameters["max_atom_divergence"], parameters["divergences"]
-    text = (f"{DESCRIPTIONS['tmcd'].format(bound=f'{bound:g}')}. Measured on the final train and test splits: "
-            f"compound divergence {figures['compound_divergence']:.4f}, atom divergence {figures['atom_divergence']:.4f}")
-    if not parameters["search_met_bound"]:
-        text += (f". **The search found no split within the bound**: this is its start split (Shaw et al.'s balanced "
-                 f"shuffle), atom divergence {parameters['search_atom_divergence']:.4f} > {bound:g}; raise "
-                 "--max-atom-divergence or --iterations")
-    elif figures["atom_divergence"] > bound + 1e-12:
-        text += (f". **Atom divergence above the bound** ({figures['atom_divergence']:.4f} > {bound:g}): the search "
-                 f"met it ({parameters['search_atom_divergence']:.4f}), then {validation_size} test rows moved to "
-                 "validation changed it")
-    return text + ". Built by resplit."
+def how_built(loaded: Loaded, signal: Signal, options: TMCDOptions) -> list:
+    """The card's "how it was built" paragraphs."""
+    from split_builders.splitters.tmcd import train_count
+
+    rows, values = loaded.data, signal.values
+    n_train = train_count(train_share(options), values.parsed.size)
+    side = PROGRAM_SIDE[rows.language]
+    paragraphs = [
+        f"Each row's {side} is read as a `{rows.language}` program; its atoms (predicates, entities, "
+        "tokens) and compounds (a parent with one argument in its place) are the signal. "
+        f"The configs resplit builds put {n_train} of the {values.parsed.size} parseable rows in train "
+        f"(seed {options.seed}).",
+        "Divergences: Chernoff coefficient, alpha 0.1 over compound counts, alpha 0.5 over atoms counted "
+        "once per example (Keysers et al. 2020); train against test.",
+        ("`tmcd` is Shaw et al.'s reference first-improvement greedy search, reproduced choice for choice."
+         if options.reference else
+         f"`tmcd` starts from Shaw et al.'s shuffled, atom-balanced split and anneals over swaps "
+         f"({options.iterations} iterations, each choosing among 256 sampled rows per side), keeping the "
+         f"best split whose atom divergence is at most {options.max_atom_divergence:g} (the bound used) and "
+         "whose test atoms all occur in train; the divergences in the table are measured on the final "
+         "splits (after any validation rows are taken from test)."),
+    ]
+    if rows.source.dropped_published:
+        paragraphs.append("**Published splits left out:** " + "; ".join(rows.source.dropped_published) + ".")
+    if rows.row_atoms.unparseable:
+        paragraphs.append(f"**Excluded:** {rows.row_atoms.describe_unparseable(rows.source.source_ids)}. "
+                          "These rows are in no split.")
+    if options.validation_size:
+        size = options.validation_size
+        drawn = f"{size} random rows" if isinstance(size, int) else f"a random {size:g} share (rounded up)"
+        paragraphs.append(f"Validation: {drawn} of each built config's test split.")
+    if values.scores is not None:
+        paragraphs.append("`ll_split*`: Likelihood Splits (Godbole & Jia 2023) of the parseable rows from the "
+                          "given log-likelihoods, under the atom constraint.")
+    if values.wugs:
+        paragraphs.append("Lexical variants (Sun et al. 2023, section 4.5): the target atoms that also occur as "
+                          "input words are replaced by the same made-up word in inputs and targets; the "
+                          "`variant` column names the copy a row belongs to.")
+    return paragraphs
 
 
-def _rounded(figures: dict) -> dict:
-    return {k: (round(float(v), 6) if isinstance(v, float) else int(v)) for k, v in figures.items()}
-
-
-class TMCDMethod(SplitMethod):
-    """TMCD, length, template, standard, published and lexical-variant configs of one dataset."""
-
-    name = "tmcd"
-    paper = PAPER
-    summary = ("compositional splits (TMCD, length, template, standard; published splits; wug-word variants) "
-               "with atom and compound divergence")
-    config_names = (*BUILT, "published_*", "<config>_rstr", "<config>_rcvcv")
-    Options = CompositionalOptions
-    default_source = None
-
-    # -- source ------------------------------------------------------------------------------
-
-    def check(self, options: CompositionalOptions) -> None:
-        if options.scores is not None and not Path(options.scores).is_file():
-            raise InvalidParameterError(f"scores file {options.scores!r} does not exist")
-
-    def load(self, options: CompositionalOptions) -> Loaded:
-        from loading_scripts.compositional import load_compositional
-        from loading_scripts.source import content_sha256
-
-        src = load_compositional(options.source)
-        input_rows = len(src)
-        filters = {}
-        if options.limit is not None and options.limit < len(src):
-            filters[f"beyond --limit {options.limit}"] = len(src) - options.limit
-            src = src.head(options.limit)
-        info = SourceInfo(name=src.name, rows=len(src), content_sha256=content_sha256(src.rows), filters=filters,
-                          source_id=src.source_id_note, license=src.license)
-        return Loaded(CompositionalRows(src, options.target_language or src.target_language, input_rows), info)
-
-    def check_loaded(self, loaded: Loaded, options: CompositionalOptions) -> None:
-        """Parseable programs, the train size among them and the validation size against the
-        test size, all before the search."""
-        rows = loaded.data
-        if options.published:
-            check_published(rows.source)
-        n_parsed = rows.parsed.size
-        if n_parsed < 2:
-            unparseable = rows.row_atoms.unparseable
-            raise InvalidParameterError(
-                f"{rows.source.name}: {len(rows.source)} row(s) read, {n_parsed} with a parseable {rows.language} "
-                "program; a split needs at least 2 (one train, one test)"
-                + (f"; {rows.row_atoms.describe_unparseable(rows.source.source_ids)}" if unparseable else ""))
-        n_test = n_parsed - train_rows(options, n_parsed)  # the template split's test can only be larger
-        if options.validation_size and not options.validation_size < n_test:
-            raise InvalidParameterError(f"validation_size must be in (0, {n_test}) (rows taken from test), "
-                                        f"got {options.validation_size}")
-        if options.scores is not None:
-            rows.given_scores(options.scores)
-
-    # -- signal --------------------------------------------------------------------------------
-
-    def signal(self, loaded: Loaded, options: CompositionalOptions, context) -> Signal:
-        from split_builders.signals.given import given_scores_record
-        from split_builders.signals.programs.compounds import compounds_by_row
-        from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
-
-        rows = loaded.data
-        atoms, parsed = rows.row_atoms.atoms, rows.parsed
-        values = ProgramSignal(atoms, compounds_by_row(rows.programs, rows.language), parsed,
-                               progress=context.progress)
-        provenance = {"kind": "atoms and compounds of each row's program", "target_language": rows.language,
-                      "program_side": PROGRAM_SIDE[rows.language], "compound_alpha": COMPOUND_ALPHA,
-                      "atom_alpha": ATOM_ALPHA, "parseable_rows": int(parsed.size),
-                      "unparseable_programs_excluded": len(rows.row_atoms.unparseable)}
-        if options.scores is not None:
-            values.scores = rows.given_scores(options.scores)
-            provenance["given_scores"] = given_scores_record(options.scores)
-        if options.lexical:
-            from split_builders.signals.programs.lexical import KINDS, WugReplacer, shared_items
-
-            items = shared_items(rows.source.inputs, [atoms[r] for r in parsed])
-            values.wugs = {kind: WugReplacer(kind=kind, random_state=WUG_SEED).fit(items) for kind in KINDS}
-            provenance["wug_words"] = {"kinds": list(KINDS), "seed": WUG_SEED, "items": len(items)}
-        summary = (f"{parsed.size} parseable {rows.language} programs"
-                   + (f", {len(rows.row_atoms.unparseable)} unparseable excluded" if rows.row_atoms.unparseable else ""))
-        return Signal(values, provenance, summary)
-
-    # -- configs -------------------------------------------------------------------------------
-
-    def configs(self, loaded: Loaded, signal: Signal, options: CompositionalOptions) -> list:
-        from split_builders.api import ConfigSplit
-
-        from split_builders.release.folder import membership_sha256
-
-        src, values = loaded.data.source, signal.values
-        n_train = train_rows(options, values.parsed.size)
-        built = self._built(loaded, values, options)
-        if options.published:
-            source_ids = np.asarray(src.source_ids, dtype=np.int64)
-            for name, split in src.published.items():
-                origin = src.published_from[name]
-                # SCAN publishes a "length" split too: the published one is renamed, not refused.
-                config_name = f"published_{name}" if name in options.configs else name
-                indices = {k: np.asarray(v, dtype=np.int64) for k, v in split.items()}
-                # A published split is taken as released, not derived: the card records which rows
-                # each split holds, so verify can tell when they change.
-                members = {k: membership_sha256(source_ids[v]) for k, v in indices.items()}
-                built.append(ConfigSplit(config_name, indices, method="published",
-                                         parameters={"file": origin, "source_ids_sha256": members},
-                                         description=f"Published split, as released: {origin}."))
-        if values.scores is not None:
-            built += self._likelihood_configs(values, n_train, options)
-        for config in built:
-            config.parameters["divergences"] = self._divergences(config, values, len(src))
-            if config.method == "tmcd" and not options.reference:
-                config.description = tmcd_description(config.parameters, options.validation_size)
-        return built + self._lexical_configs(built, values, len(src))
-
-    def _built(self, loaded, values, options) -> list:
-        """The configs resplit builds (``options.configs``, in that order) over the parseable rows;
-        the validation rows of each are drawn from one generator, one config after another."""
-        from split_builders.api import ConfigSplit
-
-        parsed = values.parsed
-        n_train = train_rows(options, parsed.size)
-        rng = np.random.default_rng(options.seed)
-        built = []
-        for name in options.configs:
-            started = time.perf_counter()
-            split, parameters, what = self._search(name, loaded, values, n_train, options)
-            values.search_seconds[name] = time.perf_counter() - started
-            indices = with_validation(parsed[split.train], parsed[split.test], options.validation_size, rng)
-            built.append(ConfigSplit(name, indices, method=name,
-                                     parameters={**parameters, "target_language": loaded.data.language},
-                                     description=f"{what}. Built by resplit."))
-        return built
-
-    def rederive(self, released, record) -> dict:
-        """The configs resplit built, re-built from the released rows: the original rows (``variant``
-        original, in ``source_id`` order) are the source, their atoms and compounds are read again
-        from the programs, and the search runs again with the recorded options and seed. A lexical
-        variant holds the same source_ids as the config it copies; ``ll_split*`` come from the rows'
-        ``score``. Published splits are not derived: verify compares them with the membership the
-        card records."""
-        import datasets
-        from datasets.table import InMemoryTable
-
-        from loading_scripts.compositional import CompositionalSource
-        from split_builders.release.folder import row_ids
-        from split_builders.signals.programs.compounds import compounds_by_row
-
-        configs = record.get("configs", {})
-        signal = record.get("signal") or {}
-        originals = [c for c, entry in configs.items() if "+" not in entry.get("method", "")]
-        table = released.all_rows(originals)
-        ids = row_ids(table)
-        language = signal.get("target_language")
-        source = CompositionalSource(datasets.Dataset(InMemoryTable(table)), name=str(released.folder),
-                                     target_language=language, source_id_note="")
-        data = CompositionalRows(source, language)
-        values = ProgramSignal(data.row_atoms.atoms, compounds_by_row(data.programs, language), data.parsed)
-        fields = set(self.Options.__dataclass_fields__)
-        recorded = {k: v for k, v in (record.get("parameters") or {}).items() if k in fields}
-        options = self.Options(**{**recorded, "source": str(released.folder), "out": str(released.folder),
-                                  "seed": record["seed"], "published": False, "lexical": False, "scores": None})
-        built = self._built(Loaded(data, None), values, options)
-        if "score" in table.column_names and any(e.get("method") == "likelihood" for e in configs.values()):
-            values.scores = np.asarray(table.column("score").to_numpy(), dtype=np.float64)
-            built += self._likelihood_configs(values, train_rows(options, values.parsed.size), options)
-        out = {c.name: {s: ids[np.asarray(r, dtype=np.int64)] for s, r in c.indices.items()} for c in built}
-        for name, entry in configs.items():
-            base = name.removesuffix("_" + entry["parameters"]["wug"]) if "+" in entry.get("method", "") else None
-            if base in out:
-                out[name] = out[base]
-        return out
-
-    def given_signal(self, signal: dict) -> str | None:
-        # The card names the scores file but does not hold it: a rebuild could not make the ll_split* configs.
-        return (signal.get("given_scores") or {}).get("file")
-
-    def _search(self, name, loaded, values, n_train, options):
-        """One config resplit builds, over the parseable rows: (Split of positions among them,
-        parameters, description)."""
-        from split_builders.api import Split
-        from split_builders.splitters.compositional import LongestToTestSplitter, StandardSplitter, TemplateSplitter
-        from split_builders.splitters.tmcd import TMCDSplitter, published_numbering, reference_tmcd
-
-        src, parsed, seed = loaded.data.source, values.parsed, options.seed
-        if name == "tmcd":
-            atoms = [values.atoms[r] for r in parsed]
-            compounds = [values.compounds[r] for r in parsed]
-            if options.reference:
-                train, test, info = reference_tmcd(atoms, compounds, train_size=n_train, random_state=seed)
-                # Identical examples are interchangeable: number them as the published files do.
-                train, test = published_numbering(train, test, [(src.inputs[r], src.targets[r]) for r in parsed])
-                parameters = {"train_size": n_train, "random_state": seed, "max_iterations": 1000,
-                              "search": "reference first-improvement greedy (Shaw et al. 2021)", **info}
-                return Split.of(train, (), test), parameters, DESCRIPTIONS["tmcd_reference"]
-            splitter = TMCDSplitter(train_size=n_train, n_iterations=options.iterations,
-                                    max_atom_divergence=options.max_atom_divergence, random_state=seed)
-            split = splitter.split(atoms, compounds, progress=values.progress)
-            parameters = {**splitter.get_params(), "search": "annealed sampled swaps (resplit)",
-                          "atom_swaps": splitter.atom_swaps_, "search_met_bound": splitter.bound_met_,
-                          "search_atom_divergence": round(float(splitter.atom_divergence_), 6)}
-            return split, parameters, DESCRIPTIONS["tmcd"].format(bound=f"{options.max_atom_divergence:g}")
-        if name == "length":
-            splitter = LongestToTestSplitter(train_size=n_train)
-            split = splitter.split([src.inputs[r] for r in parsed], [src.targets[r] for r in parsed])
-        elif name == "template":
-            splitter = TemplateSplitter(train_size=n_train, target_language=loaded.data.language, random_state=seed)
-            split = splitter.split([src.targets[r] for r in parsed])
-        else:
-            splitter = StandardSplitter(train_size=n_train, random_state=seed)
-            split = splitter.split(parsed.size)
-        return split, splitter.get_params(), DESCRIPTIONS[name]
-
-    @staticmethod
-    def _likelihood_configs(values, n_train, options) -> list:
-        """Likelihood Splits of the parseable rows from the given scores, under the atom constraint."""
-        from split_builders.splitters.likelihood import likelihood_configs
-
-        parsed = values.parsed
-        configs = likelihood_configs(values.scores[parsed], setting="given", train_size=n_train,
-                                     atoms=[values.atoms[r] for r in parsed], random_state=options.seed)
-        for config in configs:
-            config.indices = {k: parsed[np.asarray(v, dtype=np.int64)] for k, v in config.indices.items()}
-        return configs
-
-    @staticmethod
-    def _divergences(config, values, n_rows: int) -> dict:
-        """Train against test: compound and atom divergence, unseen atoms, novel compounds."""
-        from split_builders.signals.programs.divergence import split_divergences
-
-        rows = {k: [int(r) % n_rows for r in v if values.atoms[int(r) % n_rows] is not None]
-                for k, v in config.indices.items()}
-        return _rounded(split_divergences(rows["train"], rows.get("test", []), values.atoms, values.compounds))
-
-    @staticmethod
-    def _lexical_configs(base: list, values, n_rows: int) -> list:
-        """A copy of every config but the likelihood ones per wug kind, over that kind's copy of the
-        rows (rows ``offset * n_rows`` onwards, see :meth:`rows`)."""
-        from split_builders.api import ConfigSplit
-
-        copies = []
-        for offset, kind in enumerate(values.wugs, start=1):
-            for config in (c for c in base if c.method != "likelihood"):
-                copies.append(ConfigSplit(
-                    f"{config.name}_{kind}", {k: np.asarray(v) + offset * n_rows for k, v in config.indices.items()},
-                    method=f"{config.method}+{kind}",
-                    # a deep copy: a shared nested dict would be written as a YAML anchor
-                    parameters={**copy.deepcopy(config.parameters), "wug": kind, "wug_seed": WUG_SEED},
-                    description=f"{config.description} Lexical variant `{kind}`: chosen items replaced by wug "
-                                "words in inputs and targets (map below)."))
-        return copies
-
-    # -- rows, card, report ----------------------------------------------------------------------
-
-    def rows(self, loaded: Loaded, signal: Signal, configs: list):
-        """The source rows with ``variant`` = original, then one wug-word copy per kind."""
-        import datasets
-
-        src = loaded.data.source
-        rows = src.rows.add_column("variant", ["original"] * len(src))
-        if signal.values.scores is not None:  # what the ll_split* configs were split by
-            rows = rows.add_column("score", np.asarray(signal.values.scores, dtype=np.float64))
-        if not signal.values.wugs:
-            return rows
-        variants = [rows]
-        for kind, replacer in signal.values.wugs.items():
-            columns = {c: rows[c] for c in rows.column_names}
-            columns.update(input=replacer.transform(src.inputs), target=replacer.transform(src.targets),
-                           variant=[kind] * len(src))
-            variants.append(datasets.Dataset.from_dict(columns, features=rows.features))
-        return datasets.concatenate_datasets(variants)
-
-    def card(self, loaded: Loaded, signal: Signal, configs: list, options: CompositionalOptions):
-        from split_builders.release.card import CardSpec, Figure, Panel, Section
-
-        src, language, values = loaded.data.source, loaded.data.language, signal.values
-        name = Path(src.name).name
-        # Wug words replace whole tokens, so a copy's input lengths are the original's.
-        lengths = np.asarray([len(text.split()) for text in src.inputs])
-        sections = []
-        for config in configs:
-            series = {s: lengths[np.asarray(config.indices[s], dtype=np.int64) % len(src)] for s in ("train", "test")}
-            figure = Figure(f"figures/{config.name}.png", config.name, alt="input lengths, train vs test",
-                            panels=[Panel("input length (words)", series, kind="discrete")])
-            sections.append(Section(f"`{config.name}`", config.description, [figure]))
-        maps = [Section(f"Wug-word map `{kind}` (seed {WUG_SEED})",
-                        "\n".join(["| item | replacement |", "|---|---|",
-                                   *(f"| `{k}` | `{v}` |" for k, v in replacer.mapping_.items())]))
-                for kind, replacer in values.wugs.items()]
-        return CardSpec(
-            title=f"Compositional splits of `{name}`",
-            intro=(f"Compositional-generalisation splits of `{name}` (target language `{language}`): configs that "
-                   "hold out new combinations of known parts (TMCD), long inputs (length), unseen program "
-                   "templates (template), a random baseline (standard), and the splits published with the data."),
-            how_built=self._how_built(loaded, signal, options),
-            configs=sections, columns=self._columns(configs), extra=maps)
-
-    @staticmethod
-    def _how_built(loaded, signal, options) -> list:
-        rows, values = loaded.data, signal.values
-        n_train = train_rows(options, values.parsed.size)
-        side = PROGRAM_SIDE[rows.language]
-        paragraphs = [
-            f"Each row's {side} is read as a `{rows.language}` program; its atoms (predicates, entities, "
-            "tokens) and compounds (a parent with one argument in its place) are the signal. "
-            f"The configs resplit builds put {n_train} of the {values.parsed.size} parseable rows in train "
-            f"(seed {options.seed}).",
-            "Divergences: Chernoff coefficient, alpha 0.1 over compound counts, alpha 0.5 over atoms counted "
-            "once per example (Keysers et al. 2020); train against test.",
-            ("`tmcd` is Shaw et al.'s reference first-improvement greedy search, reproduced choice for choice."
-             if options.reference else
-             f"`tmcd` starts from Shaw et al.'s shuffled, atom-balanced split and anneals over swaps "
-             f"({options.iterations} iterations, each choosing among 256 sampled rows per side), keeping the "
-             f"best split whose atom divergence is at most {options.max_atom_divergence:g} (the bound used) and "
-             "whose test atoms all occur in train; the divergences in the table are measured on the final "
-             "splits (after any validation rows are taken from test)."),
-        ]
-        if rows.source.dropped_published:
-            paragraphs.append("**Published splits left out:** " + "; ".join(rows.source.dropped_published) + ".")
-        if rows.row_atoms.unparseable:
-            paragraphs.append(f"**Excluded:** {rows.row_atoms.describe_unparseable(rows.source.source_ids)}. "
-                              "These rows are in no split.")
-        if options.validation_size:
-            paragraphs.append(f"Validation: {options.validation_size} random rows of each built config's test split.")
-        if values.scores is not None:
-            paragraphs.append("`ll_split*`: Likelihood Splits (Godbole & Jia 2023) of the parseable rows from the "
-                              "given log-likelihoods, under the atom constraint.")
-        if values.wugs:
-            paragraphs.append("Lexical variants (Sun et al. 2023, section 4.5): the target atoms that also occur as "
-                              "input words are replaced by the same made-up word in inputs and targets; the "
-                              "`variant` column names the copy a row belongs to.")
-        return paragraphs
-
-    @staticmethod
-    def _columns(configs) -> dict:
-        figures = {c.name: c.parameters["divergences"] for c in configs}
-        origin = {c.name: c.parameters.get("file", "resplit") if c.method == "published" else f"resplit ({c.method})"
-                  for c in configs}
-        return {
-            "compound divergence": {k: f"{f['compound_divergence']:.4f}" for k, f in figures.items()},
-            "atom divergence": {k: f"{f['atom_divergence']:.4f}" for k, f in figures.items()},
-            "test with novel compound": {k: f"{100 * f['test_share_with_novel_compound']:.1f}%"
-                                         for k, f in figures.items()},
-            "test with unseen atom": {k: f["test_rows_with_unseen_atom"] for k, f in figures.items()},
-            "origin": origin,
-        }
-
-    def row_keys(self, loaded: Loaded):
-        """Input and target: two rows with both equal are exact duplicates (whole Arrow columns)."""
-        import pyarrow.compute as pc
-
-        table = loaded.data.source.rows.data
-        return np.asarray(pc.binary_join_element_wise(table.column("input"), table.column("target"), "\x00")
-                          .to_numpy(zero_copy_only=False), dtype=object)
-
-    def select_rows(self, loaded: Loaded, keep) -> Loaded:
-        """The kept rows; published splits follow them (see ``CompositionalSource.select``)."""
-        import dataclasses
-
-        rows = loaded.data
-        source = rows.source.select(keep, "--dedupe")
-        return Loaded(dataclasses.replace(rows, source=source), loaded.info)
-
-    def report(self, result) -> list[str]:
-        values = result.signal.values
-        unparseable = result.loaded.data.row_atoms.unparseable
-        lines = [f"{len(unparseable)} unparseable program(s) excluded (listed in the card)"] if unparseable else []
-        for config in result.configs:
-            if config.method == "tmcd" and "search_met_bound" in config.parameters:
-                bound, found = config.parameters["max_atom_divergence"], config.parameters["divergences"]["atom_divergence"]
-                if not config.parameters["search_met_bound"]:
-                    lines.append(f"warning: {config.name}: the search found no split with atom divergence <= {bound:g}; "
-                                 f"the config is its start split (atom divergence {found:.4f}, see the card)")
-                elif found > bound + 1e-12:
-                    lines.append(f"warning: {config.name}: atom divergence {found:.4f} > {bound:g} on the final splits "
-                                 "(validation rows taken from test changed it; see the card)")
-        lines.append(f"{'config':<28}{'train':>7}{'test':>7}{'compound div':>14}{'atom div':>10}{'seconds':>9}")
-        for config in result.configs:
-            f = config.parameters["divergences"]
-            seconds = values.search_seconds.get(config.name, float("nan"))
-            lines.append(f"{config.name:<28}{len(config.indices['train']):>7}{len(config.indices.get('test', ())):>7}"
-                         f"{f['compound_divergence']:>14.4f}{f['atom_divergence']:>10.4f}{seconds:>9.1f}")
-        return lines
-
-    def pretty_name(self, loaded: Loaded) -> str:
-        return f"{Path(loaded.data.source.name).name} compositional splits"
-
-
+def divergence_columns(configs: list) -> dict:
+    """The card's table columns: each config's divergences and where it comes from."""
+    figures = {c.name: c.parameters["divergences"] for c in configs}
+    origin = {c.name: c.parameters.get("file", "resplit") if c.method == "published" else f"resplit ({c.method})"
+              for c in configs}
+    return {
+        "compound divergence": {k: f"{f['compound_divergence']:.4f}" for k, f in figures.items()},
+        "atom divergence": {k: f"{f['atom_divergence']:.4f}" for k, f in figures.items()},
+        "test with novel compound": {k: f"{100 * f['test_share_with_novel_compound']:.1f}%"
+                                     for k, f in figures.items()},
+        "test with unseen atom": {k: f["test_rows_with_unseen_atom"] for k, f in figures.items()},
+        "origin": origin,
+    }

@@ -64,10 +64,6 @@ def split_summary(values: dict, signal: str, *, labels=None) -> dict:
     return summary
 
 
-def plot_config(path: Path, values: dict, *, title: str, signal_label: str) -> None:
-    """Histograms of the signal and of the length, train vs validation vs test (one PNG)."""
-    render_figure(path, split_histograms(values, title=title, signal_label=signal_label, path=""))
-
 
 def split_histograms(values: dict, *, title: str, signal_label: str, path: str) -> "Figure":
     """The usual figure of a config: the signal's and the length's distribution per split."""

@@ -30,6 +30,7 @@ import re
 import numpy as np
 from nltk.tokenize import NLTKWordTokenizer
 
+from split_builders.api import check_number
 from split_builders.errors import InvalidParameterError
 
 _TOKENIZER = NLTKWordTokenizer()
@@ -201,8 +202,7 @@ def quantile_buckets(lengths, n_buckets: int) -> np.ndarray:
     bucket 0. Like ``qcut`` it refuses repeated edges, which happen when one length covers more
     than a whole bucket's share of the rows.
     """
-    if isinstance(n_buckets, bool) or not isinstance(n_buckets, (int, np.integer)) or n_buckets < 1:
-        raise InvalidParameterError(f"length_buckets must be an integer >= 1, got {n_buckets!r}")
+    n_buckets = check_number(n_buckets, "length_buckets", integer=True, minimum=1)
     lengths = np.asarray(lengths)
     if lengths.size == 0:
         raise InvalidParameterError("cannot bucket an empty set of lengths")

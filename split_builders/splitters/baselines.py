@@ -9,52 +9,52 @@ from __future__ import annotations
 
 import numpy as np
 
-from split_builders.api import BaseSplitter, Split, check_random_state, check_size, resolve_size
+from split_builders.api import BaseSplitter, Split, check_number, check_random_state, check_size, resolve_size
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.partition import as_labels, balanced_eval_split, reference_shuffle, tail
 
 
-def resolve_eval_sizes(dev_size, test_size, n_rows: int) -> tuple[int, int]:
+def resolve_eval_sizes(validation_size, test_size, n_rows: int) -> tuple[int, int]:
     """Validation and test counts for ``n_rows`` rows (a fraction is rounded up, as scikit-learn and
     the reference generators do); together they must leave at least one training row."""
-    n_dev, n_test = resolve_size(dev_size, n_rows), resolve_size(test_size, n_rows)
-    if n_dev + n_test >= n_rows:
-        raise InvalidParameterError(
-            f"dev_size ({n_dev}) + test_size ({n_test}) must be smaller than the number of rows ({n_rows})")
-    return n_dev, n_test
+    n_validation, n_test = resolve_size(validation_size, n_rows), resolve_size(test_size, n_rows)
+    if n_validation + n_test >= n_rows:
+        raise InvalidParameterError(f"validation_size ({n_validation}) + test_size ({n_test}) must be smaller than "
+                                    f"the number of rows ({n_rows})")
+    return n_validation, n_test
 
 
 class _BalancedBaseline(BaseSplitter):
-    def __init__(self, *, dev_size=0.1, test_size=0.1, random_state=None):
-        self.dev_size = check_size(dev_size, "dev_size")
+    def __init__(self, *, validation_size=0.1, test_size=0.1, random_state=None):
+        self.validation_size = check_size(validation_size, "validation_size")
         self.test_size = check_size(test_size, "test_size")
         self.random_state = check_random_state(random_state)
 
     def _split(self, order, labels, n_rows, rng) -> Split:
-        """Hold out the last rows of each class along ``order``; ``rng`` divides them into dev and test."""
-        n_dev, n_test = resolve_eval_sizes(self.dev_size, self.test_size, n_rows)
-        return Split.of(*balanced_eval_split(order, as_labels(labels, n_rows), dev_size=n_dev, test_size=n_test,
-                                             rng=rng, pick_eval=lambda rows, n, _: tail(rows, n)))
+        """Hold out the last rows of each class along ``order``; ``rng`` divides them into validation
+        and test."""
+        n_validation, n_test = resolve_eval_sizes(self.validation_size, self.test_size, n_rows)
+        return Split.of(*balanced_eval_split(order, as_labels(labels, n_rows), dev_size=n_validation,
+                                             test_size=n_test, rng=rng, pick_eval=lambda rows, n, _: tail(rows, n)))
 
 
 class RandomSplitter(_BalancedBaseline):
-    """Random label-balanced dev and test sets (the paper's ``random`` baseline).
+    """Random label-balanced validation and test sets (the paper's ``random`` baseline).
 
     Parameters
     ----------
-    dev_size, test_size : int or float, default=0.1
+    validation_size, test_size : int or float, default=0.1
         Counts, or fractions in (0, 1) of all rows (rounded up).
     random_state : int, optional
         Seed of the shuffle of the rows (drawn as ``DataFrame.sample(frac=1)`` draws it in the
-        reference) and of the dev/test division.
+        reference) and of the validation/test division.
     """
 
     def split(self, n_rows: int, labels=None) -> Split:
         """Return the sorted row numbers of train, validation and test for ``n_rows`` rows."""
-        if isinstance(n_rows, bool) or not isinstance(n_rows, (int, np.integer)) or n_rows < 3:
-            raise InvalidParameterError(f"n_rows must be an integer >= 3, got {n_rows!r}")
-        resolve_eval_sizes(self.dev_size, self.test_size, n_rows)  # fail before drawing anything
-        # The reference draws the shuffle and the dev/test division from one generator, in this order.
+        n_rows = check_number(n_rows, "n_rows", integer=True, minimum=3)
+        resolve_eval_sizes(self.validation_size, self.test_size, n_rows)  # fail before drawing anything
+        # The reference draws the shuffle and the validation/test division from one generator, in this order.
         rng = np.random.default_rng(self.random_state)
         order = reference_shuffle(np.arange(n_rows), rng)
         return self._split(order, labels, n_rows, rng)
@@ -65,10 +65,10 @@ class LengthSplitter(_BalancedBaseline):
 
     Parameters
     ----------
-    dev_size, test_size : int or float, default=0.1
+    validation_size, test_size : int or float, default=0.1
         Counts, or fractions in (0, 1) of all rows (rounded up).
     random_state : int, optional
-        Seed of the dev/test division of the held-out rows.
+        Seed of the validation/test division of the held-out rows.
     """
 
     def split(self, lengths, labels=None) -> Split:

@@ -10,28 +10,23 @@ so each functionality is split 50/25/25, every functionality starting afresh fro
 :func:`split_builders.splitters.partition.shuffle_split`, scikit-learn's ``ShuffleSplit``
 arithmetic) and, with ``random_state=123``, reproduces BELUGA's published division of every
 functionality of the sentiment, QQP and SQuAD suites.
+
+:func:`behavioural_configs` builds every config from that division: ``seen`` (every functionality
+in all three splits) and the held-out partitions ``func_<i>``, ``class_<capability>`` and
+``type_<MFT|INV|DIR>``, which train and validate without some functionalities and test on the
+``seen`` test part of exactly those.
 """
 
 from __future__ import annotations
 
-from numbers import Real
-
 import numpy as np
 
-from split_builders.api import BaseSplitter, Split
+from split_builders.api import SPLITS, BaseSplitter, ConfigSplit, Split, check_number
 from split_builders.errors import InvalidParameterError
-from split_builders.api import check_random_state
-from split_builders.splitters.partition import shuffle_split
+from split_builders.splitters.partition import encode_labels, shuffle_split
 
 BELUGA_SEED = 123
-
-
-def _check_fraction(value, name: str) -> float:
-    """A share of a functionality's test cases: a fraction in (0, 1). Counts make no sense here:
-    functionalities differ in size, and BELUGA divides each one by the same fractions."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not 0.0 < float(value) < 1.0:
-        raise InvalidParameterError(f"{name} must be a fraction in (0, 1), got {value!r}")
-    return float(value)
+TEST_TYPES = ("MFT", "INV", "DIR")
 
 
 class BehaviouralSplitter(BaseSplitter):
@@ -61,11 +56,12 @@ class BehaviouralSplitter(BaseSplitter):
     """
 
     def __init__(self, *, holdout_size=0.5, test_share=0.5, random_state=BELUGA_SEED):
-        self.holdout_size = _check_fraction(holdout_size, "holdout_size")
-        self.test_share = _check_fraction(test_share, "test_share")
-        if random_state is None:
-            raise InvalidParameterError("random_state must be a non-negative integer (BELUGA uses 123)")
-        self.random_state = check_random_state(random_state)
+        # Fractions only: functionalities differ in size, and BELUGA divides each by the same fractions.
+        self.holdout_size = check_number(holdout_size, "holdout_size", minimum=0, maximum=1,
+                                         exclusive=("minimum", "maximum"))
+        self.test_share = check_number(test_share, "test_share", minimum=0, maximum=1, exclusive=("minimum", "maximum"))
+        # None is refused: BELUGA's divisions are reproducible by construction.
+        self.random_state = check_number(random_state, "random_state", integer=True, minimum=0)
 
     def split(self, groups) -> Split:
         """Return the row numbers of train, validation and test.
@@ -83,7 +79,7 @@ class BehaviouralSplitter(BaseSplitter):
         groups = np.asarray(groups, dtype=object)
         if groups.ndim != 1 or groups.size == 0:
             raise InvalidParameterError("groups must be a non-empty flat list, one functionality per row")
-        parts = {"train": [], "validation": [], "test": []}
+        parts = {split: [] for split in SPLITS}
         for group, rows in _rows_by_group(groups):
             try:
                 train, held_out = shuffle_split(rows.size, self.holdout_size, self.random_state)
@@ -93,14 +89,115 @@ class BehaviouralSplitter(BaseSplitter):
             parts["train"].append(rows[train])
             parts["validation"].append(rows[held_out[validation]])
             parts["test"].append(rows[held_out[test]])
-        return Split.of(*(np.concatenate(parts[name]) for name in ("train", "validation", "test")))
+        return Split.of(*(np.concatenate(parts[split]) for split in SPLITS))
+
+
+def behavioural_configs(functionality, capability, test_type, *, functionalities=None, capabilities=None,
+                        random_state=BELUGA_SEED) -> list:
+    """The ``seen``, ``func_<i>``, ``class_<capability>`` and ``type_<type>`` configs.
+
+    Parameters
+    ----------
+    functionality, capability, test_type : array-like, shape (n_rows,)
+        Per row (test case), in suite order.
+    functionalities : list of str or int, optional
+        Hold out only these functionalities (names or 0-based indices) as ``func_<i>``
+        configs; default all.
+    capabilities : list of str, optional
+        Build ``class_<capability>`` configs only for these; default all.
+    random_state : int, default=123
+        Seed of the division (BELUGA's 123 by default here, so that ``resplit evaluate-suite``
+        selects BELUGA's test cases; ``resplit behavioural`` passes its ``--seed``).
+
+    Returns
+    -------
+    list of ConfigSplit
+    """
+    functionality = np.asarray(functionality, dtype=object)
+    capability = np.asarray(capability, dtype=object)
+    test_type = np.asarray(test_type, dtype=object)
+    names = list(dict.fromkeys(functionality.tolist()))
+    # Resolve every selection before dividing anything: a wrong name fails at once.
+    held_functionalities = resolve_names(functionalities, names, "functionality")
+    held_capabilities = resolve_names(capabilities, list(dict.fromkeys(capability.tolist())), "capability")
+    splitter = BehaviouralSplitter(random_state=random_state)
+    seen = dict(zip(SPLITS, splitter.split(functionality)))
+    params = splitter.get_params()
+    configs = [ConfigSplit("seen", seen, "behavioural", {**params, "held_out": None},
+                           "every functionality: 50/25/25 of its test cases in train/validation/test")]
+
+    def held_out(name, mask, what, description):
+        indices = {"train": seen["train"][~mask[seen["train"]]],
+                   "validation": seen["validation"][~mask[seen["validation"]]],
+                   "test": seen["test"][mask[seen["test"]]]}
+        configs.append(ConfigSplit(name, indices, "behavioural", {**params, "held_out": what}, description))
+
+    for chosen in held_functionalities:
+        i = names.index(chosen)
+        held_out(f"func_{i}", functionality == chosen, {"functionality": chosen},
+                 f"held-out functionality {i}: {chosen}")
+    for chosen in held_capabilities:
+        held_out(f"class_{chosen}", capability == chosen, {"capability": chosen},
+                 f"held-out capability {chosen} (all its functionalities)")
+    for kind in TEST_TYPES:
+        if (test_type == kind).any():
+            held_out(f"type_{kind}", test_type == kind, {"type": kind}, f"held-out test type {kind}")
+    return configs
+
+
+def resolve_names(requested, valid: list, what: str) -> list:
+    """Names (or 0-based indices) asked for, checked against ``valid``; None means all.
+
+    An item may be a name, an index, or several of them separated by commas (as typed on the
+    command line); a name that itself contains commas (``"used to, but now"``) is recognised whole.
+    """
+    if requested is None:
+        return list(valid)
+    if isinstance(requested, (str, int, np.integer)):
+        requested = [requested]
+    chosen = []
+    for item in requested:
+        chosen += _expand(item, valid, what)
+    return list(dict.fromkeys(chosen))
+
+
+def _expand(item, valid: list, what: str) -> list:
+    """The names one requested item stands for (see :func:`resolve_names`)."""
+    if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+        return [_by_index(int(item), valid, what)]
+    text = str(item)
+    if text.strip() in valid:
+        return [text.strip()]
+    pieces = text.split(",")
+    names, start = [], 0
+    while start < len(pieces):
+        # The longest run of comma-separated pieces that is a valid name; else one piece.
+        for stop in range(len(pieces), start, -1):
+            candidate = ",".join(pieces[start:stop]).strip()
+            if candidate in valid:
+                names.append(candidate)
+                break
+        else:
+            piece = pieces[start].strip()
+            stop = start + 1
+            if piece.isdigit():
+                names.append(_by_index(int(piece), valid, what))
+            elif piece:
+                raise InvalidParameterError(f"unknown {what} {piece!r}; valid {what} names: "
+                                            + ", ".join(repr(v) for v in valid))
+        start = stop
+    return names
+
+
+def _by_index(index: int, valid: list, what: str):
+    if not 0 <= index < len(valid):
+        raise InvalidParameterError(f"{what} index {index} is out of range 0..{len(valid) - 1}")
+    return valid[index]
 
 
 def _rows_by_group(groups: np.ndarray):
     """``(group, its row numbers in order)`` for every group, in order of first appearance."""
-    names, first, inverse = np.unique(groups.astype(str), return_index=True, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")  # rows grouped, each group's rows in row order
-    bounds = np.cumsum(np.bincount(inverse, minlength=names.size))
-    per_group = np.split(order, bounds[:-1])
-    for index in np.argsort(first, kind="stable"):
-        yield groups[first[index]], per_group[index]
+    codes, names = encode_labels(groups, order="first")
+    order = np.argsort(codes, kind="stable")  # rows grouped, each group's rows in row order
+    bounds = np.cumsum(np.bincount(codes, minlength=names.size))
+    return zip(names, np.split(order, bounds[:-1]))

@@ -10,21 +10,25 @@ All three follow Shaw et al.'s (2021) released generators, so published splits r
   ``train_size``, everything after goes to test. No template is in both.
 * :class:`StandardSplitter`: a seeded random split of the given size (numpy ``default_rng``).
 
-Each ``split(...)`` returns a :class:`~split_builders.api.Split` whose validation is empty (the
-method may move rows of test to validation afterwards).
+Each ``split(...)`` returns a :class:`~split_builders.api.Split` whose validation is empty.
+:func:`compositional_configs` builds every config of a ``resplit tmcd`` release from these, the
+TMCD search, the published splits, given scores and wug-word copies (``configs`` and ``rederive``
+of :class:`~split_builders.methods.tmcd.TMCDMethod` both call it).
 """
 
 from __future__ import annotations
 
+import copy
 import random
 import re
+import time
 from typing import Sequence
 
 import numpy as np
 
-from split_builders.api import BaseSplitter, Split, check_random_state, check_size
+from split_builders.api import BaseSplitter, Split, check_random_state, check_size, resolve_size
 from split_builders.errors import InvalidParameterError
-from split_builders.splitters.tmcd import check_train_size
+from split_builders.splitters.tmcd import train_count
 
 _SQL_LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"|\b\d+(\.\d+)?\b")
 
@@ -46,7 +50,7 @@ class LongestToTestSplitter(BaseSplitter):
     ----------
     train_size : int or float
         Train rows (a count in (0, rows) or a fraction in (0, 1), see
-        :func:`~split_builders.splitters.tmcd.check_train_size`).
+        :func:`~split_builders.splitters.tmcd.train_count`).
     by : {"input", "target"}, default="input"
         The text whose length counts ("input" reproduces the published length_1 splits).
     """
@@ -60,7 +64,7 @@ class LongestToTestSplitter(BaseSplitter):
     def split(self, inputs: Sequence[str], targets: Sequence[str]) -> Split:
         """A :class:`~split_builders.api.Split` with train and test (validation empty)."""
         texts = inputs if self.by == "input" else targets
-        n = check_train_size(self.train_size, len(texts))
+        n = train_count(self.train_size, len(texts))
         lengths = np.asarray([len(t.split(" ")) for t in texts])
         order = np.argsort(lengths, kind="stable")  # ties keep file order, as Python's sorted()
         return Split.of(order[:n], (), order[n:])
@@ -90,7 +94,7 @@ class TemplateSplitter(BaseSplitter):
 
     def split(self, targets: Sequence[str]) -> Split:
         """A :class:`~split_builders.api.Split` with train and test (validation empty)."""
-        n = check_train_size(self.train_size, len(targets))
+        n = train_count(self.train_size, len(targets))
         groups: dict = {}
         for row, target in enumerate(targets):
             groups.setdefault(program_template(target, self.target_language), []).append(row)
@@ -124,6 +128,205 @@ class StandardSplitter(BaseSplitter):
 
     def split(self, n_rows: int) -> Split:
         """A :class:`~split_builders.api.Split` of ``range(n_rows)`` with train and test."""
-        n = check_train_size(self.train_size, n_rows)
+        n = train_count(self.train_size, n_rows)
         order = np.random.default_rng(self.random_state).permutation(n_rows)
         return Split.of(order[:n], (), order[n:])
+
+
+# ---------------------------------------------------------------------------------------------
+# The configs of a compositional release
+# ---------------------------------------------------------------------------------------------
+
+BUILT = ("tmcd", "length", "template", "standard")
+DESCRIPTIONS = {
+    "tmcd": "TMCD: compound divergence maximised under the atom constraint, searched with atom divergence <= {bound}",
+    "tmcd_reference": "TMCD, Shaw et al.'s reference search reproduced choice for choice",
+    "length": "length: the longest inputs held out for test",
+    "template": "template: program templates as groups, none in both train and test",
+    "standard": "standard: random train/test split",
+}
+REFERENCE_ITERATIONS = 1000  # Shaw et al.'s bound on atom balancing and greedy swaps
+
+
+def compositional_configs(atoms: Sequence, compounds: Sequence, *, inputs: Sequence[str], targets: Sequence[str],
+                          target_language: str, names: Sequence[str] = ("tmcd",), train_size=0.5,
+                          iterations: int = 50_000, max_atom_divergence: float = 0.05, reference: bool = False,
+                          validation_size=0, random_state: int = 42, scores=None, published=None,
+                          published_from=None, source_ids=None, wugs: dict | None = None, progress: bool = False,
+                          seconds: dict | None = None) -> list:
+    """Every config of a compositional release, as :class:`~split_builders.api.ConfigSplit` (row
+    numbers of ``atoms``), each with its ``divergences`` (train against test) in its parameters.
+
+    1. ``names`` (of :data:`BUILT`, in that order) searched over the rows with a parseable program
+       (``atoms[row]`` not None) with ``train_size`` of them in train (:func:`train_count`);
+       ``validation_size`` (a count, or a fraction of test rounded up) random rows of each test move
+       to validation, drawn from one generator seeded ``random_state``, one config after another;
+    2. ``published`` (``{name: {split: rows}}``, files in ``published_from``) as released, renamed
+       ``published_<name>`` when built under the same name, each split's membership recorded as the
+       sha256 of its ``source_ids``;
+    3. with ``scores``, Likelihood Splits of the parseable rows under the atom constraint;
+    4. a copy of every config but the likelihood ones per fitted
+       :class:`~split_builders.signals.programs.lexical.WugReplacer` of ``wugs`` (``{kind: replacer}``)
+       over that kind's copy of the rows (rows ``offset * len(atoms)`` onwards, offset 1 for the first).
+
+    ``seconds`` (a dict) receives each built config's search time, for a terminal report only.
+    """
+    from split_builders.api import ConfigSplit
+
+    parsed = np.asarray([row for row, found in enumerate(atoms) if found is not None], dtype=np.int64)
+    n_train = train_count(train_size, parsed.size)
+    rng = np.random.default_rng(random_state)
+    configs = []
+    for name in names:
+        started = time.perf_counter()
+        split, parameters, what = _search(name, atoms, compounds, parsed, inputs, targets, target_language, n_train,
+                                          iterations=iterations, max_atom_divergence=max_atom_divergence,
+                                          reference=reference, random_state=random_state, progress=progress)
+        if seconds is not None:
+            seconds[name] = time.perf_counter() - started
+        indices = with_validation(parsed[split.train], parsed[split.test], validation_size, rng)
+        configs.append(ConfigSplit(name, indices, method=name,
+                                   parameters={**parameters, "target_language": target_language},
+                                   description=f"{what}. Built by resplit."))
+    if published:
+        configs += _published_configs(published, published_from, source_ids, built=names)
+    if scores is not None:
+        configs += _likelihood_configs(scores, atoms, parsed, n_train, random_state)
+    for config in configs:
+        config.parameters["divergences"] = _divergences(config, atoms, compounds)
+        if config.method == "tmcd" and not reference:
+            config.description = tmcd_description(config.parameters, len(config.indices.get("validation", ())))
+    return configs + _lexical_configs(configs, wugs or {}, len(atoms))
+
+
+def validation_count(validation_size, n_test: int) -> int:
+    """``validation_size`` (a count, or a fraction rounded up) as the count of the ``n_test`` test
+    rows that move to validation; 0 keeps them all in test, otherwise test must keep one."""
+    n_validation = resolve_size(validation_size, n_test)
+    if n_validation and not n_validation < n_test:
+        raise InvalidParameterError(f"validation_size must be in (0, {n_test}) (rows taken from test), "
+                                    f"got {n_validation}")
+    return n_validation
+
+
+def with_validation(train, test, validation_size, rng) -> dict:
+    """``validation_size`` random rows of test become validation (only when asked: no draw
+    otherwise)."""
+    n_validation = validation_count(validation_size, len(test))
+    if not n_validation:
+        return {"train": train, "test": test}
+    chosen = rng.permutation(len(test))[:n_validation]
+    mask = np.zeros(len(test), dtype=bool)
+    mask[chosen] = True
+    return {"train": train, "validation": np.sort(test[mask]), "test": np.sort(test[~mask])}
+
+
+def tmcd_description(parameters: dict, validation_rows: int) -> str:
+    """What the card says of a ``tmcd`` config: the bound searched under and the divergences
+    measured on the final splits, saying plainly when the atom divergence is above the bound."""
+    bound, figures = parameters["max_atom_divergence"], parameters["divergences"]
+    text = (f"{DESCRIPTIONS['tmcd'].format(bound=f'{bound:g}')}. Measured on the final train and test splits: "
+            f"compound divergence {figures['compound_divergence']:.4f}, atom divergence {figures['atom_divergence']:.4f}")
+    if not parameters["search_met_bound"]:
+        text += (f". **The search found no split within the bound**: this is its start split (Shaw et al.'s balanced "
+                 f"shuffle), atom divergence {parameters['search_atom_divergence']:.4f} > {bound:g}; raise "
+                 "--max-atom-divergence or --iterations")
+    elif figures["atom_divergence"] > bound + 1e-12:
+        text += (f". **Atom divergence above the bound** ({figures['atom_divergence']:.4f} > {bound:g}): the search "
+                 f"met it ({parameters['search_atom_divergence']:.4f}), then {validation_rows} test rows moved to "
+                 "validation changed it")
+    return text + ". Built by resplit."
+
+
+def _search(name, atoms, compounds, parsed, inputs, targets, target_language, n_train, *, iterations,
+            max_atom_divergence, reference, random_state, progress):
+    """One built config over the parseable rows: (Split of positions among them, parameters, description)."""
+    from split_builders.splitters.tmcd import TMCDSplitter, published_numbering, reference_tmcd
+
+    if name == "tmcd":
+        kept_atoms, kept_compounds = [atoms[r] for r in parsed], [compounds[r] for r in parsed]
+        if reference:
+            train, test, info = reference_tmcd(kept_atoms, kept_compounds, train_size=n_train,
+                                               random_state=random_state, max_iterations=REFERENCE_ITERATIONS)
+            # Identical examples are interchangeable: number them as the published files do.
+            train, test = published_numbering(train, test, [(inputs[r], targets[r]) for r in parsed])
+            parameters = {"train_size": n_train, "random_state": random_state, "max_iterations": REFERENCE_ITERATIONS,
+                          "search": "reference first-improvement greedy (Shaw et al. 2021)", **info}
+            return Split.of(train, (), test), parameters, DESCRIPTIONS["tmcd_reference"]
+        splitter = TMCDSplitter(train_size=n_train, n_iterations=iterations, max_atom_divergence=max_atom_divergence,
+                                random_state=random_state)
+        split = splitter.split(kept_atoms, kept_compounds, progress=progress)
+        parameters = {**splitter.get_params(), "search": "annealed sampled swaps (resplit)",
+                      "atom_swaps": splitter.atom_swaps_, "search_met_bound": splitter.bound_met_,
+                      "search_atom_divergence": round(float(splitter.atom_divergence_), 6)}
+        return split, parameters, DESCRIPTIONS["tmcd"].format(bound=f"{max_atom_divergence:g}")
+    if name == "length":
+        splitter = LongestToTestSplitter(train_size=n_train)
+        split = splitter.split([inputs[r] for r in parsed], [targets[r] for r in parsed])
+    elif name == "template":
+        splitter = TemplateSplitter(train_size=n_train, target_language=target_language, random_state=random_state)
+        split = splitter.split([targets[r] for r in parsed])
+    elif name == "standard":
+        splitter = StandardSplitter(train_size=n_train, random_state=random_state)
+        split = splitter.split(parsed.size)
+    else:
+        raise InvalidParameterError(f"unknown config {name!r}; known: {', '.join(BUILT)}")
+    return split, splitter.get_params(), DESCRIPTIONS[name]
+
+
+def _published_configs(published: dict, published_from: dict, source_ids, *, built) -> list:
+    """The splits published with the dataset, taken as released (not derived): each records the
+    sha256 of every split's ``source_ids``, so verify can tell when they change."""
+    from split_builders.api import ConfigSplit
+    from split_builders.release.folder import membership_sha256
+
+    source_ids = np.asarray(source_ids, dtype=np.int64)
+    configs = []
+    for name, split in published.items():
+        origin = published_from[name]
+        indices = {k: np.asarray(v, dtype=np.int64) for k, v in split.items()}
+        members = {k: membership_sha256(source_ids[v]) for k, v in indices.items()}
+        # SCAN publishes a "length" split too: the published one is renamed, not refused.
+        configs.append(ConfigSplit(f"published_{name}" if name in built else name, indices, method="published",
+                                   parameters={"file": origin, "source_ids_sha256": members},
+                                   description=f"Published split, as released: {origin}."))
+    return configs
+
+
+def _likelihood_configs(scores, atoms, parsed, n_train: int, random_state) -> list:
+    """Likelihood Splits of the parseable rows from the given scores, under the atom constraint."""
+    from split_builders.splitters.likelihood import likelihood_configs
+
+    configs = likelihood_configs(np.asarray(scores)[parsed], setting="given", train_size=n_train,
+                                 atoms=[atoms[r] for r in parsed], random_state=random_state)
+    for config in configs:
+        config.indices = {k: parsed[np.asarray(v, dtype=np.int64)] for k, v in config.indices.items()}
+    return configs
+
+
+def _divergences(config, atoms, compounds) -> dict:
+    """Train against test: compound and atom divergence, unseen atoms, novel compounds (rows of a
+    lexical copy count as the rows they copy)."""
+    from split_builders.signals.programs.divergence import split_divergences
+
+    n_rows = len(atoms)
+    rows = {k: [int(r) % n_rows for r in v if atoms[int(r) % n_rows] is not None] for k, v in config.indices.items()}
+    figures = split_divergences(rows["train"], rows.get("test", []), atoms, compounds)
+    return {k: (round(float(v), 6) if isinstance(v, float) else int(v)) for k, v in figures.items()}
+
+
+def _lexical_configs(base: list, wugs: dict, n_rows: int) -> list:
+    """A copy of every config but the likelihood ones per wug kind, over that kind's copy of the rows."""
+    from split_builders.api import ConfigSplit
+
+    copies = []
+    for offset, (kind, replacer) in enumerate(wugs.items(), start=1):
+        for config in (c for c in base if c.method != "likelihood"):
+            copies.append(ConfigSplit(
+                f"{config.name}_{kind}", {k: np.asarray(v) + offset * n_rows for k, v in config.indices.items()},
+                method=f"{config.method}+{kind}",
+                # a deep copy: a shared nested dict would be written as a YAML anchor
+                parameters={**copy.deepcopy(config.parameters), "wug": kind, "wug_seed": replacer.random_state},
+                description=f"{config.description} Lexical variant `{kind}`: chosen items replaced by wug "
+                            "words in inputs and targets (map below)."))
+    return copies

@@ -22,20 +22,28 @@ Configs (``config=``):
 * ``simple``: train and validation from the simple part; ``hard`` likewise.
 * ``simple_to_hard``: train and validation = ``simple``'s, test = every hard row (train on simple,
   evaluate on hard); ``hard_to_simple`` the reverse.
+
+:func:`difficulty_configs` builds the four configs of one table (``resplit pvi`` and ``resplit
+curriculum --pvi``); :func:`rederive_configs` re-derives them from released rows (``resplit verify``).
 """
 
 from __future__ import annotations
 
-from numbers import Real
+import copy
 
 import numpy as np
 
-from split_builders.api import BaseSplitter, Split
+from split_builders.api import BaseSplitter, ConfigSplit, Split, check_number, check_random_state
 from split_builders.errors import InvalidParameterError
-from split_builders.api import check_random_state
-from split_builders.splitters.partition import shuffle_split
+from split_builders.splitters.partition import encode_labels, shuffle_split
 
 CONFIGS = ("simple", "hard", "simple_to_hard", "hard_to_simple")
+DESCRIPTIONS = {
+    "simple": "Rows with high PVI (easy for the predictive family); train and validation from the simple part.",
+    "hard": "Rows with low PVI (hard or mislabelled); train and validation from the hard part.",
+    "simple_to_hard": "Train and validation = `simple`; test = every hard row.",
+    "hard_to_simple": "Train and validation = `hard`; test = every simple row.",
+}
 THRESHOLDS = ("median", "midrange")
 CURRICULUM_SEED = 42
 CURRICULUM_VALIDATION_SIZE = 0.4
@@ -96,11 +104,10 @@ class DifficultySplitter(BaseSplitter):
             raise InvalidParameterError(f"config must be one of {', '.join(CONFIGS)}, got {config!r}")
         if threshold not in THRESHOLDS:
             raise InvalidParameterError(f"threshold must be one of {', '.join(THRESHOLDS)}, got {threshold!r}")
-        if isinstance(validation_size, bool) or not isinstance(validation_size, Real) or not 0 < validation_size < 1:
-            raise InvalidParameterError(f"validation_size must be a fraction in (0, 1), got {validation_size!r}")
         self.config = config
         self.threshold = threshold
-        self.validation_size = float(validation_size)
+        self.validation_size = check_number(validation_size, "validation_size", minimum=0, maximum=1,
+                                            exclusive=("minimum", "maximum"))
         self.random_state = check_random_state(random_state)
 
     @classmethod
@@ -147,3 +154,53 @@ class DifficultySplitter(BaseSplitter):
             train.append(bucket[in_train])
             validation.append(bucket[in_validation])
         return np.concatenate(train), np.concatenate(validation)
+
+
+def difficulty_configs(pvi, labels, *, parameters: dict, curriculum_compat: bool = False,
+                       validation_size: float = CURRICULUM_VALIDATION_SIZE, random_state: int = CURRICULUM_SEED,
+                       rows=None, prefix: str = "") -> list[ConfigSplit]:
+    """The four configs of one table's PVI, named ``prefix + config``, each recording its splitter's
+    parameters and a copy of ``parameters``; ``curriculum_compat`` uses
+    :meth:`DifficultySplitter.curriculum_compat` (``validation_size`` and ``random_state`` unused)."""
+    configs = []
+    for name in CONFIGS:
+        splitter = (DifficultySplitter.curriculum_compat(name) if curriculum_compat else
+                    DifficultySplitter(config=name, validation_size=validation_size, random_state=random_state))
+        split = splitter.split(pvi, labels)
+        configs.append(ConfigSplit(f"{prefix}{name}", split.as_indices(), method="pvi-difficulty",
+                                   parameters={**splitter.get_params(), **copy.deepcopy(parameters)},
+                                   description=DESCRIPTIONS[name], rows=rows))
+    return configs
+
+
+def rederive_configs(rows, parameters: dict) -> dict:
+    """``{config: {split: source_ids}}`` of difficulty configs re-derived from their released rows.
+
+    ``rows`` is a ``pyarrow.Table`` of the rows the configs split (``pvi``, ``source_id`` and the
+    label field), in the order they were built; ``parameters`` maps each config to its recorded
+    parameters (the splitter's, and ``label_field`` when it is not ``label``).
+    """
+    pvi = np.asarray(rows.column("pvi").to_numpy(), dtype=np.float64)
+    ids = np.asarray(rows.column("source_id").to_numpy(), dtype=np.int64)
+    out = {}
+    for config, recorded in parameters.items():
+        labels, _ = encode_labels(rows.column(recorded.get("label_field") or "label").to_pylist())
+        splitter = DifficultySplitter(**{k: recorded[k] for k in DifficultySplitter._param_names()})
+        out[config] = {s: ids[r] for s, r in splitter.split(pvi, labels).as_indices().items()}
+    return out
+
+
+def part_mask(config: ConfigSplit, n_rows: int) -> np.ndarray:
+    """The rows of a ``simple`` or ``hard`` config (its train and validation) as a boolean mask."""
+    mask = np.zeros(n_rows, dtype=bool)
+    for rows in config.indices.values():
+        mask[np.asarray(rows, dtype=np.int64)] = True
+    return mask
+
+
+def rule_text(*, curriculum_compat: bool, validation_size: float = CURRICULUM_VALIDATION_SIZE) -> str:
+    """How simple and hard are told apart and divided, in one sentence (for a card)."""
+    if curriculum_compat:
+        return "CURRICULUM's midrange threshold per label and 60/40 train/validation division (seed 42)."
+    return ("per-label median of PVI (both parts label balanced); seeded "
+            f"{1 - validation_size:.0%}/{validation_size:.0%} train/validation division of each part and label.")

@@ -7,18 +7,18 @@ opposite (train on the tail, evaluate on the head).
 
 Two modes, as in the paper:
 
-* classification (``dev_size`` / ``test_size``): label-balanced evaluation sets, optionally
+* classification (``validation_size`` / ``test_size``): label-balanced evaluation sets, optionally
   with length control (within each class, every word-length quantile bucket gives its share of
   evaluation rows, so evaluation is not simply "longer");
 * semantic parsing (``train_size``): a fixed number of the most likely rows train, the rest is
-  divided at random into dev and test halves.
+  divided at random into validation and test halves.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from split_builders.api import BaseSplitter, Split, check_random_state, check_size, resolve_size
+from split_builders.api import BaseSplitter, Split, check_number, check_random_state, check_size, resolve_size
 from split_builders.errors import InvalidParameterError
 from split_builders.signals.lengths import quantile_buckets
 from split_builders.splitters.atom_constraint import balance_atoms
@@ -44,7 +44,7 @@ class LikelihoodSplitter(BaseSplitter):
 
     Parameters
     ----------
-    dev_size, test_size : int or float, default=0.1
+    validation_size, test_size : int or float, default=0.1
         Size of the validation and test sets: a count, or a fraction in (0, 1) of all rows
         (rounded up, as the reference). Evaluation sets are balanced over labels when labels are
         given: class ``ci`` of ``C`` (in order of first appearance along the likelihood order)
@@ -52,37 +52,30 @@ class LikelihoodSplitter(BaseSplitter):
     train_size : int or float, optional
         Semantic-parsing mode: the ``train_size`` most likely rows train and the rest is halved
         at random into validation and test (validation gets the smaller half, as the reference).
-        ``dev_size`` / ``test_size`` are then unused.
+        ``validation_size`` / ``test_size`` are then unused.
     length_buckets : int, optional
         Number of equal-frequency word-length buckets for length control; None for none.
     reverse : bool, default=False
         Put the most likely rows in the evaluation sets instead.
     random_state : int, optional
-        Seed of every random draw (bucket rounding, dev/test division). Ties in likelihood keep
+        Seed of every random draw (bucket rounding, validation/test division). Ties in likelihood keep
         their row order (a stable sort, as the reference's pandas mergesort).
 
     Examples
     --------
     >>> import numpy as np
     >>> scores = np.array([-3.0, -9.0, -1.0, -7.0, -2.0, -8.0])
-    >>> train, dev, test = LikelihoodSplitter(dev_size=1, test_size=1, random_state=0).split(scores)
-    >>> sorted(np.concatenate([dev, test]).tolist())  # the two least likely rows
+    >>> train, validation, test = LikelihoodSplitter(validation_size=1, test_size=1, random_state=0).split(scores)
+    >>> sorted(np.concatenate([validation, test]).tolist())  # the two least likely rows
     [1, 5]
     """
 
-    def __init__(self, *, dev_size=0.1, test_size=0.1, train_size=None, length_buckets=None,
+    def __init__(self, *, validation_size=0.1, test_size=0.1, train_size=None, length_buckets=None,
                  reverse=False, random_state=None):
-        if train_size is not None:
-            self.train_size = check_size(train_size, "train_size", allow_zero=False)
-        else:
-            self.train_size = None
-        self.dev_size = check_size(dev_size, "dev_size")
+        self.train_size = None if train_size is None else check_size(train_size, "train_size", allow_zero=False)
+        self.validation_size = check_size(validation_size, "validation_size")
         self.test_size = check_size(test_size, "test_size")
-        if length_buckets is not None and (isinstance(length_buckets, bool)
-                                           or not isinstance(length_buckets, (int, np.integer))
-                                           or length_buckets < 1):
-            raise InvalidParameterError(f"length_buckets must be an integer >= 1 or None, got {length_buckets!r}")
-        self.length_buckets = None if length_buckets is None else int(length_buckets)
+        self.length_buckets = check_number(length_buckets, "length_buckets", integer=True, minimum=1, allow_none=True)
         if not isinstance(reverse, bool):
             raise InvalidParameterError(f"reverse must be True or False, got {reverse!r}")
         self.reverse = reverse
@@ -109,7 +102,7 @@ class LikelihoodSplitter(BaseSplitter):
         Returns
         -------
         Split
-            Sorted row numbers of train, validation and test (unpacks as ``train, dev, test``);
+            Sorted row numbers of train, validation and test (unpacks as ``train, validation, test``);
             together they cover every row exactly once.
         """
         scores = np.asarray(scores, dtype=np.float64)
@@ -139,14 +132,14 @@ class LikelihoodSplitter(BaseSplitter):
                 raise InvalidParameterError("labels cannot be balanced in train_size mode; pass labels=None")
             return self._split_train_size(key, order, lengths, rng, atoms)
 
-        dev_size, test_size = resolve_eval_sizes(self.dev_size, self.test_size, n_rows)
+        validation_size, test_size = resolve_eval_sizes(self.validation_size, self.test_size, n_rows)
 
         def pick_eval(class_rows, n_eval, rng):
             if self.length_buckets is None:
                 return tail(class_rows, n_eval)
             return self._pick_eval_by_length(key, class_rows, lengths, n_eval, rng)
 
-        return Split.of(*balanced_eval_split(order, as_labels(labels, n_rows), dev_size=dev_size,
+        return Split.of(*balanced_eval_split(order, as_labels(labels, n_rows), dev_size=validation_size,
                                              test_size=test_size, rng=rng, pick_eval=pick_eval))
 
     def _bucket_quotas(self, rows, lengths, target, rng):
@@ -187,7 +180,7 @@ class LikelihoodSplitter(BaseSplitter):
         train_size = resolve_size(self.train_size, n_rows)
         if not 0 < train_size < n_rows - 1:
             raise InvalidParameterError(
-                f"train_size ({train_size}) must leave at least 2 of the {n_rows} rows for dev and test")
+                f"train_size ({train_size}) must leave at least 2 of the {n_rows} rows for validation and test")
         if self.length_buckets is None:
             train = order[:train_size][::-1]  # least likely first
             evaluation = order[train_size:]  # most likely first
@@ -223,27 +216,29 @@ def _sorted_by(key, rows, *, descending):
     return rows[np.argsort(-values if descending else values, kind="stable")]
 
 
-def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "prompted", dev_size=0.1,
+def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "prompted", validation_size=0.1,
                        test_size=0.1, train_size=None, length_buckets=None, atoms=None, random_state=42,
                        baselines: bool = True) -> list:
-    """The configs this method contributes to a release, as
-    :class:`~split_builders.release.writer.ConfigSplit` (row numbers of ``scores``).
+    """The configs this method contributes to a release, as :class:`~split_builders.api.ConfigSplit`
+    (row numbers of ``scores``).
 
     ``setting`` is ``"prompted"`` (scores from a frozen, prompted LM: ``ll_split_pt*``) or
     ``"given"`` (scores supplied by the user: ``ll_split*``) or ``"finetuned"`` (k-fold cross-fitted
     fine-tuned scores: ``ll_split*``). Classification mode adds the paper's ``random`` and
     ``length`` baselines with the same evaluation sizes and seed (unless ``baselines=False``). ``atoms`` (one
     set per row, ``train_size`` mode) applies the atom constraint to every config. Each config's
-    parameters are its splitter's ``get_params()`` plus the setting (and the atom swaps).
+    parameters are its splitter's ``get_params()`` plus the setting (and the atom swaps): what
+    :func:`config_split` rebuilds it from.
     """
     from split_builders.api import ConfigSplit
 
     if setting not in CONFIG_NAMES:
         raise InvalidParameterError(f"setting must be one of {sorted(CONFIG_NAMES)}, got {setting!r}")
     names = CONFIG_NAMES[setting]
-    sizes = {"train_size": train_size} if train_size is not None else {"dev_size": dev_size, "test_size": test_size}
-    balance = labels if train_size is None else None
-    balanced = ", label-balanced" if balance is not None else ""
+    signal = dict(scores=scores, labels=labels, lengths=lengths, atoms=atoms)
+    sizes = ({"train_size": train_size} if train_size is not None
+             else {"validation_size": validation_size, "test_size": test_size})
+    balanced = ", label-balanced" if labels is not None and train_size is None else ""
     variants = [("plain", None, False, "least likely examples held out")]
     if length_buckets is not None:
         variants.append(("length", length_buckets, False,
@@ -251,8 +246,8 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
     variants.append(("reverse", None, True, "most likely examples held out (train on the tail, evaluate on the head)"))
     configs = []
     for variant, buckets, reverse, what in variants:
-        splitter = LikelihoodSplitter(**sizes, length_buckets=buckets, reverse=reverse, random_state=random_state)
-        split = splitter.split(scores, balance, lengths, atoms)
+        parameters = {**sizes, "length_buckets": buckets, "reverse": reverse, "random_state": random_state}
+        split, splitter = config_split("likelihood", parameters, **signal)
         parameters = {**splitter.get_params(), "setting": setting}
         if atoms is not None:
             parameters["atom_swaps"] = splitter.atom_swaps_
@@ -261,12 +256,27 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
                                    description=f"Likelihood split ({SETTING_SCORES[setting]}): {what}{balanced}."))
     if train_size is None and baselines:
         balanced = ", label-balanced." if labels is not None else "."
-        random_split = RandomSplitter(dev_size=dev_size, test_size=test_size, random_state=random_state)
-        configs.append(ConfigSplit("random", random_split.split(len(scores), labels).as_indices(), method="random",
-                                   parameters=random_split.get_params(),
-                                   description="Baseline: random evaluation sets of the same sizes" + balanced))
-        length_split = LengthSplitter(dev_size=dev_size, test_size=test_size, random_state=random_state)
-        configs.append(ConfigSplit("length", length_split.split(lengths, labels).as_indices(), method="length",
-                                   parameters=length_split.get_params(),
-                                   description="Baseline: the longest queries held out" + balanced))
+        for method, what in (("random", "random evaluation sets of the same sizes"),
+                             ("length", "the longest queries held out")):
+            split, splitter = config_split(method, {**sizes, "random_state": random_state}, **signal)
+            configs.append(ConfigSplit(method, split.as_indices(), method=method, parameters=splitter.get_params(),
+                                       description=f"Baseline: {what}{balanced}"))
     return configs
+
+
+SPLITTERS = {"likelihood": LikelihoodSplitter, "random": RandomSplitter, "length": LengthSplitter}
+"""The splitter of each config ``method`` this family records."""
+
+
+def config_split(method: str, parameters: dict, *, scores, labels=None, lengths=None, atoms=None):
+    """``(split, splitter)`` of one config: the splitter of ``method`` built from ``parameters`` (its
+    ``get_params()``, as a config records them; other keys are ignored) and applied to the rows'
+    signal. Labels balance the classification mode only; ``random`` needs only the row count."""
+    splitter_class = SPLITTERS[method]
+    splitter = splitter_class(**{k: v for k, v in parameters.items() if k in splitter_class._param_names()})
+    if method == "likelihood":
+        balance = labels if splitter.train_size is None else None
+        return splitter.split(scores, balance, lengths, atoms), splitter
+    if method == "random":
+        return splitter.split(len(scores), labels), splitter
+    return splitter.split(lengths, labels), splitter

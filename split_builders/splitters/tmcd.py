@@ -32,36 +32,31 @@ Two searches over the same state:
 from __future__ import annotations
 
 import random
-import sys
 from collections import Counter
-from numbers import Integral, Real
 from typing import Sequence
 
 import numpy as np
 
-from split_builders.api import BaseSplitter, Split, check_random_state, check_size
+from split_builders.api import BaseSplitter, Split, check_number, check_random_state, check_size, resolve_size
 from split_builders.errors import InvalidParameterError
+from split_builders.progress import progress_bar
 from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
 from split_builders.splitters.atom_constraint import balance_atoms
 
 
-def check_train_size(train_size, n_rows: int) -> int:
-    """``train_size`` as a count strictly between 0 and ``n_rows`` (a fraction in (0, 1) allowed).
+def train_count(train_size, n_rows: int) -> int:
+    """``train_size`` (:func:`~split_builders.api.check_size`) as a count of ``n_rows`` that leaves
+    train and test non-empty.
 
-    Shaw et al.'s generators take a count. A fraction is rounded to the *nearest* count (not
-    :func:`~split_builders.api.resolve_size`'s ceiling), so the default half of GeoQuery's 880
-    rows is the reference's 440 and earlier releases rebuild unchanged.
+    Shaw et al.'s generators take a count; a fraction is rounded to the *nearest* count
+    (:func:`~split_builders.api.resolve_size` with ``rounding="nearest"``), so releases built with
+    a fraction rebuild unchanged.
     """
-    if isinstance(train_size, bool) or not isinstance(train_size, (Integral, Real)):
-        raise InvalidParameterError(f"train_size must be a count or a fraction in (0, 1), got {train_size!r}")
-    if not isinstance(train_size, Integral):
-        if not 0.0 < float(train_size) < 1.0:
-            raise InvalidParameterError(f"train_size as a fraction must be in (0, 1), got {train_size}")
-        train_size = int(round(float(train_size) * n_rows))
-    if not 0 < int(train_size) < n_rows:
+    count = resolve_size(check_size(train_size, "train_size", allow_zero=False), n_rows, rounding="nearest")
+    if not 0 < count < n_rows:
         raise InvalidParameterError(
-            f"train_size must be in (0, {n_rows}) for {n_rows} rows (train and test both non-empty), got {train_size}")
-    return int(train_size)
+            f"train_size must be in (0, {n_rows}) for {n_rows} rows (train and test both non-empty), got {count}")
+    return count
 
 
 def reference_initial_split(n_rows: int, train_size: int, seed: int) -> tuple[list[int], list[int]]:
@@ -222,7 +217,7 @@ class TMCDSplitter(BaseSplitter):
     ----------
     train_size : int or float
         Train rows (a count in (0, rows) or a fraction in (0, 1), rounded to the nearest count by
-        :func:`check_train_size`); the rest is test.
+        :func:`train_count`); the rest is test.
     n_iterations : int, default=50000
         Annealing steps (each is one swap).
     max_atom_divergence : float, default=0.05
@@ -254,23 +249,15 @@ class TMCDSplitter(BaseSplitter):
     def __init__(self, *, train_size, n_iterations: int = 50_000, max_atom_divergence: float = 0.05,
                  initial_temperature: float = 12.0, final_temperature: float = 0.06, n_candidates: int = 256,
                  balance_iterations: int = 10_000, random_state: int | None = 1):
-        for name, value in (("n_iterations", n_iterations), ("balance_iterations", balance_iterations)):
-            if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
-                raise InvalidParameterError(f"{name} must be a non-negative integer, got {value!r}")
-        if isinstance(n_candidates, bool) or not isinstance(n_candidates, Integral) or n_candidates < 1:
-            raise InvalidParameterError(f"n_candidates must be a positive integer, got {n_candidates!r}")
-        if (isinstance(max_atom_divergence, bool) or not isinstance(max_atom_divergence, Real)
-                or not 0.0 < max_atom_divergence <= 1.0):
-            raise InvalidParameterError(f"max_atom_divergence must be in (0, 1], got {max_atom_divergence!r}")
-        if not 0.0 <= final_temperature <= initial_temperature:
-            raise InvalidParameterError("temperatures must satisfy 0 <= final_temperature <= initial_temperature")
         self.train_size = check_size(train_size, "train_size", allow_zero=False)
-        self.n_iterations = int(n_iterations)
-        self.max_atom_divergence = float(max_atom_divergence)
-        self.initial_temperature = float(initial_temperature)
-        self.final_temperature = float(final_temperature)
-        self.n_candidates = int(n_candidates)
-        self.balance_iterations = int(balance_iterations)
+        self.n_iterations = check_number(n_iterations, "n_iterations", integer=True, minimum=0)
+        self.max_atom_divergence = check_number(max_atom_divergence, "max_atom_divergence", minimum=0, maximum=1,
+                                                exclusive=("minimum",))
+        self.final_temperature = check_number(final_temperature, "final_temperature", minimum=0)
+        self.initial_temperature = check_number(initial_temperature, "initial_temperature",
+                                                minimum=self.final_temperature)
+        self.n_candidates = check_number(n_candidates, "n_candidates", integer=True, minimum=1)
+        self.balance_iterations = check_number(balance_iterations, "balance_iterations", integer=True, minimum=0)
         self.random_state = check_random_state(random_state)
 
     def split(self, atoms: Sequence, compounds: Sequence[Counter], *, progress: bool = False) -> Split:
@@ -284,8 +271,7 @@ class TMCDSplitter(BaseSplitter):
         n_rows = len(atoms)
         if len(compounds) != n_rows:
             raise InvalidParameterError(f"{len(atoms)} atom sets but {len(compounds)} compound tables")
-        train_size = check_train_size(self.train_size, n_rows)
-        train, test = reference_initial_split(n_rows, train_size, self.random_state)
+        train, test = reference_initial_split(n_rows, train_count(self.train_size, n_rows), self.random_state)
         train, test, self.atom_swaps_ = balance_atoms(train, test, atoms, max_iterations=self.balance_iterations)
         in_test = np.zeros(n_rows, dtype=bool)
         in_test[test] = True
@@ -309,7 +295,7 @@ class TMCDSplitter(BaseSplitter):
         scale = self._move_scale(cd, train, test)
         t0, t1, n = self.initial_temperature * scale, self.final_temperature * scale, self.n_iterations
         ratio = t1 / t0 if t0 > 0 else 0.0
-        bar = _progress_bar(n, progress)
+        bar = progress_bar(total=n, description="TMCD search", unit="swap", enabled=progress)
         for step in range(n):
             if step % 250 == 0:
                 bar.update(step - bar.n)
@@ -372,14 +358,6 @@ class TMCDSplitter(BaseSplitter):
         return int(np.argmax(score))
 
 
-def _progress_bar(total: int, enabled: bool):
-    """A tqdm bar on stderr for the search (a silent one when not ``enabled``)."""
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="TMCD search", unit="swap", disable=not enabled, file=sys.stderr,
-                dynamic_ncols=True, mininterval=0.5)
-
-
 def reference_tmcd(atoms: Sequence, compounds: Sequence[Counter], *, train_size, random_state: int = 1,
                    max_iterations: int = 1000) -> tuple[np.ndarray, np.ndarray, dict]:
     """Shaw et al.'s search, reproduced choice for choice (see the module docstring).
@@ -389,9 +367,8 @@ def reference_tmcd(atoms: Sequence, compounds: Sequence[Counter], *, train_size,
     in the reference.
     """
     n_rows = len(atoms)
-    train_size = check_train_size(train_size, n_rows)
     seed = check_random_state(random_state)
-    train, test = reference_initial_split(n_rows, train_size, seed)
+    train, test = reference_initial_split(n_rows, train_count(train_size, n_rows), seed)
     train, test, atom_swaps = balance_atoms(train, test, atoms, max_iterations=max_iterations)
     atom_entries, compound_entries = _Entries(atoms, counted=False), _Entries(compounds, counted=True)
     in_test = np.zeros(n_rows, dtype=bool)

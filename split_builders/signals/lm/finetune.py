@@ -45,14 +45,16 @@ import re
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-from split_builders.cache import load_arrays, save_arrays
+from split_builders.api import check_number
+from split_builders.cache import cache_root, load_arrays, save_arrays
 from split_builders.errors import InvalidParameterError, ModelLoadError
+from split_builders.progress import progress_bar
 from split_builders.signals.lm.kfold import assign_folds, check_k, holdout, training_schedule
 from split_builders.signals.lm.scoring import (
     Encoded,
@@ -70,6 +72,84 @@ DEFAULT_MAX_STEPS = {"snli": 3000, "boolq": 1000, None: 1000}
 DTYPES = ("float32", "bfloat16", "float16")
 FOLD_REPORT_KEYS = ("fold", "rows", "train_rows", "eval_rows", "steps", "best_step", "best_eval_loss",
                     "eval_losses", "train_losses", "param_checksum", "seconds", "num_processes")
+
+
+def _bounded(default, **bounds):
+    """A field of :class:`FinetuneOptions` checked by :func:`~split_builders.api.check_number`."""
+    return field(default=default, metadata={"number": bounds})
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinetuneOptions:
+    """The settings of a k-fold fine-tuning run, validated when built (defaults: the paper's).
+
+    Attributes
+    ----------
+    k : int, default=3
+        Number of folds, 2 <= k <= number of rows.
+    seed : int, default=0
+        Seeds the folds, the held-out evaluation rows, the row order and the Trainer.
+    max_steps : int, optional
+        Most optimizer steps per fold (>= 1); None: the task's (:meth:`for_task`).
+    batch_size : int, default=32
+        Global examples per step; with N processes each takes ``batch_size // N`` (must divide).
+    learning_rate : float, default=2e-5
+        Constant, no warmup (AdamW, no weight decay).
+    eval_steps : int, default=64
+        Evaluate (and checkpoint) every this many steps, and at the last step.
+    eval_fraction : float, default=0.1
+        Share of the training folds held out to pick the best checkpoint, in (0, 1).
+    patience : int, default=10
+        Stop after this many evaluations without a lower held-out loss.
+    score_batch_size, max_batch_tokens : int, default=32 and 8192
+        The scoring batch plan (as :class:`LikelihoodScorer`); ``score_batch_size`` is also the
+        per-process batch size of the held-out evaluation.
+    keep_models : bool, default=False
+        Keep each fold's best model in ``<work folder>/fold<f>-model``.
+    work_dir : path-like, optional
+        Root of the fold checkpoints (default: ``$RESPLIT_CACHE/finetune``); a run uses
+        ``work_dir / <key>``.
+    """
+
+    k: int = _bounded(3, integer=True, minimum=2)
+    seed: int = _bounded(0, integer=True, minimum=0)
+    max_steps: int | None = _bounded(None, integer=True, minimum=1)
+    batch_size: int = _bounded(32, integer=True, minimum=1)
+    learning_rate: float = _bounded(2e-5, minimum=0, exclusive=("minimum",))
+    eval_steps: int = _bounded(64, integer=True, minimum=1)
+    eval_fraction: float = _bounded(0.1, minimum=0, maximum=1, exclusive=("minimum", "maximum"))
+    patience: int = _bounded(10, integer=True, minimum=1)
+    score_batch_size: int = _bounded(32, integer=True, minimum=1)
+    max_batch_tokens: int = _bounded(8192, integer=True, minimum=1)
+    keep_models: bool = False
+    work_dir: str | Path | None = None
+
+    def __post_init__(self):
+        for spec in fields(self):
+            if "number" in spec.metadata:
+                value = check_number(getattr(self, spec.name), spec.name, allow_none=spec.default is None,
+                                     **spec.metadata["number"])
+                object.__setattr__(self, spec.name, value)
+
+    def for_task(self, task: str | None) -> "FinetuneOptions":
+        """These options with ``max_steps`` filled in from the task's default when not given."""
+        return self if self.max_steps is not None else replace(self, max_steps=default_max_steps(task))
+
+    @property
+    def work_root(self) -> Path:
+        """The folder of every run's keyed work folder."""
+        return Path(self.work_dir) if self.work_dir is not None else cache_root() / "finetune"
+
+    def recorded(self) -> dict:
+        """What provenance records: every setting except the local ones (work folder, kept models)."""
+        return {name: value for name, value in asdict(self).items() if name not in _LOCAL}
+
+    def hyperparameters(self) -> dict:
+        """The training settings a work folder is keyed by besides k and the seed."""
+        return {name: value for name, value in self.recorded().items() if name not in ("k", "seed")}
+
+
+_LOCAL = ("keep_models", "work_dir")  # settings that do not change the scores
 
 
 @dataclass
@@ -91,6 +171,8 @@ class FinetuneRun:
     num_processes : int
     work_dir : Path
         The keyed folder holding the fold checkpoints.
+    options : FinetuneOptions
+        The options the run used (``max_steps`` filled in).
     """
 
     scores: np.ndarray
@@ -99,6 +181,7 @@ class FinetuneRun:
     resumed_folds: int = 0
     num_processes: int = 1
     work_dir: Path | None = None
+    options: FinetuneOptions | None = None
 
 
 def default_max_steps(task: str | None) -> int:
@@ -151,37 +234,21 @@ class _Collator:
 
 # -- validation and keys --------------------------------------------------------------------
 
-def _check_int(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise InvalidParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def check_parameters(n_rows: int, *, k, max_steps, batch_size, learning_rate, eval_steps, eval_fraction,
-                     patience, dtype, score_batch_size, max_batch_tokens, num_processes) -> None:
-    """Raise :class:`InvalidParameterError` for a parameter of :func:`finetune_scores` out of range
-    for ``n_rows`` rows on ``num_processes`` processes (no I/O: callers check before any work);
-    ``dtype`` None is not checked (not resolved yet)."""
-    check_k(k, n_rows)
-    smallest_training_set = n_rows - -(-n_rows // k)  # the rows outside the largest fold
+def check_parameters(n_rows: int, options: FinetuneOptions, *, dtype, num_processes: int) -> None:
+    """Raise :class:`InvalidParameterError` where ``options`` (validated on their own) do not fit
+    ``n_rows`` rows on ``num_processes`` processes (no I/O: callers check before any work); ``dtype``
+    None is not checked (not resolved yet)."""
+    check_k(options.k, n_rows)
+    smallest_training_set = n_rows - -(-n_rows // options.k)  # the rows outside the largest fold
     if smallest_training_set < 2:
         raise InvalidParameterError(
-            f"with {n_rows} rows and k={k}, a fold trains on {smallest_training_set} row(s); at least 2 are needed "
-            "(one to train on, one to pick the best checkpoint): use more rows")
-    _check_int("max_steps", max_steps, 1)
-    _check_int("batch_size", batch_size, 1)
-    _check_int("eval_steps", eval_steps, 1)
-    _check_int("patience", patience, 1)
-    _check_int("score_batch_size", score_batch_size, 1)
-    _check_int("max_batch_tokens", max_batch_tokens, 1)
-    if not isinstance(learning_rate, (int, float)) or not learning_rate > 0:
-        raise InvalidParameterError(f"learning_rate must be a number > 0, got {learning_rate!r}")
-    if isinstance(eval_fraction, bool) or not isinstance(eval_fraction, (int, float)) or not 0 < eval_fraction < 1:
-        raise InvalidParameterError(f"eval_fraction must be strictly between 0 and 1, got {eval_fraction!r}")
+            f"with {n_rows} rows and k={options.k}, a fold trains on {smallest_training_set} row(s); at least 2 are "
+            "needed (one to train on, one to pick the best checkpoint): use more rows")
     if dtype is not None and dtype not in DTYPES:
         raise InvalidParameterError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    if batch_size % num_processes:
+    if options.batch_size % num_processes:
         raise InvalidParameterError(
-            f"batch_size ({batch_size}) is the global batch and must be divisible by the number of processes "
+            f"batch_size ({options.batch_size}) is the global batch and must be divisible by the number of processes "
             f"({num_processes}): each process trains on batch_size // {num_processes} examples per step")
 
 
@@ -262,37 +329,37 @@ def _param_checksum(model) -> float:
 
 # -- one fold -------------------------------------------------------------------------------
 
-def _training_arguments(output_dir: Path, *, hp: dict, seed: int, dtype: str, device, num_processes: int):
+def _training_arguments(output_dir: Path, options: FinetuneOptions, *, dtype: str, device, num_processes: int):
     import torch
     from transformers import TrainingArguments
 
     return TrainingArguments(
         output_dir=str(output_dir),
-        per_device_train_batch_size=hp["batch_size"] // num_processes,
-        per_device_eval_batch_size=hp["score_batch_size"],
-        max_steps=hp["max_steps"],
-        learning_rate=hp["learning_rate"],
+        per_device_train_batch_size=options.batch_size // num_processes,
+        per_device_eval_batch_size=options.score_batch_size,
+        max_steps=options.max_steps,
+        learning_rate=options.learning_rate,
         lr_scheduler_type="constant",
         warmup_steps=0,
         optim="adamw_torch",  # the unfused AdamW: the same arithmetic on every device
         weight_decay=0.0,
         eval_strategy="steps",
-        eval_steps=hp["eval_steps"],
+        eval_steps=options.eval_steps,
         save_strategy="steps",
-        save_steps=hp["eval_steps"],
+        save_steps=options.eval_steps,
         save_total_limit=2,  # the best and the latest; deleted when the fold is done
         save_only_model=True,  # no optimizer state: an unfinished fold restarts from scratch
         load_best_model_at_end=True,
         metric_for_best_model="eval_loss",
         greater_is_better=False,
         logging_strategy="steps",
-        logging_steps=hp["eval_steps"],
+        logging_steps=options.eval_steps,
         # The schedule fixes the order of the rows; sequential sampling keeps it.
         train_sampling_strategy="sequential",
         remove_unused_columns=False,
         report_to="none",
-        seed=seed,
-        data_seed=seed,
+        seed=options.seed,
+        data_seed=options.seed,
         disable_tqdm=True,  # the fold's own bar (_FoldProgress) instead of the Trainer's bars and raw dicts
         use_cpu=device == "cpu" or not torch.cuda.is_available(),  # as process_state: gloo on CPUs
         bf16=(dtype == "bfloat16"),
@@ -303,17 +370,18 @@ def _training_arguments(output_dir: Path, *, hp: dict, seed: int, dtype: str, de
     )
 
 
-def _fit(model_ref, encoded, *, fit_rows, eval_rows, fold: int, folder: Path, hp: dict, seed: int, dtype: str,
+def _fit(model_ref, encoded, *, fit_rows, eval_rows, fold: int, folder: Path, options: FinetuneOptions, dtype: str,
          device, num_processes: int, pad_id: int, progress: bool, verbose: bool = False, label: str = ""):
     """Fine-tune a fresh copy of the model on ``fit_rows``; returns (trainer, best model)."""
     from transformers import EarlyStoppingCallback, PrinterCallback, Trainer
 
-    schedule = training_schedule(fit_rows, steps=hp["max_steps"], batch_size=hp["batch_size"], seed=seed, fold=fold)
-    args = _training_arguments(folder / f"fold{fold}-trainer", hp=hp, seed=seed, dtype=dtype, device=device,
+    schedule = training_schedule(fit_rows, steps=options.max_steps, batch_size=options.batch_size, seed=options.seed,
+                                 fold=fold)
+    args = _training_arguments(folder / f"fold{fold}-trainer", options, dtype=dtype, device=device,
                                num_processes=num_processes)
     trainer = Trainer(model=_load_trainable(model_ref), args=args, train_dataset=_Examples(encoded, schedule),
                       eval_dataset=_Examples(encoded, eval_rows), data_collator=_Collator(pad_id),
-                      callbacks=[EarlyStoppingCallback(early_stopping_patience=hp["patience"]),
+                      callbacks=[EarlyStoppingCallback(early_stopping_patience=options.patience),
                                  _fold_progress(label or f"fold {fold + 1}", progress=progress)])
     if not verbose:
         trainer.remove_callback(PrinterCallback)  # the Trainer's raw log dicts: --verbose only
@@ -330,9 +398,7 @@ def _fold_progress(label: str, *, progress: bool):
 
         def on_train_begin(self, args, state, control, **kwargs):
             if progress and state.is_world_process_zero:
-                from tqdm.auto import tqdm
-
-                self.bar = tqdm(total=state.max_steps, desc=label, unit="step", dynamic_ncols=True, file=sys.stderr)
+                self.bar = progress_bar(total=state.max_steps, description=label, unit="step")
 
         def on_step_end(self, args, state, control, **kwargs):
             if self.bar is not None:
@@ -358,17 +424,18 @@ def _fold_progress(label: str, *, progress: bool):
     return FoldProgress()
 
 
-def _score_rows(model, tokenizer, encoded, rows: np.ndarray, *, hp: dict, dtype: str, state) -> np.ndarray:
+def _score_rows(model, tokenizer, encoded, rows: np.ndarray, *, options: FinetuneOptions, dtype: str,
+                state) -> np.ndarray:
     """s(x) of ``rows`` with the trained model, batches shared r::N over processes and gathered."""
     import torch
     from accelerate.utils import gather_object
 
     model.eval()
     model.to({"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype])
-    scorer = LikelihoodScorer(model, tokenizer, batch_size=hp["score_batch_size"],
-                              max_batch_tokens=hp["max_batch_tokens"])
+    scorer = LikelihoodScorer(model, tokenizer, batch_size=options.score_batch_size,
+                              max_batch_tokens=options.max_batch_tokens)
     examples = [encoded[i] for i in rows]
-    batches = plan_batches(examples, batch_size=hp["score_batch_size"], max_batch_tokens=hp["max_batch_tokens"])
+    batches = plan_batches(examples, batch_size=options.score_batch_size, max_batch_tokens=options.max_batch_tokens)
     mine = batches[state.process_index::state.num_processes]
     parts = [(batch.tolist(), scorer.score_batch([examples[i] for i in batch]).tolist()) for batch in mine]
     scores = np.full(len(rows), np.nan)
@@ -411,23 +478,24 @@ def _quiet(progress: bool, verbose: bool = False):
             hf_logging.enable_progress_bar()
 
 
-def _run_fold(model_ref, tokenizer, encoded, folds, fold: int, *, folder: Path, hp: dict, seed: int, dtype: str,
-              device, state, keep_models: bool, progress: bool, verbose: bool = False, k: int | None = None):
+def _run_fold(model_ref, tokenizer, encoded, folds, fold: int, *, folder: Path, options: FinetuneOptions, dtype: str,
+              device, state, progress: bool, verbose: bool = False):
     """Train without fold ``fold``, score it, write its checkpoint (main process); returns (scores, report)."""
     started = time.perf_counter()
     if state.is_main_process:  # checkpoints a killed run left behind must not be taken for this run's
         shutil.rmtree(folder / f"fold{fold}-trainer", ignore_errors=True)
     state.wait_for_everyone()
     rows = np.flatnonzero(folds == fold)
-    fit_rows, eval_rows = holdout(np.flatnonzero(folds != fold), fraction=hp["eval_fraction"], seed=seed, fold=fold)
+    fit_rows, eval_rows = holdout(np.flatnonzero(folds != fold), fraction=options.eval_fraction, seed=options.seed,
+                                  fold=fold)
     trainer, model = _fit(model_ref, encoded, fit_rows=fit_rows, eval_rows=eval_rows, fold=fold, folder=folder,
-                          hp=hp, seed=seed, dtype=dtype, device=device, num_processes=state.num_processes,
+                          options=options, dtype=dtype, device=device, num_processes=state.num_processes,
                           pad_id=tokenizer.pad_token_id, progress=progress, verbose=verbose,
-                          label=f"fold {fold + 1}/{k}" if k else "")
-    if keep_models:
+                          label=f"fold {fold + 1}/{options.k}")
+    if options.keep_models:
         trainer.save_model(str(folder / f"fold{fold}-model"))  # every process calls it; the main one writes
     checksum = _param_checksum(model)
-    scores = _score_rows(model, tokenizer, encoded, rows, hp=hp, dtype=dtype, state=state)
+    scores = _score_rows(model, tokenizer, encoded, rows, options=options, dtype=dtype, state=state)
     report = _fold_report(trainer, fold=fold, rows=rows, fit_rows=fit_rows, eval_rows=eval_rows, checksum=checksum,
                           seconds=time.perf_counter() - started, num_processes=state.num_processes)
     state.wait_for_everyone()
@@ -442,12 +510,9 @@ def _run_fold(model_ref, tokenizer, encoded, folds, fold: int, *, folder: Path, 
 
 # -- all folds ------------------------------------------------------------------------------
 
-def finetune_scores(prompts, queries, *, model_ref, work_dir, k: int = 3, seed: int = 0, task: str | None = None,
-                    max_steps: int | None = None, batch_size: int = 32, learning_rate: float = 2e-5,
-                    eval_steps: int = 64, eval_fraction: float = 0.1, patience: int = 10, dtype: str = "float32",
-                    device: str | None = None, score_batch_size: int = 32, max_batch_tokens: int = 8192,
-                    keep_models: bool = False, progress: bool = True, verbose: bool = False,
-                    stop_after_folds: int | None = None) -> FinetuneRun:
+def finetune_scores(prompts, queries, *, model_ref, options: FinetuneOptions = FinetuneOptions(),
+                    task: str | None = None, dtype: str = "float32", device: str | None = None, progress: bool = True,
+                    verbose: bool = False, stop_after_folds: int | None = None) -> FinetuneRun:
     """Score every pair with a model fine-tuned on the other folds (k-fold cross-fitting).
 
     Parameters
@@ -456,37 +521,19 @@ def finetune_scores(prompts, queries, *, model_ref, work_dir, k: int = 3, seed: 
         The rendered (prompt, query) pairs, as for :func:`split_builders.signals.lm.scoring.compute_scores`.
     model_ref : split_builders.signals.lm.models.ModelRef
         The causal LM to fine-tune (a fresh copy per fold).
-    work_dir : path-like
-        Root of the fold checkpoints; this run uses ``work_dir / <key>``.
-    k : int, default=3
-        Number of folds, 2 <= k <= number of rows.
-    seed : int, default=0
-        Seeds the folds, the held-out evaluation rows, the row order and the Trainer.
+    options : FinetuneOptions
+        Folds, seed, training and scoring settings, work folder.
     task : str, optional
-        Picks the default ``max_steps`` from :data:`DEFAULT_MAX_STEPS` (``snli``, ``boolq``).
-    max_steps : int, optional
-        Most optimizer steps per fold (>= 1); default: the task's.
-    batch_size : int, default=32
-        Global examples per step; with N processes each takes ``batch_size // N`` (must divide).
-    learning_rate : float, default=2e-5
-        Constant, no warmup (AdamW, no weight decay).
-    eval_steps : int, default=64
-        Evaluate (and checkpoint) every this many steps, and at the last step.
-    eval_fraction : float, default=0.1
-        Share of the training folds held out to pick the best checkpoint, in (0, 1).
-    patience : int, default=10
-        Stop after this many evaluations without a lower held-out loss.
+        Picks the default ``max_steps`` from :data:`DEFAULT_MAX_STEPS` (``snli``, ``boolq``) when
+        ``options`` give none.
     dtype : {"float32", "bfloat16", "float16"}, default="float32"
         Training precision (mixed precision for the half types) and scoring precision.
     device : str, optional
         ``"cpu"`` forces the CPU; default: what ``accelerate`` picks.
-    score_batch_size, max_batch_tokens : int
-        The scoring batch plan (as :class:`LikelihoodScorer`); ``score_batch_size`` is also the
-        per-process batch size of the held-out evaluation.
-    keep_models : bool, default=False
-        Keep each fold's best model in ``<work folder>/fold<f>-model``.
     progress : bool, default=True
         Progress bars.
+    verbose : bool, default=False
+        Also the Trainer's raw logs and transformers' loading reports.
     stop_after_folds : int, optional
         Raise ``KeyboardInterrupt`` after this many newly finished folds: simulates a killed run
         (a run whose last fold has just finished returns normally).
@@ -498,7 +545,7 @@ def finetune_scores(prompts, queries, *, model_ref, work_dir, k: int = 3, seed: 
     Raises
     ------
     InvalidParameterError
-        A parameter out of range, or a query with no tokens left after truncation.
+        Options that do not fit the rows, or a query with no tokens left after truncation.
     EmptyTextError
         A query with no tokens.
     ModelLoadError
@@ -509,41 +556,37 @@ def finetune_scores(prompts, queries, *, model_ref, work_dir, k: int = 3, seed: 
     prompts, queries = list(prompts), list(queries)
     if len(prompts) != len(queries):
         raise InvalidParameterError(f"{len(prompts)} prompts but {len(queries)} queries; they must pair up")
-    max_steps = default_max_steps(task) if max_steps is None else max_steps
+    options = options.for_task(task)
     state = process_state(device)
-    hp = {"max_steps": max_steps, "batch_size": batch_size, "learning_rate": learning_rate, "eval_steps": eval_steps,
-          "eval_fraction": eval_fraction, "patience": patience, "score_batch_size": score_batch_size,
-          "max_batch_tokens": max_batch_tokens}
-    check_parameters(len(prompts), k=k, dtype=dtype, num_processes=state.num_processes, **hp)
+    check_parameters(len(prompts), options, dtype=dtype, num_processes=state.num_processes)
 
     with state.main_process_first():  # the default model is converted from GGUF once, by one process
         tokenizer = _load_tokenizer(model_ref)
     # Encoded once, eagerly: a query with no tokens fails here, before any training.
     encoded = encode(tokenizer, prompts, queries, max_length=_context_length(model_ref))
-    folds = assign_folds(len(prompts), k=k, seed=seed)
-    folder = Path(work_dir) / work_key(prompts, queries, model_identity=model_ref.identity, k=k, seed=seed,
-                                       dtype=dtype, hyperparameters=hp)
+    folds = assign_folds(len(prompts), k=options.k, seed=options.seed)
+    folder = options.work_root / work_key(prompts, queries, model_identity=model_ref.identity, k=options.k,
+                                          seed=options.seed, dtype=dtype, hyperparameters=options.hyperparameters())
     if state.is_main_process:
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "run.json").write_text(json.dumps({"model": model_ref.identity, "rows": len(prompts), "k": k,
-                                                     "seed": seed, "dtype": dtype, **hp}, indent=2, sort_keys=True))
+        (folder / "run.json").write_text(json.dumps({"model": model_ref.identity, "rows": len(prompts), "dtype": dtype,
+                                                     **options.recorded()}, indent=2, sort_keys=True))
     state.wait_for_everyone()
 
     scores, reports, resumed, finished = np.full(len(prompts), np.nan), [], 0, 0
-    for fold in range(k):
+    for fold in range(options.k):
         rows = np.flatnonzero(folds == fold)
         done = _read_fold(folder, fold, len(rows))
         if done is not None:
             resumed += 1
         else:
             with _quiet(progress, verbose):
-                done = _run_fold(model_ref, tokenizer, encoded, folds, fold, folder=folder, hp=hp, seed=seed,
-                                 dtype=dtype, device=device, state=state, keep_models=keep_models, progress=progress,
-                                 verbose=verbose, k=k)
+                done = _run_fold(model_ref, tokenizer, encoded, folds, fold, folder=folder, options=options,
+                                 dtype=dtype, device=device, state=state, progress=progress, verbose=verbose)
             finished += 1
         scores[rows], report = done
         reports.append(report)
-        if stop_after_folds is not None and finished >= stop_after_folds and fold < k - 1:
+        if stop_after_folds is not None and finished >= stop_after_folds and fold < options.k - 1:
             raise KeyboardInterrupt(f"stopped after {finished} folds (stop_after_folds)")
     return FinetuneRun(scores=scores, folds=folds, fold_reports=reports, resumed_folds=resumed,
-                       num_processes=state.num_processes, work_dir=folder)
+                       num_processes=state.num_processes, work_dir=folder, options=options)

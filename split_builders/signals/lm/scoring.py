@@ -27,8 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
+from split_builders.api import check_number
 from split_builders.cache import atomic_write, load_arrays, save_arrays
 from split_builders.errors import EmptyTextError, InvalidParameterError, ModelLoadError
+from split_builders.progress import progress_bar
 
 SCORER_VERSION = 1  # bump when a change alters scores, so stale cache entries are not reused
 
@@ -116,10 +118,8 @@ class LikelihoodScorer:
                  padding_side: str = "right"):
         import torch
 
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidParameterError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-        if not isinstance(max_batch_tokens, int) or max_batch_tokens < 1:
-            raise InvalidParameterError(f"max_batch_tokens must be an integer >= 1, got {max_batch_tokens!r}")
+        batch_size = check_number(batch_size, "batch_size", integer=True, minimum=1)
+        max_batch_tokens = check_number(max_batch_tokens, "max_batch_tokens", integer=True, minimum=1)
         if padding_side not in ("right", "left"):
             raise InvalidParameterError(f"padding_side must be 'right' or 'left', got {padding_side!r}")
         self.model, self.tokenizer = model, tokenizer
@@ -205,17 +205,9 @@ class LikelihoodScorer:
         encoded = encode(self.tokenizer, prompts, queries, max_length=self.max_length)
         batches = plan_batches(encoded, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens)
         scores = np.full(len(encoded), np.nan)
-        for batch in _progress(batches, progress, "scoring"):
+        for batch in progress_bar(batches, description="scoring", unit="batch", enabled=progress):
             scores[batch] = self.score_batch([encoded[i] for i in batch])
         return scores
-
-
-def _progress(iterable, enabled: bool, description: str, total: int | None = None):
-    if not enabled:
-        return iterable
-    from tqdm.auto import tqdm
-
-    return tqdm(iterable, desc=description, total=total, unit="batch", dynamic_ncols=True)
 
 
 # -- cached, resumable, distributed scoring -------------------------------------------------
@@ -323,7 +315,7 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     if resumed and state.is_main_process:
         print(f"resuming: {resumed} of {len(mine)} batches were scored before the interruption", file=sys.stderr)
     new_batches, last_save = 0, time.monotonic()
-    for b in _progress(todo, progress and state.is_main_process, "scoring", total=len(todo)):
+    for b in progress_bar(todo, description="scoring", unit="batch", enabled=progress and state.is_main_process):
         done[batches[b]] = scorer.score_batch([encoded[i] for i in batches[b]])
         new_batches += 1
         stopping = stop_after_batches is not None and new_batches >= stop_after_batches

@@ -2,7 +2,7 @@
 
 Each chosen lexical item is replaced, as a whole token, by the same made-up word in inputs and
 targets. ``rstr`` words are random lowercase letters, ``rcvcv`` words alternate consonant and
-vowel; lengths are drawn in [15, 29]; the reference seed is 555. The default items are the target
+vowel; lengths are drawn in [15, 29]; the reference seed is 555 (:data:`WUG_SEED`). The default items are the target
 atoms that also occur as input words (``state``, ``river`` in GeoQuery; nouns and verbs in COGS).
 """
 
@@ -13,9 +13,11 @@ from typing import Sequence
 
 import numpy as np
 
+from split_builders.api import check_number
 from split_builders.errors import InvalidParameterError
 
 KINDS = ("rstr", "rcvcv")
+WUG_SEED = 555  # Sun et al.'s seed of the wug words
 VOWELS = "aeiou"
 CONSONANTS = "".join(c for c in string.ascii_lowercase if c not in VOWELS)
 
@@ -33,15 +35,17 @@ class WugReplacer:
     ----------
     kind : {"rstr", "rcvcv"}
     min_length, max_length : int, default 15 and 29
-    random_state : int, default=555
+    random_state : int, default=WUG_SEED
     """
 
-    def __init__(self, *, kind: str = "rstr", min_length: int = 15, max_length: int = 29, random_state: int = 555):
+    def __init__(self, *, kind: str = "rstr", min_length: int = 15, max_length: int = 29,
+                 random_state: int = WUG_SEED):
         if kind not in KINDS:
             raise InvalidParameterError(f"kind must be one of {KINDS}, got {kind!r}")
-        if not 1 <= min_length <= max_length:
-            raise InvalidParameterError(f"need 1 <= min_length <= max_length, got {min_length}, {max_length}")
-        self.kind, self.min_length, self.max_length, self.random_state = kind, min_length, max_length, random_state
+        self.kind = kind
+        self.min_length = check_number(min_length, "min_length", integer=True, minimum=1)
+        self.max_length = check_number(max_length, "max_length", integer=True, minimum=self.min_length)
+        self.random_state = random_state
 
     def fit(self, items: Sequence[str]) -> "WugReplacer":
         rng = np.random.default_rng(self.random_state)

@@ -1,1 +1,2 @@
-"""Pointwise V-information: cross-fitted PVI and the predictive families that compute it."""
+"""Pointwise V-information: cross-fitted PVI (:mod:`.crossfit`), the predictive families that compute
+it (:mod:`.families`) and the PVI columns and summaries of a release (:mod:`.columns`)."""

@@ -14,10 +14,12 @@ exact optimum of training on the null input (a trained null model only approxima
 reference CSVs show that its ``H_yb`` is constant per label and equal to ``-log2`` of the label
 frequency). ``null="trained"`` trains the family on null inputs instead, as the reference code does.
 
-Cross-fitting. The rows are divided into ``k`` label-stratified folds; the models that score fold
-``i`` are trained on the other folds, so no example's PVI comes from a model that saw it. Each
-fold's result is saved as it completes (a checksummed cache entry of plain arrays, no pickles) and a rerun with the
-same inputs resumes from the saved folds.
+Cross-fitting. The rows are divided into ``folds`` label-stratified folds; the models that score
+fold ``i`` are trained on the other folds, so no example's PVI comes from a model that saw it. Each
+fold's result is saved as it completes (a checksummed cache entry of plain arrays, no pickles, under
+:func:`pvi_cache_dir`) and a rerun with the same inputs resumes from the saved folds.
+:func:`check_fold_labels` is the check that the labels can be cross-fitted (methods call it before
+any scoring).
 """
 
 from __future__ import annotations
@@ -25,14 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from numbers import Integral
 from pathlib import Path
 
 import numpy as np
 
-from split_builders.cache import load_arrays, save_arrays
+from split_builders.api import check_number, check_random_state
+from split_builders.cache import cache_root, load_arrays, save_arrays
 from split_builders.errors import InvalidParameterError
-from split_builders.api import check_random_state
 
 NULL_MODES = ("prior", "trained")
 
@@ -65,14 +66,32 @@ def prior_entropy(train_labels, labels, n_classes: int) -> np.ndarray:
     """``H_yb`` under the label-prior null model: ``-log2`` of each label's frequency in ``train_labels``.
 
     A label that never occurs in training has probability 0 and infinite ``H_yb``; callers stratify
-    folds so that cannot happen when every class has at least ``k`` rows.
+    folds so that cannot happen when every class has at least ``folds`` rows.
     """
     counts = np.bincount(np.asarray(train_labels, dtype=np.int64), minlength=n_classes).astype(np.float64)
     with np.errstate(divide="ignore"):
         return -np.log2(counts / counts.sum())[np.asarray(labels, dtype=np.int64)]
 
 
-def group_folds(groups, n_folds: int, random_state) -> np.ndarray:
+def pvi_cache_dir(cache_dir=None) -> Path:
+    """Where per-fold PVI checkpoints go: ``cache_dir``, else ``<resplit cache>/pvi``."""
+    return Path(cache_dir) if cache_dir else cache_root() / "pvi"
+
+
+def check_fold_labels(labels, folds: int, *, where: str | None = None) -> None:
+    """Refuse labels that cannot be cross-fitted over ``folds`` folds: there must be two distinct
+    labels and ``folds`` rows of each. ``where`` (a source or phenomenon) starts the message."""
+    counts = np.bincount(np.asarray(labels, dtype=np.int64))
+    present = counts[counts > 0]
+    prefix = f"{where}: " if where else ""
+    if present.size < 2:
+        raise InvalidParameterError(f"{prefix}PVI needs at least two distinct labels, found {present.size}")
+    if present.min() < folds:
+        raise InvalidParameterError(f"{prefix}every label needs at least {folds} rows for {folds}-fold "
+                                    f"cross-fitting; the rarest has {present.min()} (lower --folds)")
+
+
+def group_folds(groups, folds: int, random_state) -> np.ndarray:
     """Fold number of every row such that rows of one group share a fold.
 
     Groups are taken in a seeded random order and each goes to the fold with the fewest rows so far,
@@ -82,7 +101,7 @@ def group_folds(groups, n_folds: int, random_state) -> np.ndarray:
     sizes = np.bincount(group_ids)
     order = np.random.RandomState(random_state).permutation(sizes.size)
     fold_of_group = np.empty(sizes.size, dtype=np.int64)
-    load = np.zeros(n_folds, dtype=np.int64)
+    load = np.zeros(folds, dtype=np.int64)
     for group in order:
         fold = int(np.argmin(load))
         fold_of_group[group] = fold
@@ -111,19 +130,19 @@ def _sorted_group_ids(groups) -> np.ndarray:
     return rank[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
-def stratified_folds(labels, n_folds: int, random_state) -> np.ndarray:
+def stratified_folds(labels, folds: int, random_state) -> np.ndarray:
     """Fold number of every row: each label's rows shuffled (seeded) and dealt round-robin."""
     labels = np.asarray(labels, dtype=np.int64)
     rng = np.random.RandomState(random_state)
-    folds = np.empty(labels.size, dtype=np.int64)
+    fold_of_row = np.empty(labels.size, dtype=np.int64)
     offset = 0
     for label in np.unique(labels):
         rows = np.flatnonzero(labels == label)
         rows = rows[rng.permutation(rows.size)]
         # Continue the deal where the previous label stopped, so fold sizes differ by at most one.
-        folds[rows] = (np.arange(rows.size) + offset) % n_folds
+        fold_of_row[rows] = (np.arange(rows.size) + offset) % folds
         offset += rows.size
-    return folds
+    return fold_of_row
 
 
 @dataclass
@@ -166,7 +185,7 @@ class CrossFitPVI:
         An object with ``fit(records, labels, n_classes)`` returning a fitted model that has
         ``predict_log_proba(records)`` (natural log, shape ``(n, n_classes)``) and a
         ``fingerprint()`` dict; see :mod:`split_builders.signals.pvi.families`.
-    n_folds : int, default 5
+    folds : int, default 5
         Number of folds (>= 2).
     null : {"prior", "trained"}, default "prior"
         The null model: the training folds' label prior (the exact optimum of training on the null
@@ -177,16 +196,14 @@ class CrossFitPVI:
         Where each fold's scores are saved as it completes; a rerun resumes from them.
     """
 
-    def __init__(self, family, *, n_folds: int = 5, null: str = "prior", random_state: int = 42,
+    def __init__(self, family, *, folds: int = 5, null: str = "prior", random_state: int = 42,
                  cache_dir=None):
         if not (hasattr(family, "fit") and hasattr(family, "fingerprint")):
             raise InvalidParameterError(f"family must have fit() and fingerprint(), got {type(family).__name__}")
-        if isinstance(n_folds, bool) or not isinstance(n_folds, Integral) or n_folds < 2:
-            raise InvalidParameterError(f"n_folds must be an integer >= 2, got {n_folds!r}")
         if null not in NULL_MODES:
             raise InvalidParameterError(f"null must be one of {', '.join(NULL_MODES)}, got {null!r}")
         self.family = family
-        self.n_folds = int(n_folds)
+        self.folds = check_number(folds, "folds", integer=True, minimum=2)
         self.null = null
         self.random_state = check_random_state(random_state)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
@@ -206,7 +223,7 @@ class CrossFitPVI:
             the model learn, from a premise's other rows, the labels the held-out row does *not*
             have, and the held-out PVI drops below chance.
         progress : callable, optional
-            Called as ``progress(fold, n_folds)`` after each fold.
+            Called as ``progress(done, folds)`` after each fold.
         """
         records = [tuple("" if f is None else str(f) for f in r) for r in records]
         labels = np.asarray(labels, dtype=np.int64)
@@ -214,40 +231,35 @@ class CrossFitPVI:
             raise InvalidParameterError(f"{len(records)} records but {labels.size} labels")
         if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
             raise InvalidParameterError(f"label ids must lie in 0..{n_classes - 1}")
-        counts = np.bincount(labels, minlength=n_classes)
-        present = counts[counts > 0]
-        if present.size < 2:
-            raise InvalidParameterError("PVI needs at least two distinct labels")
-        if present.min() < self.n_folds:
-            raise InvalidParameterError(
-                f"every label needs at least n_folds={self.n_folds} rows for cross-fitting; the rarest has "
-                f"{present.min()} (lower --folds)")
+        check_fold_labels(labels, self.folds)
         if groups is not None:
             if len(groups) != labels.size:
                 raise InvalidParameterError(f"{len(groups)} groups but {labels.size} labels")
-            folds = group_folds(groups, self.n_folds, self.random_state)
-            for fold in range(self.n_folds):
-                if np.unique(labels[folds != fold]).size < present.size:
+            fold_of_row = group_folds(groups, self.folds, self.random_state)
+            n_labels = np.unique(labels).size
+            for fold in range(self.folds):
+                if np.unique(labels[fold_of_row != fold]).size < n_labels:
                     raise InvalidParameterError(f"fold {fold}: its training folds lack a label; use fewer folds")
         else:
-            folds = stratified_folds(labels, self.n_folds, self.random_state)
+            fold_of_row = stratified_folds(labels, self.folds, self.random_state)
         h_yx = np.empty(labels.size)
         h_yb = np.empty(labels.size)
         correct = np.empty(labels.size, dtype=bool)
+        # The key's names are those of saved caches ("n_folds": the count, "folds": the assignment's hash).
         key = _fingerprint(records, labels, self.family,
-                           {"n_folds": self.n_folds, "null": self.null, "seed": self.random_state,
-                            "folds": hashlib.sha256(folds.tobytes()).hexdigest()})
+                           {"n_folds": self.folds, "null": self.null, "seed": self.random_state,
+                            "folds": hashlib.sha256(fold_of_row.tobytes()).hexdigest()})
         null_width = len(records[0]) if records else 1
         encode = getattr(self.family, "encode", None)
         prepared = None  # the records as the family reads them, prepared at the first fold to compute
-        for fold in range(self.n_folds):
-            test = np.flatnonzero(folds == fold)
+        for fold in range(self.folds):
+            test = np.flatnonzero(fold_of_row == fold)
             cached = self.cache_dir / key / f"fold{fold}.entry" if self.cache_dir else None
             saved = load_arrays(cached) if cached is not None else None  # None: absent or damaged
             if saved is not None and saved["h_yx"].shape == (test.size,):
                 h_yx[test], h_yb[test], correct[test] = saved["h_yx"], saved["h_yb"], saved["correct"]
             else:
-                train = np.flatnonzero(folds != fold)
+                train = np.flatnonzero(fold_of_row != fold)
                 if prepared is None:
                     prepared = encode(records) if encode is not None else records
                 model = self.family.fit(_take(prepared, train), labels[train], n_classes)
@@ -265,5 +277,5 @@ class CrossFitPVI:
                 if cached is not None:
                     save_arrays(cached, h_yx=h_yx[test], h_yb=h_yb[test], correct=correct[test])
             if progress is not None:
-                progress(fold + 1, self.n_folds)
-        return PVIResult(pvi=pvi(h_yb, h_yx), h_yx=h_yx, h_yb=h_yb, fold=folds, correct=correct)
+                progress(fold + 1, self.folds)
+        return PVIResult(pvi=pvi(h_yb, h_yx), h_yx=h_yx, h_yb=h_yb, fold=fold_of_row, correct=correct)

@@ -24,26 +24,13 @@ from __future__ import annotations
 import re
 import tempfile
 import zlib
-from numbers import Integral, Real
 
 import numpy as np
 
+from split_builders.api import check_number, check_random_state
 from split_builders.errors import InvalidParameterError, ModelLoadError
-from split_builders.api import check_random_state
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
-
-
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise InvalidParameterError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _check_positive_float(value, name):
-    if isinstance(value, bool) or not isinstance(value, Real) or not value > 0:
-        raise InvalidParameterError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
 
 
 def hashed_features(record, n_buckets: int) -> list[int]:
@@ -160,16 +147,13 @@ class HashedNgramFamily:
     def __init__(self, *, n_buckets: int = 2 ** 18, epochs: int = 3, batch_size: int = 64,
                  learning_rate: float = 0.02, weight_decay: float = 1e-6, calibration_size: float = 0.1,
                  random_state: int = 42):
-        self.n_buckets = _check_positive_int(n_buckets, "n_buckets")
-        self.epochs = _check_positive_int(epochs, "epochs")
-        self.batch_size = _check_positive_int(batch_size, "batch_size")
-        self.learning_rate = _check_positive_float(learning_rate, "learning_rate")
-        if isinstance(weight_decay, bool) or not isinstance(weight_decay, Real) or weight_decay < 0:
-            raise InvalidParameterError(f"weight_decay must be a number >= 0, got {weight_decay!r}")
-        self.weight_decay = float(weight_decay)
-        if isinstance(calibration_size, bool) or not isinstance(calibration_size, Real) or not 0 <= calibration_size < 1:
-            raise InvalidParameterError(f"calibration_size must be a fraction in [0, 1), got {calibration_size!r}")
-        self.calibration_size = float(calibration_size)
+        self.n_buckets = check_number(n_buckets, "n_buckets", integer=True, minimum=1)
+        self.epochs = check_number(epochs, "epochs", integer=True, minimum=1)
+        self.batch_size = check_number(batch_size, "batch_size", integer=True, minimum=1)
+        self.learning_rate = check_number(learning_rate, "learning_rate", minimum=0, exclusive=("minimum",))
+        self.weight_decay = check_number(weight_decay, "weight_decay", minimum=0)
+        self.calibration_size = check_number(calibration_size, "calibration_size", minimum=0, maximum=1,
+                                             exclusive=("maximum",))
         self.random_state = check_random_state(random_state)
 
     def fingerprint(self) -> dict:
@@ -303,10 +287,10 @@ class TransformersFamily:
             raise InvalidParameterError(f"model must be a Hub id or a folder, got {model!r}")
         self.model = model
         self.revision = revision
-        self.epochs = _check_positive_int(epochs, "epochs")
-        self.batch_size = _check_positive_int(batch_size, "batch_size")
-        self.learning_rate = _check_positive_float(learning_rate, "learning_rate")
-        self.max_length = _check_positive_int(max_length, "max_length")
+        self.epochs = check_number(epochs, "epochs", integer=True, minimum=1)
+        self.batch_size = check_number(batch_size, "batch_size", integer=True, minimum=1)
+        self.learning_rate = check_number(learning_rate, "learning_rate", minimum=0, exclusive=("minimum",))
+        self.max_length = check_number(max_length, "max_length", integer=True, minimum=1)
         self.random_state = check_random_state(random_state)
 
     def fingerprint(self) -> dict:
