@@ -35,7 +35,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loading_scripts import load_source  # noqa: E402
-from split_builders.signals.lm.finetune import DEFAULT_MAX_STEPS, _Collator, _Examples  # noqa: E402
+from split_builders.signals.lm.finetune import DEFAULT_MAX_STEPS, FinetuneOptions, _Collator, _Examples  # noqa: E402
 from split_builders.signals.lm.models import ensure_local, resolve_model  # noqa: E402
 from split_builders.signals.lm.prompts import render_all, resolve_template  # noqa: E402
 from split_builders.signals.lm.scoring import encode, model_context_length  # noqa: E402
@@ -45,10 +45,7 @@ GPT2_MEDIUM_PARAMS = 355e6
 PEAKS = {"A100 (312 TFLOP/s bf16)": 312e12, "H100 SXM (989 TFLOP/s bf16)": 989e12}
 MFU = 0.40
 GPUS = 8
-K = 3
-BATCH = 32
-EVAL_STEPS = 64
-EVAL_FRACTION = 0.1
+PAPER = FinetuneOptions()  # k = 3, batch 32, evaluation every 64 steps on 10% of the training folds
 
 
 def snli_encoded(n: int | None, tokenizer, max_length: int):
@@ -72,7 +69,7 @@ def measure(*, steps: int, batch: int, device: str, threads: int | None) -> dict
     rows = np.random.default_rng(0).permutation(len(encoded))
     rows = np.resize(rows, (steps + 1) * batch)  # one warm-up step, then the timed ones
     dataset, collate = _Examples(encoded, rows), _Collator(tokenizer.pad_token_id)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=PAPER.learning_rate, weight_decay=0.0)
     tokens = padded = 0
     for step in range(steps + 1):
         if step == 1:
@@ -108,20 +105,20 @@ def tokens_per_example() -> float:
 def estimate(tokens: float, *, max_steps: int) -> dict:
     """FLOPs and hours of GPT-2 medium k-fold fine-tuning + scoring of SNLI on 8 GPUs."""
     n = GPT2_MEDIUM_PARAMS
-    eval_rows = SNLI_PAIRS * (K - 1) / K * EVAL_FRACTION
-    evaluations = -(-max_steps // EVAL_STEPS)
+    eval_rows = SNLI_PAIRS * (PAPER.k - 1) / PAPER.k * PAPER.eval_fraction
+    evaluations = -(-max_steps // PAPER.eval_steps)
     flops = {
-        "training": 6 * n * tokens * BATCH * max_steps * K,
-        "held-out evaluation": 2 * n * tokens * eval_rows * evaluations * K,
+        "training": 6 * n * tokens * PAPER.batch_size * max_steps * PAPER.k,
+        "held-out evaluation": 2 * n * tokens * eval_rows * evaluations * PAPER.k,
         "scoring (each pair once)": 2 * n * tokens * SNLI_PAIRS,
     }
     flops["total"] = sum(flops.values())
     hours = {gpu: {part: value / (GPUS * MFU * peak) / 3600 for part, value in flops.items()}
              for gpu, peak in PEAKS.items()}
     # Not FLOPs but often the real bottleneck: every evaluation writes a float32 checkpoint.
-    checkpoint_bytes = 4 * n * evaluations * K
-    return {"checkpoint_bytes_written": checkpoint_bytes, "tokens_per_example": round(tokens, 1), "params": n, "pairs": SNLI_PAIRS, "k": K, "batch": BATCH,
-            "max_steps_per_fold": max_steps, "eval_every": EVAL_STEPS, "eval_rows_per_evaluation": int(eval_rows),
+    checkpoint_bytes = 4 * n * evaluations * PAPER.k
+    return {"checkpoint_bytes_written": checkpoint_bytes, "tokens_per_example": round(tokens, 1), "params": n,
+            "pairs": SNLI_PAIRS, "k": PAPER.k, "batch": PAPER.batch_size, "max_steps_per_fold": max_steps, "eval_every": PAPER.eval_steps, "eval_rows_per_evaluation": int(eval_rows),
             "evaluations_per_fold": evaluations, "gpus": GPUS, "mfu": MFU, "flops": flops, "hours": hours}
 
 
@@ -151,14 +148,14 @@ def main(argv=None) -> None:
           f"{measured['tokens_per_s']:.0f} tokens/s, {measured['examples_per_s']:.2f} examples/s, "
           f"{measured['achieved_flop_per_s'] / 1e9:.1f} GFLOP/s (6 N tokens), {measured['seconds']} s")
     projected = estimate(tokens_per_example(), max_steps=args.max_steps)
-    print(f"estimate: GPT-2 medium (355M), k={K}, SNLI {SNLI_PAIRS:,} pairs, {projected['tokens_per_example']} "
-          f"tokens/pair (snli template, SmolLM2 tokenizer as a proxy for GPT-2's), batch {BATCH}, "
-          f"{args.max_steps} steps/fold max, eval every {EVAL_STEPS} steps on {projected['eval_rows_per_evaluation']:,} "
+    print(f"estimate: GPT-2 medium (355M), k={PAPER.k}, SNLI {SNLI_PAIRS:,} pairs, {projected['tokens_per_example']} "
+          f"tokens/pair (snli template, SmolLM2 tokenizer as a proxy for GPT-2's), batch {PAPER.batch_size}, "
+          f"{args.max_steps} steps/fold max, eval every {PAPER.eval_steps} steps on {projected['eval_rows_per_evaluation']:,} "
           f"rows, {GPUS} GPUs at {MFU:.0%} MFU of the dense bf16 peak")
     print(table(projected))
-    print(f"not in the FLOPs: {projected['evaluations_per_fold'] * K} checkpoint writes of {4 * GPT2_MEDIUM_PARAMS / 1e9:.2f} GB "
-          f"(float32 weights) = {projected['checkpoint_bytes_written'] / 1e9:.0f} GB written; and {BATCH} pairs of "
-          f"~{projected['tokens_per_example']:.0f} tokens per step is ~{BATCH * projected['tokens_per_example']:.0f} tokens "
+    print(f"not in the FLOPs: {projected['evaluations_per_fold'] * PAPER.k} checkpoint writes of {4 * GPT2_MEDIUM_PARAMS / 1e9:.2f} GB "
+          f"(float32 weights) = {projected['checkpoint_bytes_written'] / 1e9:.0f} GB written; and {PAPER.batch_size} pairs of "
+          f"~{projected['tokens_per_example']:.0f} tokens per step is ~{PAPER.batch_size * projected['tokens_per_example']:.0f} tokens "
           f"per step over {GPUS} GPUs, far too little work to reach {MFU:.0%} MFU: read the hours as a lower bound")
     if args.json:
         print(json.dumps({"measured": measured, "estimate": projected}))

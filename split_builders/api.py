@@ -29,11 +29,14 @@ import math
 import types
 from dataclasses import dataclass, field
 from numbers import Integral, Real
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    import datasets
 
 # ---------------------------------------------------------------------------------------------
 # Splits and splitters

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from loading_scripts.files import cache_root  # noqa: F401  (the cache's root, shared with the readers' downloads)
+from loading_scripts.files import cache_root
+
+__all__ = ["cache_root", "atomic_write", "save_arrays", "load_arrays"]
 
 MAGIC = b"resplit-cache-entry v1 sha256:"
 

@@ -8,8 +8,11 @@ that catches the built-in kinds keeps working.
 from __future__ import annotations
 
 # The errors a reader raises live with the readers (loading_scripts never imports split_builders).
-from loading_scripts.errors import (EmptyTextError, FieldError, InvalidParameterError, ResplitError,  # noqa: F401
-                                    SourceLoadError)
+from loading_scripts.errors import EmptyTextError, FieldError, InvalidParameterError, ResplitError, SourceLoadError
+
+__all__ = ["ResplitError", "FieldError", "InvalidParameterError", "EmptyTextError", "SourceLoadError", "ModelLoadError",
+           "OutputExistsError", "PublishError", "UnparseableProgramError", "AtomConstraintError", "OutputLockedError",
+           "InvalidReleaseError"]
 
 
 class ModelLoadError(ResplitError, OSError):

@@ -2,83 +2,24 @@
 
 The numbers come from the `evaluate` modules in ``metrics/`` themselves (loaded with
 ``evaluate.load`` from their folders), so the command line and ``evaluate.load`` users get
-one implementation. This module only reads files, picks options and prints; builders import a
-metric's plain helper modules with :func:`metric_module` (``resplit behavioural`` turns a suite
-into test cases with pass_rate's ``suite_adapters``).
-
-Where the metric folders are: ``--metrics-dir``, else the ``RESPLIT_METRICS_DIR``
-environment variable, else the ``metrics/`` folder next to this package in a checkout
-(which is also where ``pip install -e .`` leaves it).
+one implementation (found by :mod:`split_builders.metric_folders`). This module only reads files,
+picks options and prints.
 """
 
 from __future__ import annotations
 
 import csv
-import functools
 import json
 import math
-import os
 from pathlib import Path
 
 from split_builders.errors import FieldError, InvalidParameterError, SourceLoadError
+from split_builders.metric_folders import METRICS_DIR_ENV, load_metric
 
-METRICS_DIR_ENV = "RESPLIT_METRICS_DIR"
 PREDICTION_FORMATS = ("pred_only", "binary_conf", "softmax")
 TESTCASE_CHOICES = ("auto", "all", "n500", "train", "validation", "test")
 CONCURRENCE_METHODS = ("kendall", "pearson", "spearman")
 RESULT_COLUMNS = ("model", "benchmark", "seed", "score")
-
-
-# ---------------------------------------------------------------------------------------
-# Finding and loading the metric modules
-# ---------------------------------------------------------------------------------------
-
-
-def metrics_dir(option: str | None = None) -> Path:
-    """The folder holding ``pass_rate/``, ``g_score/`` and ``concurrence/``."""
-    given = option or os.environ.get(METRICS_DIR_ENV)
-    if given:
-        folder = Path(given)
-        if not folder.is_dir():
-            where = "--metrics-dir" if option else f"${METRICS_DIR_ENV}"
-            raise InvalidParameterError(f"{where} {given!r} is not a folder")
-        return folder
-    folder = Path(__file__).resolve().parents[2] / "metrics"
-    if not folder.is_dir():
-        raise InvalidParameterError(
-            f"no metrics/ folder next to the split_builders package ({folder}); resplit installed from a "
-            f"wheel does not ship it: pass --metrics-dir or set {METRICS_DIR_ENV} to a checkout's metrics/ folder"
-        )
-    return folder
-
-
-def load_metric(name: str, option: str | None = None):
-    """``evaluate.load`` of one metric folder (imported lazily: evaluate is slow to import)."""
-    folder = metrics_dir(option) / name
-    if not (folder / f"{name}.py").is_file():
-        raise InvalidParameterError(f"{folder} has no {name}.py")
-    import evaluate
-
-    return evaluate.load(str(folder))
-
-
-def metric_module(name: str, module: str, option: str | None = None):
-    """One plain module of a metric folder (``<name>/<module>.py``, e.g. pass_rate's ``suite_adapters``)
-    imported from its path, without ``evaluate``: code a builder shares with the metric."""
-    path = metrics_dir(option) / name / f"{module}.py"
-    if not path.is_file():
-        raise InvalidParameterError(f"{path} is missing: the {name} metric folder is incomplete")
-    return _import_file(path.resolve())
-
-
-@functools.cache
-def _import_file(path: Path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"resplit_metrics.{path.parent.name}.{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _run_metric(step):

@@ -87,15 +87,18 @@ class BehaviouralOptions(CommonOptions):
     capabilities: tuple | None = option(
         None, "build class_<capability> only for these capabilities (comma-separated); default: all",
         flags=("--capability",), parse=lambda text: (text,), metavar="NAMES")
-    beluga_labels: bool = option(True, "use BELUGA's relabelling where a test has one (beluga_label_override); "
-                                       "--no-beluga-labels keeps CheckList's labels")
+    beluga_labels: bool = option(True, "keep CheckList's labels where BELUGA relabelled a test (default: BELUGA's "
+                                       "beluga_label_override)")
 
     def validate(self) -> None:
         for name in ("functionalities", "capabilities"):
             value = getattr(self, name)
-            if value is not None and any(isinstance(v, bool) or not isinstance(v, (str, int, np.integer))
-                                         for v in value):
-                raise InvalidParameterError(f"{name} must be names or 0-based indices, got {value!r}")
+            if value is not None and not isinstance(value, (tuple, list)):
+                value = (value,)  # one selection, kept whole (as on the command line)
+            if value is not None:
+                if any(isinstance(v, bool) or not isinstance(v, (str, int, np.integer)) for v in value):
+                    raise InvalidParameterError(f"{name} must be names or 0-based indices, got {value!r}")
+                setattr(self, name, tuple(value))
 
 
 class BehaviouralMethod(SplitMethod):
@@ -229,7 +232,7 @@ def testcase_rows(suite, *, beluga_labels: bool, limit: int | None = None):
     import datasets
     import pyarrow as pa
 
-    from split_builders.cli.metrics import metric_module
+    from split_builders.metric_folders import metric_module
 
     columns = metric_module("pass_rate", "suite_adapters").suite_testcases(
         suite.as_dict(), beluga_labels=beluga_labels, limit=limit)

@@ -19,13 +19,12 @@ Every method's configs go through here; methods never write files themselves.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
@@ -33,7 +32,7 @@ import numpy as np
 
 from loading_scripts.tables import arrow_table, quiet_datasets
 from split_builders._version import __version__
-from split_builders.api import SPLITS, ConfigSplit
+from split_builders.api import ConfigSplit
 from split_builders.errors import InvalidParameterError, OutputExistsError, OutputLockedError
 
 
