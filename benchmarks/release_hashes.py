@@ -3,13 +3,17 @@
 A refactor must leave every release's data files byte-identical: run this before and after it and
 compare the two JSON files::
 
-    python benchmarks/release_hashes.py --out /tmp/before.json          # on the old code
+    python benchmarks/release_hashes.py --out /tmp/before.json --keep /tmp/before-out   # on the old code
     python benchmarks/release_hashes.py --out /tmp/after.json --compare /tmp/before.json
+    # a refactor that adds a column on purpose: the other columns and every split's rows unchanged
+    python benchmarks/release_hashes.py --out /tmp/after.json --compare /tmp/before.json \
+        --keep /tmp/after-out --compare-folders /tmp/before-out --ignore-columns source_id
 
 Builds: the five families with the arguments of ``tests/test_families.py`` (seed 7) and every dataset
 recipe of ``releases/`` with the trial arguments of ``tests/test_release_recipes.py``. Needs
 ``../shared`` beside the checkout. ``--ignore-columns`` compares the other columns of parquet files
-whose bytes differ (a refactor that adds a column).
+whose bytes differ (a refactor that adds a column), config by config and split by split, with the
+folders of both runs (``--keep`` now, ``--compare-folders`` then).
 """
 
 from __future__ import annotations
@@ -66,12 +70,34 @@ def parquet_digests(folder: Path) -> dict:
             for p in sorted(folder.rglob("*.parquet"))}
 
 
+def tables_differ(before: Path, after: Path, ignored: set) -> list:
+    """The ``config/split`` tables that differ between two builds once ``ignored`` columns are dropped
+    (data files matched by config and split, whatever their content hash)."""
+    import pyarrow.parquet as pq
+
+    def tables(folder):
+        return {f"{p.parent.name}/{p.name.split('-')[0]}": p for p in folder.rglob("*.parquet")}
+
+    old, new = tables(before), tables(after)
+    differ = sorted(set(old) ^ set(new))
+    for key in sorted(set(old) & set(new)):
+        a, b = pq.read_table(old[key]), pq.read_table(new[key])
+        a = a.drop([c for c in a.column_names if c in ignored])
+        b = b.drop([c for c in b.column_names if c in ignored])
+        if not a.equals(b):
+            differ.append(key)
+    return differ
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file of {build: {data file: sha256}}")
     parser.add_argument("--compare", help="an earlier JSON file to compare with")
     parser.add_argument("--only", help="comma-separated build names")
     parser.add_argument("--keep", help="keep the built folders here")
+    parser.add_argument("--compare-folders", help="the --keep folder of the earlier run")
+    parser.add_argument("--ignore-columns", default="", help="comma-separated columns left out of the table "
+                        "comparison of files whose bytes differ (needs --keep and --compare-folders)")
     args = parser.parse_args(argv)
 
     from split_builders.cli import main as resplit
@@ -96,11 +122,19 @@ def main(argv=None) -> int:
         return 0
     before = json.loads(Path(args.compare).read_text())
     same = True
-    for name in sorted(before.keys() | result.keys()):
+    for name in sorted(result if args.only else before.keys() | result.keys()):
         old, new = before.get(name, {}), result.get(name, {})
         changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
         same &= not changed
         print(f"{name:<36} {len(new):>4} files  {'identical' if not changed else f'{len(changed)} differ'}")
+        if changed and args.ignore_columns and args.compare_folders and args.keep and new:
+            folder = name.replace(":", "-")
+            unequal = tables_differ(Path(args.compare_folders) / folder, Path(args.keep) / folder,
+                                    set(args.ignore_columns.split(",")))
+            print(f"    without {args.ignore_columns}: " + ("every split's table is equal" if not unequal
+                                                              else f"{len(unequal)} differ: {unequal[:5]}"))
+            same &= not unequal
+            continue
         for path in changed[:5]:
             print(f"    {path}: {str(old.get(path))[:12]} -> {str(new.get(path))[:12]}")
     print("all identical" if same else "DIFFERENCES")

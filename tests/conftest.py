@@ -54,6 +54,35 @@ def smollm2():
 
 
 @pytest.fixture(scope="session")
+def smollm2_tokenizer():
+    """The SmolLM2 tokenizer (offline, from the converted default model)."""
+    from transformers import AutoTokenizer
+
+    from split_builders.signals.lm.models import ensure_local, resolve_model
+
+    return AutoTokenizer.from_pretrained(ensure_local(resolve_model(None)))
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory, smollm2_tokenizer) -> Path:
+    """A tiny random Llama-style causal LM (2 layers, width 32, a 128-token context) with the SmolLM2
+    tokenizer, saved as a model folder: for plumbing only, never for likelihoods that a test reads."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = smollm2_tokenizer
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         tie_word_embeddings=True)
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def score_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("scores")
 

@@ -45,30 +45,8 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory, smollm2_tokenizer) -> Path:
-    """A tiny random Llama-style causal LM with the SmolLM2 tokenizer, saved as a model folder."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    tokenizer = smollm2_tokenizer
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         tie_word_embeddings=True)
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def smollm2_tokenizer():
-    """The SmolLM2 tokenizer (offline, from the converted default model)."""
-    from transformers import AutoTokenizer
-
-    from split_builders.signals.lm.models import ensure_local
-
-    return AutoTokenizer.from_pretrained(ensure_local(resolve_model(None)))
+def tiny_model_dir(tiny_llama) -> Path:
+    return tiny_llama
 
 
 @pytest.fixture(scope="module")

@@ -342,32 +342,12 @@ def test_word_lengths_equal_nltk_on_any_unicode(texts):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def tiny_lm(tmp_path_factory) -> Path:
-    """A tiny random Llama-style causal LM with the SmolLM2 tokenizer (plumbing only)."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from split_builders.signals.lm.models import ensure_local, resolve_model
-
-    tokenizer = AutoTokenizer.from_pretrained(ensure_local(resolve_model(None)))
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         tie_word_embeddings=True)
-    folder = tmp_path_factory.mktemp("tiny-lm")
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-def test_torchrun_on_a_cpu_without_device_cpu_really_uses_two_processes(tiny_lm, tmp_path):
+def test_torchrun_on_a_cpu_without_device_cpu_really_uses_two_processes(tiny_llama, tmp_path):
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("the CPU path is tested on a machine without a GPU")
-    args = ["likelihood", "--source", "snli-sample", "--limit", "48", "--lm", str(tiny_lm), "--batch-size", "4",
+    args = ["likelihood", "--source", "snli-sample", "--limit", "48", "--lm", str(tiny_llama), "--batch-size", "4",
             "--dev-size", "6", "--test-size", "6", "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     with socket.socket() as sock:

@@ -34,7 +34,7 @@ class _BalancedBaseline(BaseSplitter):
         """Hold out the last rows of each class along ``order``; ``rng`` divides them into validation
         and test."""
         n_validation, n_test = resolve_eval_sizes(self.validation_size, self.test_size, n_rows)
-        return Split.of(*balanced_eval_split(order, as_labels(labels, n_rows), dev_size=n_validation,
+        return Split.of(*balanced_eval_split(order, as_labels(labels, n_rows), validation_size=n_validation,
                                              test_size=n_test, rng=rng, pick_eval=lambda rows, n, _: tail(rows, n)))
 
 

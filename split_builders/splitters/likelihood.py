@@ -139,7 +139,7 @@ class LikelihoodSplitter(BaseSplitter):
                 return tail(class_rows, n_eval)
             return self._pick_eval_by_length(key, class_rows, lengths, n_eval, rng)
 
-        return Split.of(*balanced_eval_split(order, as_labels(labels, n_rows), dev_size=validation_size,
+        return Split.of(*balanced_eval_split(order, as_labels(labels, n_rows), validation_size=validation_size,
                                              test_size=test_size, rng=rng, pick_eval=pick_eval))
 
     def _bucket_quotas(self, rows, lengths, target, rng):

@@ -89,7 +89,7 @@ def reference_shuffle(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return rows[permutation]
 
 
-def balanced_eval_split(order, labels, *, dev_size: int, test_size: int, rng, pick_eval):
+def balanced_eval_split(order, labels, *, validation_size: int, test_size: int, rng, pick_eval):
     """Label-balanced dev/test sets; everything else is train.
 
     Parameters
@@ -98,7 +98,7 @@ def balanced_eval_split(order, labels, *, dev_size: int, test_size: int, rng, pi
         Row numbers in the method's sort order (the rows picked for evaluation come last).
     labels : ndarray
         One label per row.
-    dev_size, test_size : int
+    validation_size, test_size : int
         Total sizes over all classes.
     rng : numpy.random.Generator
     pick_eval : callable
@@ -114,13 +114,13 @@ def balanced_eval_split(order, labels, *, dev_size: int, test_size: int, rng, pi
     for ci, label in enumerate(classes):
         class_rows = order[labels[order] == label]
         n_test = test_size // n_classes + (test_size % n_classes if ci == 0 else 0)
-        n_dev = dev_size // n_classes + (dev_size % n_classes if ci == 0 else 0)
+        n_dev = validation_size // n_classes + (validation_size % n_classes if ci == 0 else 0)
         n_eval = n_test + n_dev
         if n_eval >= len(class_rows):
             raise InvalidParameterError(
                 f"class {label!r} has {len(class_rows)} rows but its share of the evaluation sets is "
                 f"{n_eval} (dev {n_dev} + test {n_test}), which leaves no training row; "
-                "lower dev_size / test_size"
+                "lower validation_size / test_size"
             )
         class_train, class_eval = pick_eval(class_rows, n_eval, rng)
         class_eval = reference_shuffle(class_eval, rng)
