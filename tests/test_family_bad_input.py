@@ -89,7 +89,7 @@ def _cases(tmp_path, shared):
         "curriculum-limit": (["curriculum", "--data", str(curriculum), "--limit", "0"],
                              "limit must be a positive integer"),
         "behavioural-limit": (["behavioural", "--source", str(suite), "--limit", "0"],
-                              "limit must be a positive integer"),
+                              "limit must be an integer >= 3, got 0"),
         # JSON that is not a suite (nor a table)
         "behavioural-not-a-suite": (["behavioural", "--source", str(files / "notsuite.json")],
                                     "is not a CheckList suite: expected a JSON object with a 'tests' list"),

@@ -4,6 +4,8 @@ implementation of each number)."""
 
 from __future__ import annotations
 
+from split_builders.api import SPLITS
+
 SUITE_DIR_ENV = "RESPLIT_CHECKLIST_DIR"
 NAMED_SUITES = ("sentiment", "qqp", "squad")
 
@@ -208,7 +210,7 @@ def add_parsers(subparsers) -> None:
                         help="suite file (.json/.json.gz) or a released suite's name: " + ", ".join(NAMED_SUITES))
     parser.add_argument("--suite-dir", help=f"folder of the named suites (default: ${SUITE_DIR_ENV})")
     parser.add_argument("--config", default="seen", help="seen, func_<i>, class_<capability> or type_<T>")
-    parser.add_argument("--split", default="test", choices=("train", "validation", "test"))
+    parser.add_argument("--split", default="test", choices=SPLITS)
     parser.add_argument("--seed", type=int, default=42,
                         help="seed the config's split was drawn with, as given to `resplit behavioural` "
                              "(default 42; BELUGA's own draw: 123)")

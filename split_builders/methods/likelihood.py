@@ -27,6 +27,8 @@ from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.given import given_scores_record
 from split_builders.signals.lm.prompts import NAMED_TEMPLATES
 from split_builders.signals.programs.atoms import ATOM_FUNCTIONS, atom_function
+from split_builders.splitters.likelihood import (CONFIG_NAMES, SPLITTERS, LikelihoodSplitter, class_groups, config_split,
+                                                likelihood_configs)
 from split_builders.splitters.partition import encode_labels
 
 DEFAULT_LENGTH_BUCKETS = 4
@@ -292,35 +294,13 @@ class LikelihoodMethod(SplitMethod):
 
     def check_loaded(self, loaded: Loaded, options: LikelihoodOptions) -> None:
         """Sizes against the rows, length buckets, folds and given scores: before any model loads."""
-        from split_builders.api import resolve_size
-        from split_builders.signals.lengths import quantile_buckets
-        from split_builders.splitters.baselines import resolve_eval_sizes
-
         data = loaded.data
         n_rows = len(data.source)
         if options.scores is not None:
             data.given_scores(options.scores)
-        if options.train_size is not None:
-            train_size = resolve_size(options.train_size, n_rows)
-            if not 0 < train_size < n_rows - 1:
-                raise InvalidParameterError(f"train_size ({train_size}) must leave at least 2 of the {n_rows} rows "
-                                            "for validation and test")
-            groups = [(None, np.arange(n_rows))]
-        else:
-            n_validation, n_test = resolve_eval_sizes(options.validation_size, options.test_size, n_rows)
-            groups = _class_groups(data.labels, n_rows)
-            for label, rows in groups:
-                # Every class gives size // C rows (the first class along the likelihood order, not
-                # known before scoring, also the remainders: the splitter checks that one).
-                share_validation, share_test = n_validation // len(groups), n_test // len(groups)
-                if share_validation + share_test >= len(rows):
-                    raise InvalidParameterError(
-                        f"class {label!r} has {len(rows)} rows but its share of the evaluation sets is "
-                        f"{share_validation + share_test} (validation {share_validation} + test {share_test}), "
-                        "which leaves no training row; lower validation_size / test_size")
-        if options.buckets is not None:
-            for _, rows in groups:  # the length-controlled config buckets each class (or all rows)
-                quantile_buckets(data.lengths[rows], options.buckets)
+        splitter = LikelihoodSplitter(validation_size=options.validation_size, test_size=options.test_size,
+                                      train_size=options.train_size, length_buckets=options.buckets)
+        splitter.check_rows(n_rows, None if options.train_size is not None else data.labels, data.lengths)
         if options.finetune:
             from split_builders.signals.lm.finetune import check_parameters
 
@@ -358,8 +338,6 @@ class LikelihoodMethod(SplitMethod):
         return Signal(values, provenance, summary=scored)
 
     def configs(self, loaded: Loaded, signal: Signal, options: LikelihoodOptions) -> list:
-        from split_builders.splitters.likelihood import likelihood_configs
-
         data, values = loaded.data, signal.values
         split_options = dict(labels=data.labels, lengths=data.lengths, validation_size=options.validation_size,
                              test_size=options.test_size, train_size=options.train_size,
@@ -431,7 +409,6 @@ class LikelihoodMethod(SplitMethod):
         the splitter its recorded parameters build (:func:`~split_builders.splitters.likelihood.config_split`)."""
         from split_builders.release.folder import row_ids
         from split_builders.signals.programs.atoms import atoms_by_row
-        from split_builders.splitters.likelihood import SPLITTERS, config_split
 
         signal = record.get("signal") or {}
         fields = signal.get("fields")
@@ -492,21 +469,13 @@ def _parse_targets(src, target_language: str):
     return parsed.atoms, unparseable
 
 
-def _class_groups(labels, n_rows: int) -> list:
-    """``(label, rows)`` per class, classes in sorted order (one group of every row without labels)."""
-    if labels is None:
-        return [(None, np.arange(n_rows))]
-    codes, classes = encode_labels(labels, order="sorted")
-    return [(label, np.flatnonzero(codes == code)) for code, label in enumerate(classes)]
-
-
 def _info_buckets(lengths, labels, n_buckets) -> np.ndarray:
     """Per-row length bucket within its class (as the length-controlled split uses); -1 where
     equal-frequency buckets are impossible."""
     from split_builders.signals.lengths import quantile_buckets
 
     buckets = np.full(len(lengths), -1, dtype=np.int64)
-    for _, rows in _class_groups(labels, len(lengths)):
+    for _, rows in class_groups(labels, len(lengths)):
         try:
             buckets[rows] = quantile_buckets(lengths[rows], n_buckets)
         except InvalidParameterError:
@@ -584,7 +553,6 @@ def _describe_run(run) -> str:
 def _compare_signals(prompted: np.ndarray, tuned: np.ndarray, configs) -> dict:
     """Pearson correlation of the two signals and, per variant, the overlap of the evaluation sets
     (validation + test) their configs hold out: |both| / |eval|."""
-    from split_builders.splitters.likelihood import CONFIG_NAMES
 
     by_name = {c.name: c for c in configs}
     overlaps = {}

@@ -33,6 +33,7 @@ import numpy as np
 from loading_scripts.tables import arrow_table, quiet_datasets
 from split_builders._version import __version__
 from split_builders.api import ConfigSplit
+from split_builders.progress import progress_bar
 from split_builders.errors import InvalidParameterError, OutputExistsError, OutputLockedError
 
 
@@ -148,10 +149,9 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
-        from tqdm.auto import tqdm
-
         # Writing is the slow step of releases with many configs (66 for a CheckList suite).
-        bar = tqdm(configs, desc="writing configs", unit="config", disable=not progress or len(configs) < 2)
+        bar = progress_bar(configs, description="writing configs", unit="config",
+                           enabled=progress and len(configs) > 1)
         written = {c.name: _write_config(rows, c, staging) for c in bar}
         body = render_card(staging, written)
         metadata = _yaml_metadata(rows, configs, written, license=license, pretty_name=pretty_name,

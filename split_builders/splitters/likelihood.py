@@ -23,7 +23,7 @@ from split_builders.errors import InvalidParameterError
 from split_builders.signals.lengths import quantile_buckets
 from split_builders.splitters.atom_constraint import balance_atoms
 from split_builders.splitters.baselines import LengthSplitter, RandomSplitter, resolve_eval_sizes
-from split_builders.splitters.partition import as_labels, balanced_eval_split, tail
+from split_builders.splitters.partition import as_labels, balanced_eval_split, encode_labels, tail
 
 # Config names this method contributes to a release, by scoring setting.
 CONFIG_NAMES = {
@@ -80,6 +80,32 @@ class LikelihoodSplitter(BaseSplitter):
             raise InvalidParameterError(f"reverse must be True or False, got {reverse!r}")
         self.reverse = reverse
         self.random_state = check_random_state(random_state)
+
+    def check_rows(self, n_rows: int, labels=None, lengths=None) -> None:
+        """The checks that need the rows but not their scores (run before anything is scored): the
+        sizes leave training rows, every class can give its share of the evaluation sets (``size //
+        C``; the first class along the likelihood order, not known before scoring, also gives the
+        remainders, which :meth:`split` checks), and the length buckets can be formed (per class, or
+        over every row in ``train_size`` mode)."""
+        if self.train_size is not None:
+            train_size = resolve_size(self.train_size, n_rows)
+            if not 0 < train_size < n_rows - 1:
+                raise InvalidParameterError(f"train_size ({train_size}) must leave at least 2 of the {n_rows} rows "
+                                            "for validation and test")
+            groups = [(None, np.arange(n_rows))]
+        else:
+            n_validation, n_test = resolve_eval_sizes(self.validation_size, self.test_size, n_rows)
+            groups = class_groups(labels, n_rows)
+            share_validation, share_test = n_validation // len(groups), n_test // len(groups)
+            for label, rows in groups:
+                if share_validation + share_test >= len(rows):
+                    raise InvalidParameterError(
+                        f"class {label!r} has {len(rows)} rows but its share of the evaluation sets is "
+                        f"{share_validation + share_test} (validation {share_validation} + test {share_test}), "
+                        "which leaves no training row; lower validation_size / test_size")
+        if self.length_buckets is not None:
+            for _, rows in groups:
+                quantile_buckets(np.asarray(lengths)[rows], self.length_buckets)
 
     def split(self, scores, labels=None, lengths=None, atoms=None) -> Split:
         """Return the row numbers of train, validation and test.
@@ -208,6 +234,14 @@ class LikelihoodSplitter(BaseSplitter):
         n_dev = len(evaluation) // 2
         shuffled = evaluation[rng.permutation(len(evaluation))]
         return Split.of(train, shuffled[:n_dev], shuffled[n_dev:])
+
+
+def class_groups(labels, n_rows: int) -> list:
+    """``(label, rows)`` per class, classes in sorted order (one group of every row without labels)."""
+    if labels is None:
+        return [(None, np.arange(n_rows))]
+    codes, classes = encode_labels(labels, order="sorted")
+    return [(label, np.flatnonzero(codes == code)) for code, label in enumerate(classes)]
 
 
 def _sorted_by(key, rows, *, descending):
