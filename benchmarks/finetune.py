@@ -105,20 +105,20 @@ def tokens_per_example() -> float:
 def estimate(tokens: float, *, max_steps: int) -> dict:
     """FLOPs and hours of GPT-2 medium k-fold fine-tuning + scoring of SNLI on 8 GPUs."""
     n = GPT2_MEDIUM_PARAMS
-    eval_rows = SNLI_PAIRS * (PAPER.k - 1) / PAPER.k * PAPER.eval_fraction
+    eval_rows = SNLI_PAIRS * (PAPER.folds - 1) / PAPER.folds * PAPER.eval_fraction
     evaluations = -(-max_steps // PAPER.eval_steps)
     flops = {
-        "training": 6 * n * tokens * PAPER.batch_size * max_steps * PAPER.k,
-        "held-out evaluation": 2 * n * tokens * eval_rows * evaluations * PAPER.k,
+        "training": 6 * n * tokens * PAPER.batch_size * max_steps * PAPER.folds,
+        "held-out evaluation": 2 * n * tokens * eval_rows * evaluations * PAPER.folds,
         "scoring (each pair once)": 2 * n * tokens * SNLI_PAIRS,
     }
     flops["total"] = sum(flops.values())
     hours = {gpu: {part: value / (GPUS * MFU * peak) / 3600 for part, value in flops.items()}
              for gpu, peak in PEAKS.items()}
     # Not FLOPs but often the real bottleneck: every evaluation writes a float32 checkpoint.
-    checkpoint_bytes = 4 * n * evaluations * PAPER.k
+    checkpoint_bytes = 4 * n * evaluations * PAPER.folds
     return {"checkpoint_bytes_written": checkpoint_bytes, "tokens_per_example": round(tokens, 1), "params": n,
-            "pairs": SNLI_PAIRS, "k": PAPER.k, "batch": PAPER.batch_size, "max_steps_per_fold": max_steps, "eval_every": PAPER.eval_steps, "eval_rows_per_evaluation": int(eval_rows),
+            "pairs": SNLI_PAIRS, "k": PAPER.folds, "batch": PAPER.batch_size, "max_steps_per_fold": max_steps, "eval_every": PAPER.eval_steps, "eval_rows_per_evaluation": int(eval_rows),
             "evaluations_per_fold": evaluations, "gpus": GPUS, "mfu": MFU, "flops": flops, "hours": hours}
 
 
@@ -148,12 +148,12 @@ def main(argv=None) -> None:
           f"{measured['tokens_per_s']:.0f} tokens/s, {measured['examples_per_s']:.2f} examples/s, "
           f"{measured['achieved_flop_per_s'] / 1e9:.1f} GFLOP/s (6 N tokens), {measured['seconds']} s")
     projected = estimate(tokens_per_example(), max_steps=args.max_steps)
-    print(f"estimate: GPT-2 medium (355M), k={PAPER.k}, SNLI {SNLI_PAIRS:,} pairs, {projected['tokens_per_example']} "
+    print(f"estimate: GPT-2 medium (355M), k={PAPER.folds}, SNLI {SNLI_PAIRS:,} pairs, {projected['tokens_per_example']} "
           f"tokens/pair (snli template, SmolLM2 tokenizer as a proxy for GPT-2's), batch {PAPER.batch_size}, "
           f"{args.max_steps} steps/fold max, eval every {PAPER.eval_steps} steps on {projected['eval_rows_per_evaluation']:,} "
           f"rows, {GPUS} GPUs at {MFU:.0%} MFU of the dense bf16 peak")
     print(table(projected))
-    print(f"not in the FLOPs: {projected['evaluations_per_fold'] * PAPER.k} checkpoint writes of {4 * GPT2_MEDIUM_PARAMS / 1e9:.2f} GB "
+    print(f"not in the FLOPs: {projected['evaluations_per_fold'] * PAPER.folds} checkpoint writes of {4 * GPT2_MEDIUM_PARAMS / 1e9:.2f} GB "
           f"(float32 weights) = {projected['checkpoint_bytes_written'] / 1e9:.0f} GB written; and {PAPER.batch_size} pairs of "
           f"~{projected['tokens_per_example']:.0f} tokens per step is ~{PAPER.batch_size * projected['tokens_per_example']:.0f} tokens "
           f"per step over {GPUS} GPUs, far too little work to reach {MFU:.0%} MFU: read the hours as a lower bound")

@@ -9,7 +9,7 @@ compare the two JSON files::
     python benchmarks/release_hashes.py --out /tmp/after.json --compare /tmp/before.json \
         --keep /tmp/after-out --compare-folders /tmp/before-out --ignore-columns source_id
 
-Builds: the five families with the arguments of ``tests/test_families.py`` (seed 7) and every dataset
+Builds: the five families with the arguments of ``tests/test_registered_methods.py`` (seed 7) and every dataset
 recipe of ``releases/`` with the trial arguments of ``tests/test_release_recipes.py``. Needs
 ``../shared`` beside the checkout. ``--ignore-columns`` compares the other columns of parquet files
 whose bytes differ (a refactor that adds a column), config by config and split by split, with the
@@ -125,7 +125,6 @@ def main(argv=None) -> int:
     for name in sorted(result if args.only else before.keys() | result.keys()):
         old, new = before.get(name, {}), result.get(name, {})
         changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-        same &= not changed
         print(f"{name:<36} {len(new):>4} files  {'identical' if not changed else f'{len(changed)} differ'}")
         if changed and args.ignore_columns and args.compare_folders and args.keep and new:
             folder = name.replace(":", "-")
@@ -135,9 +134,11 @@ def main(argv=None) -> int:
                                                               else f"{len(unequal)} differ: {unequal[:5]}"))
             same &= not unequal
             continue
+        same &= not changed
         for path in changed[:5]:
             print(f"    {path}: {str(old.get(path))[:12]} -> {str(new.get(path))[:12]}")
-    print("all identical" if same else "DIFFERENCES")
+    print(("all identical" + (f" (but the columns {args.ignore_columns})" if args.ignore_columns else ""))
+          if same else "DIFFERENCES")
     return 0 if same else 2
 
 

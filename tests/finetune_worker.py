@@ -23,7 +23,7 @@ def pairs(n_rows: int):
     return prompts, queries
 
 
-FINETUNE_OPTIONS = dict(k=2, seed=3, max_steps=4, batch_size=4, eval_steps=2, score_batch_size=4)
+FINETUNE_OPTIONS = dict(folds=2, seed=3, max_steps=4, batch_size=4, eval_steps=2, score_batch_size=4)
 
 
 def main(model_dir: str, work_dir: str, out_dir: str, n_rows: int) -> None:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from finetune_worker import FINETUNE_OPTIONS, pairs  # noqa: E402
 from conftest import run_two_processes  # noqa: E402
 
-FAST = dict(k=2, seed=5, max_steps=4, batch_size=4, eval_steps=2, score_batch_size=8)
+FAST = dict(folds=2, seed=5, max_steps=4, batch_size=4, eval_steps=2, score_batch_size=8)
 
 
 def fast(work_dir, **changes) -> dict:
@@ -149,7 +149,7 @@ def test_no_row_is_scored_by_a_model_that_trained_on_it(tiny_ref, tmp_path, monk
     monkeypatch.setattr(finetune, "_score_rows", score)
     monkeypatch.setattr(finetune._Collator, "__call__", collate)
     prompts, queries = pairs(15)
-    run = finetune_scores(prompts, queries, model_ref=tiny_ref, **fast(tmp_path, k=3))
+    run = finetune_scores(prompts, queries, model_ref=tiny_ref, **fast(tmp_path, folds=3))
 
     assert set(scored) == {0, 1, 2}
     for fold in range(3):
@@ -220,7 +220,7 @@ def test_keep_models_keeps_each_folds_best_model(tiny_ref, tmp_path):
 # -- bad input ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("option", "value", "message"), [
-    ("k", 1, r"k must be an integer >= 2, got 1"), ("k", 7, r"2 <= k <= 6 \(the number of rows\), got 7"),
+    ("folds", 1, r"folds must be an integer >= 2, got 1"), ("folds", 7, r"2 <= k <= 6 \(the number of rows\), got 7"),
     ("max_steps", 0, r"max_steps must be a positive integer, got 0"),
     ("eval_fraction", 0.0, r"eval_fraction must be a fraction in \(0, 1\), got 0.0"),
     ("eval_fraction", 1, r"eval_fraction must be a fraction in \(0, 1\), got 1"),
@@ -242,7 +242,7 @@ def test_too_few_rows_to_train_and_evaluate_is_an_error(tiny_ref, tmp_path):
 
 
 def test_global_batch_must_divide_over_processes():
-    options = dict(k=2, max_steps=1, eval_steps=1, patience=1, score_batch_size=1, max_batch_tokens=1)
+    options = dict(folds=2, max_steps=1, eval_steps=1, patience=1, score_batch_size=1, max_batch_tokens=1)
     finetune.check_parameters(4, FinetuneOptions(batch_size=4, **options), dtype="float32", num_processes=2)
     with pytest.raises(InvalidParameterError, match=r"batch_size \(5\).*divisible.*\(2\)"):
         finetune.check_parameters(4, FinetuneOptions(batch_size=5, **options), dtype="float32", num_processes=2)
@@ -318,7 +318,7 @@ def test_fine_tuning_smollm2_on_snli_changes_scores_and_fits_the_training_rows(s
         return trainer, model
 
     monkeypatch.setattr(finetune, "_fit", fit)
-    options = FinetuneOptions(k=2, seed=0, max_steps=steps, batch_size=batch_size, eval_steps=steps,
+    options = FinetuneOptions(folds=2, seed=0, max_steps=steps, batch_size=batch_size, eval_steps=steps,
                               score_batch_size=16, work_dir=tmp_path)
     run = finetune_scores(prompts, queries, model_ref=smollm2.ref, options=options, device="cpu", progress=False)
 
@@ -367,7 +367,7 @@ def test_cli_builds_prompted_and_finetuned_configs_side_by_side(tiny_model_dir, 
     source.dataset = source.dataset.select(range(90))
     prompts, queries = render_all(resolve_template(FINETUNE_TEMPLATE["snli"], task="snli", prompt_field=None,
                                                    query_field=None), source)
-    options = FinetuneOptions(k=2, seed=5, max_steps=3, batch_size=4, eval_steps=2, work_dir=tmp_path / "again")
+    options = FinetuneOptions(folds=2, seed=5, max_steps=3, batch_size=4, eval_steps=2, work_dir=tmp_path / "again")
     direct = finetune_scores(prompts, queries, model_ref=resolve_model(str(tiny_model_dir)), options=options,
                              device="cpu", progress=False)
     np.testing.assert_array_equal(np.asarray(rows["score_finetuned"]), direct.scores)

@@ -76,7 +76,7 @@ def recipe_builds(shared, tmp_path_factory):
     built = {}
     for name in RECIPES:
         out = root / name
-        # the load check is covered family by family in test_families; here it would triple the time
+        # the load check is covered method by method in test_registered_methods; here it would triple the time
         code = main(["release", name, *arguments[name], "--out", str(out), "--no-progress", "--no-load-check"])
         assert code == 0, name
         built[name] = (out, arguments[name])

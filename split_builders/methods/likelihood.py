@@ -136,7 +136,7 @@ class LikelihoodOptions(CommonOptions):
         scoring batch plan."""
         from split_builders.signals.lm.finetune import FinetuneOptions
 
-        return FinetuneOptions(k=self.folds, seed=self.finetune_seed, max_steps=self.max_steps,
+        return FinetuneOptions(folds=self.folds, seed=self.finetune_seed, max_steps=self.max_steps,
                                batch_size=self.finetune_batch_size, learning_rate=self.learning_rate,
                                eval_steps=self.eval_steps, patience=self.patience, score_batch_size=self.batch_size,
                                max_batch_tokens=self.max_batch_tokens, keep_models=self.keep_models,
@@ -539,8 +539,8 @@ def _finetuned_run(src, options: LikelihoodOptions, *, ref, dtype, progress, ver
         "kind": "log-likelihood s(x) under an LM fine-tuned on the other folds (k-fold cross-fitting)",
         "model": ref.name, "model_revision": ref.revision, "dtype": dtype, "template": chosen.describe(),
         **run.options.recorded(), "lr_schedule": "constant, no warmup (AdamW)", "work_key": run.work_dir.name,
-        "folds": [{key: report[key] for key in ("fold", "rows", "train_rows", "eval_rows", "steps", "best_step",
-                                                "best_eval_loss")} for report in run.fold_reports]}
+        "fold_reports": [{key: report[key] for key in ("fold", "rows", "train_rows", "eval_rows", "steps",
+                                                       "best_step", "best_eval_loss")} for report in run.fold_reports]}
     return run, provenance
 
 
@@ -609,11 +609,11 @@ def _finetune_lines(provenance: dict) -> list[str]:
         return []
     folds = "; ".join(f"fold {f['fold']}: {f['steps']} steps, best at step {f['best_step']} "
                       f"(held-out loss {f['best_eval_loss']:.4f}), trained on {f['train_rows']} rows"
-                      for f in tuned["folds"])
+                      for f in tuned["fold_reports"])
     overlaps = ", ".join(f"{name} {100 * share:.1f}%" for name, share in comparison.get("eval_overlap", {}).items())
     return [
         f"Fine-tuned scores (`ll_split*`, column `score_finetuned`, fold in `fold`): {tuned['model']} fine-tuned "
-        f"with k = {tuned['k']} cross-fitting (each row scored by a model trained on the other folds), template "
+        f"with k = {tuned['folds']} cross-fitting (each row scored by a model trained on the other folds), template "
         f"`{tuned['template']['name']}`, batch {tuned['batch_size']}, constant learning rate "
         f"{tuned['learning_rate']:g}, evaluation every {tuned['eval_steps']} steps on "
         f"{100 * tuned['eval_fraction']:.0f}% of the training folds, best checkpoint by held-out perplexity, "

@@ -70,8 +70,6 @@ FINETUNE_VERSION = 1  # bump when a change alters fine-tuned scores, so stale fo
 # ends training on the full datasets; override with ``max_steps``.
 DEFAULT_MAX_STEPS = {"snli": 3000, "boolq": 1000, None: 1000}
 DTYPES = ("float32", "bfloat16", "float16")
-FOLD_REPORT_KEYS = ("fold", "rows", "train_rows", "eval_rows", "steps", "best_step", "best_eval_loss",
-                    "eval_losses", "train_losses", "param_checksum", "seconds", "num_processes")
 
 
 def _bounded(default, **bounds):
@@ -85,8 +83,8 @@ class FinetuneOptions:
 
     Attributes
     ----------
-    k : int, default=3
-        Number of folds, 2 <= k <= number of rows.
+    folds : int, default=3
+        Number of folds k, 2 <= k <= number of rows.
     seed : int, default=0
         Seeds the folds, the held-out evaluation rows, the row order and the Trainer.
     max_steps : int, optional
@@ -111,7 +109,7 @@ class FinetuneOptions:
         ``work_dir / <key>``.
     """
 
-    k: int = _bounded(3, integer=True, minimum=2)
+    folds: int = _bounded(3, integer=True, minimum=2)
     seed: int = _bounded(0, integer=True, minimum=0)
     max_steps: int | None = _bounded(None, integer=True, minimum=1)
     batch_size: int = _bounded(32, integer=True, minimum=1)
@@ -145,8 +143,8 @@ class FinetuneOptions:
         return {name: value for name, value in asdict(self).items() if name not in _LOCAL}
 
     def hyperparameters(self) -> dict:
-        """The training settings a work folder is keyed by besides k and the seed."""
-        return {name: value for name, value in self.recorded().items() if name not in ("k", "seed")}
+        """The training settings a work folder is keyed by besides the folds and the seed."""
+        return {name: value for name, value in self.recorded().items() if name not in ("folds", "seed")}
 
 
 _LOCAL = ("keep_models", "work_dir")  # settings that do not change the scores
@@ -238,11 +236,11 @@ def check_parameters(n_rows: int, options: FinetuneOptions, *, dtype, num_proces
     """Raise :class:`InvalidParameterError` where ``options`` (validated on their own) do not fit
     ``n_rows`` rows on ``num_processes`` processes (no I/O: callers check before any work); ``dtype``
     None is not checked (not resolved yet)."""
-    check_k(options.k, n_rows)
-    smallest_training_set = n_rows - -(-n_rows // options.k)  # the rows outside the largest fold
+    check_k(options.folds, n_rows)
+    smallest_training_set = n_rows - -(-n_rows // options.folds)  # the rows outside the largest fold
     if smallest_training_set < 2:
         raise InvalidParameterError(
-            f"with {n_rows} rows and k={options.k}, a fold trains on {smallest_training_set} row(s); at least 2 are "
+            f"with {n_rows} rows and k={options.folds}, a fold trains on {smallest_training_set} row(s); at least 2 are "
             "needed (one to train on, one to pick the best checkpoint): use more rows")
     if dtype is not None and dtype not in DTYPES:
         raise InvalidParameterError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
@@ -491,7 +489,7 @@ def _run_fold(model_ref, tokenizer, encoded, folds, fold: int, *, folder: Path, 
     trainer, model = _fit(model_ref, encoded, fit_rows=fit_rows, eval_rows=eval_rows, fold=fold, folder=folder,
                           options=options, dtype=dtype, device=device, num_processes=state.num_processes,
                           pad_id=tokenizer.pad_token_id, progress=progress, verbose=verbose,
-                          label=f"fold {fold + 1}/{options.k}")
+                          label=f"fold {fold + 1}/{options.folds}")
     if options.keep_models:
         trainer.save_model(str(folder / f"fold{fold}-model"))  # every process calls it; the main one writes
     checksum = _param_checksum(model)
@@ -564,8 +562,8 @@ def finetune_scores(prompts, queries, *, model_ref, options: FinetuneOptions = F
         tokenizer = _load_tokenizer(model_ref)
     # Encoded once, eagerly: a query with no tokens fails here, before any training.
     encoded = encode(tokenizer, prompts, queries, max_length=_context_length(model_ref))
-    folds = assign_folds(len(prompts), k=options.k, seed=options.seed)
-    folder = options.work_root / work_key(prompts, queries, model_identity=model_ref.identity, k=options.k,
+    folds = assign_folds(len(prompts), k=options.folds, seed=options.seed)
+    folder = options.work_root / work_key(prompts, queries, model_identity=model_ref.identity, k=options.folds,
                                           seed=options.seed, dtype=dtype, hyperparameters=options.hyperparameters())
     if state.is_main_process:
         folder.mkdir(parents=True, exist_ok=True)
@@ -574,7 +572,7 @@ def finetune_scores(prompts, queries, *, model_ref, options: FinetuneOptions = F
     state.wait_for_everyone()
 
     scores, reports, resumed, finished = np.full(len(prompts), np.nan), [], 0, 0
-    for fold in range(options.k):
+    for fold in range(options.folds):
         rows = np.flatnonzero(folds == fold)
         done = _read_fold(folder, fold, len(rows))
         if done is not None:
@@ -586,7 +584,7 @@ def finetune_scores(prompts, queries, *, model_ref, options: FinetuneOptions = F
             finished += 1
         scores[rows], report = done
         reports.append(report)
-        if stop_after_folds is not None and finished >= stop_after_folds and fold < options.k - 1:
+        if stop_after_folds is not None and finished >= stop_after_folds and fold < options.folds - 1:
             raise KeyboardInterrupt(f"stopped after {finished} folds (stop_after_folds)")
     return FinetuneRun(scores=scores, folds=folds, fold_reports=reports, resumed_folds=resumed,
                        num_processes=state.num_processes, work_dir=folder, options=options)
