@@ -277,7 +277,8 @@ class CommonOptions:
     out: str | None = option(None, "output folder (must not exist unless --overwrite)", group="common",
                              record=False)
     overwrite: bool = option(False, "replace an existing output folder", group="common", record=False)
-    seed: int = option(42, "seed of every random choice (default 42)", group="common", integer=True, minimum=0)
+    seed: int = option(42, "seed of every random choice (default 42)", group="common", integer=True, minimum=0,
+                       maximum=2**32 - 1)
     limit: int | None = option(None, "use only the first N rows (quick runs)", group="common", integer=True,
                                minimum=1)
     dedupe: bool = option(False, "drop exact duplicate rows before splitting (the first source_id of each is kept)",
@@ -287,9 +288,12 @@ class CommonOptions:
         self._normalise_lists()
         if self.out is None:
             raise InvalidParameterError("an output folder is required (--out)")
+        booleans = self._boolean_fields()
         for spec in dataclasses.fields(self):
             choices, number = spec.metadata.get("choices"), spec.metadata.get("number")
             value = getattr(self, spec.name)
+            if spec.name in booleans and not isinstance(value, (bool, np.bool_)) and value is not None:
+                raise InvalidParameterError(f"{spec.name} must be true or false, got {value!r}")
             if choices is not None and value is not None and value not in choices:
                 raise InvalidParameterError(f"{spec.name.replace('_', '-')} must be one of "
                                             f"{', '.join(map(str, choices))}; got {value!r}")
@@ -301,6 +305,13 @@ class CommonOptions:
 
     def validate(self) -> None:
         """Cheap checks of the method's own options (no I/O); raise InvalidParameterError."""
+
+    @classmethod
+    def _boolean_fields(cls) -> set:
+        """The options typed ``bool``: a recipe's ``'false'`` (a string) must not read as true."""
+        import typing
+
+        return {name for name, hint in typing.get_type_hints(cls).items() if hint is bool}
 
     def _normalise_lists(self) -> None:
         """A tuple-typed option given as ``"a,b"`` or a list becomes a tuple of stripped names; an

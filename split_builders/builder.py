@@ -44,19 +44,43 @@ class BuildResult:
         return self.loaded.info.rows
 
 
-def check_output(out, *, overwrite: bool) -> Path:
-    """Refuse an output location that cannot be written, before any work.
+def check_output(out, *, overwrite: bool, inputs=()) -> Path:
+    """Refuse an output location that cannot be written, or whose replacement would lose what resplit
+    did not make, before any work.
 
-    An existing folder needs ``overwrite``; an existing file is never replaced; the nearest
-    existing ancestor must be a writable folder.
+    ``--out`` must name a folder other than ``/``, the home folder or the working folder, and not a
+    dangling symbolic link. An existing folder needs ``overwrite``, and is replaced only when it is a
+    resplit release (its README.md carries ``resplit:`` provenance) or empty; an existing file is never
+    replaced. ``--out`` may not be, or contain, any of ``inputs`` (the source, a scores file, the cache).
+    The nearest existing ancestor must be a writable folder.
     """
+    if out is None or not str(out).strip():
+        raise InvalidParameterError("--out is empty: give the folder to write the release to")
     out = Path(out).expanduser()
+    where = out.absolute()
+    forbidden = {Path(where.anchor): "the root folder", Path.home().resolve(): "your home folder",
+                 Path.cwd().resolve(): "the working folder"}
+    if where.resolve() in forbidden:
+        raise InvalidParameterError(f"--out {str(out)!r} is {forbidden[where.resolve()]}; give a folder of its own "
+                                    "(e.g. out/my-release)")
+    if out.is_symlink() and not out.exists():
+        raise InvalidParameterError(f"--out {str(out)!r} is a symbolic link to nothing; remove it or choose another "
+                                    "--out")
+    for path in inputs:
+        path = Path(path).expanduser().absolute().resolve()
+        if where.resolve() == path or where.resolve() in path.parents:
+            raise InvalidParameterError(f"--out {str(out)!r} holds {str(path)!r}, which this build reads; "
+                                        "choose an --out outside it")
     if out.exists():
         if not out.is_dir():
             raise OutputExistsError(f"output path {str(out)!r} exists and is not a folder; choose another --out")
         if not overwrite:
             raise OutputExistsError(f"output folder {str(out)!r} exists; pass --overwrite to replace it")
-    ancestor = out.absolute().parent
+        if not is_release(out) and any(out.iterdir()):
+            shown = ", ".join(sorted(p.name for p in out.iterdir())[:3])
+            raise OutputExistsError(f"--overwrite replaces only a resplit release or an empty folder; {str(out)!r} "
+                                    f"holds other files ({shown}, ...); choose another --out")
+    ancestor = where.parent
     while not ancestor.exists():
         ancestor = ancestor.parent
     if not ancestor.is_dir():
@@ -64,6 +88,37 @@ def check_output(out, *, overwrite: bool) -> Path:
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise InvalidParameterError(f"cannot create output folder {str(out)!r}: {str(ancestor)!r} is not writable")
     return out
+
+
+def is_release(folder: Path) -> bool:
+    """Whether ``folder`` is a release resplit wrote: its README.md front matter has ``resplit:``."""
+    from split_builders.release.folder import front_matter
+
+    readme = Path(folder) / "README.md"
+    try:
+        metadata, _ = front_matter(readme) if readme.is_file() else (None, "")
+    except Exception:  # unreadable YAML or text: not ours to replace
+        return False
+    return isinstance(metadata, dict) and isinstance(metadata.get("resplit"), dict)
+
+
+def input_paths(options) -> list[Path]:
+    """Every existing file or folder the options name (the source, a scores file, caches), and the
+    resplit cache: what ``--out`` must not hold."""
+    import dataclasses
+
+    from split_builders.cache import cache_root
+
+    paths = [cache_root()]
+    for spec in dataclasses.fields(options):
+        value = getattr(options, spec.name)
+        if spec.name != "out" and isinstance(value, (str, Path)) and str(value).strip():
+            try:
+                if Path(value).expanduser().exists():
+                    paths.append(Path(value))
+            except OSError:  # a name too long to be a path, say
+                continue
+    return paths
 
 
 def build(method, options: CommonOptions | None = None, /, *, progress: bool = True, verbose: bool = False,
@@ -98,15 +153,17 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
     context = Context(progress=progress, verbose=verbose, log=log)
     card_overrides = {"license": license, "citation": citation}
 
-    out = check_output(options.out, overwrite=options.overwrite)
+    inputs = input_paths(options)
+    out = check_output(options.out, overwrite=options.overwrite, inputs=inputs)
     method.check(options)
     if not context.is_main_process:  # only the main process writes, so only it locks
         return _build(method, options, context, out, card_overrides)
     from split_builders.release.writer import OutputLock
 
     with OutputLock(out):
-        # Again under the lock: a build that finished while this one started has created the folder.
-        check_output(out, overwrite=options.overwrite)
+        # Again under the lock (which first recovered an interrupted replacement): a build that finished
+        # while this one started has created the folder.
+        check_output(out, overwrite=options.overwrite, inputs=inputs)
         return _build(method, options, context, out, card_overrides)
 
 

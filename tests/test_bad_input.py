@@ -105,7 +105,8 @@ def test_a_source_that_is_not_utf8(builder, inputs, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("builder", BUILDERS)
-@pytest.mark.parametrize("flag, value, expected", [("--seed", "-1", "seed"), ("--limit", "0", "limit")])
+@pytest.mark.parametrize("flag, value, expected", [("--seed", "-1", "seed"), ("--seed", str(2**32), "seed"),
+                                                   ("--limit", "0", "limit")])
 def test_bad_common_options(builder, flag, value, expected, inputs, tmp_path, capsys):
     source, extra = inputs[builder]
     refused(*run(builder, source, [*extra, flag, value], tmp_path / "out", capsys), tmp_path / "out", expected)
@@ -336,3 +337,19 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(shared, tmp_path, caps
         if code != 2 or message not in err or len(err.splitlines()) != 1 or "Traceback" in err or out.exists():
             failures.append(f"{name}: exit {code}, out exists {out.exists()}: {err[-300:]!r}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("builder", BUILDERS)
+def test_a_boolean_option_given_as_text_is_refused_not_read_as_true(builder):
+    import dataclasses
+    import typing
+
+    from split_builders.errors import InvalidParameterError
+
+    method = registry()[builder]
+    hints = typing.get_type_hints(method.Options)
+    flags = [f.name for f in dataclasses.fields(method.Options) if hints[f.name] is bool]
+    assert "overwrite" in flags and "dedupe" in flags
+    for name in flags:
+        with pytest.raises(InvalidParameterError, match=f"{name} must be true or false, got 'false'"):
+            method.Options(source="x", out="o", **{name: "false"})

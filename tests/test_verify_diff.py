@@ -177,3 +177,22 @@ def test_a_bad_trial_setting_is_refused_before_any_work(arguments, message, tmp_
     assert main(["release", "geoquery-compositional", *arguments, "--out", str(out)]) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_verify_of_a_card_with_broken_yaml_is_one_line(toy_release, capsys):
+    out = toy_release("a", 3)
+    text = (out / "README.md").read_text().splitlines()
+    (out / "README.md").write_text("\n".join([text[0], "  broken: [unclosed", *text[1:]]) + "\n")
+    assert main(["verify", str(out), "--no-load-check"]) == 2
+    err = capsys.readouterr().err
+    assert "not valid YAML" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_verify_of_a_release_missing_a_data_file_names_it_and_fails(toy_release, capsys):
+    out = toy_release("a", 3)
+    (missing,) = list((out / "shortest").glob("train-*.parquet"))
+    missing.unlink()
+    assert main(["verify", str(out), "--no-load-check"]) == 1
+    printed = capsys.readouterr().out
+    assert "level 1  shortest/train" in printed and "do not exist" in printed
+    assert "level 2  (all)" in printed and "not checked" in printed

@@ -16,12 +16,18 @@ import yaml
 from split_builders.errors import InvalidParameterError, InvalidReleaseError
 
 
-def _front_matter(readme: Path) -> tuple[dict | None, str]:
+def front_matter(readme: Path) -> tuple[dict | None, str]:
     """The YAML block at the top of a README (None when there is none) and the Markdown after it."""
     parts = readme.read_text(encoding="utf-8").split("---\n", 2)
     if len(parts) != 3:
         return None, parts[-1]
-    metadata = yaml.safe_load(parts[1])
+    try:
+        metadata = yaml.safe_load(parts[1])
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        raise InvalidReleaseError(f"{readme}: its YAML front matter is not valid YAML{where}; rebuild the release "
+                                  "or fix the file") from None
     return (metadata if isinstance(metadata, dict) else None), parts[2]
 
 
@@ -30,7 +36,7 @@ def read_card(folder: Path) -> tuple[dict, str]:
     readme = Path(folder) / "README.md"
     if not readme.is_file():
         raise InvalidReleaseError(f"{folder} has no README.md: build it with `resplit likelihood --out {folder}` first")
-    metadata, body = _front_matter(readme)
+    metadata, body = front_matter(readme)
     if metadata is None or not metadata.get("configs"):
         raise InvalidReleaseError(f"{readme} has no YAML `configs:` block: not a resplit release")
     return metadata, body

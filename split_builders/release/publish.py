@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from split_builders.errors import InvalidReleaseError, PublishError
-from split_builders.release.folder import _front_matter, data_files, read_card, row_ids
+from split_builders.release.folder import front_matter, data_files, read_card, row_ids
 from split_builders.release.diff import count_moves
 from split_builders.api import SPLITS
 
@@ -341,7 +341,7 @@ def check_metric_folder(folder) -> Path:
     if missing:
         raise InvalidReleaseError(f"metric folder {folder} lacks {', '.join(missing)} (Space layout: "
                                   f"<name>.py, README.md, app.py, requirements.txt)")
-    space, _ = _front_matter(folder / "README.md")
+    space, _ = front_matter(folder / "README.md")
     if space is None or "sdk" not in space:
         raise InvalidReleaseError(f"{folder}/README.md needs Space YAML (sdk: gradio, app_file: app.py)")
     return module

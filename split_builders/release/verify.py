@@ -116,7 +116,14 @@ def _check_loads(folder: Path, config: str, cache: str, report: Report) -> None:
 
 
 def check_rederived(released: Released, report: Report) -> None:
-    """Level 2: the method re-derives each config from the released rows."""
+    """Level 2: the method re-derives each config from the released rows (not when level 1 found a
+    data file missing or unreadable: the rows are not all there)."""
+    unreadable = [f for f in report.findings if f.level == 1 and f.status == "differs"
+                  and ("do not exist" in f.detail or "does not load:" in f.detail and f.split != "load")]
+    if unreadable:
+        report.skip(2, "(all)", f"not re-derived: {unreadable[0].config}/{unreadable[0].split} cannot be read "
+                                "(level 1)")
+        return
     method = get_method(released.record.get("method"))
     rederived = method.rederive(released, released.record)
     recorded = released.record.get("configs") or {}

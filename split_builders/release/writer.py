@@ -210,9 +210,22 @@ class OutputLock:
         return self
 
     def remove_stale_staging(self) -> list[Path]:
-        """Remove what an interrupted build left beside the output folder; returns the paths."""
+        """Recover what an interrupted build left beside the output folder, then remove the rest.
+
+        A build killed between the two renames of a replacement leaves no folder at ``--out``, the
+        old release parked in ``.<name>.old-*/old`` and the new one staged in ``.<name>.tmp-*``.
+        Before anything is removed, the complete release is put back: the staged one if it is
+        complete (its README.md, written last, is there), else the parked one. Returns the removed
+        paths."""
         stale = [p for pattern in (f".{self.out_dir.name}.tmp-*", f".{self.out_dir.name}.old-*")
                  for p in self.out_dir.parent.glob(pattern)]
+        if not self.out_dir.exists() and not self.out_dir.is_symlink():
+            staged = [p for p in stale if p.name.startswith(f".{self.out_dir.name}.tmp-") and (p / "README.md").is_file()]
+            parked = [p / "old" for p in stale if p.name.startswith(f".{self.out_dir.name}.old-") and (p / "old").is_dir()]
+            complete = sorted(staged, key=lambda p: p.stat().st_mtime)[-1:] or parked[:1]
+            if complete:
+                os.replace(complete[0], self.out_dir)
+                stale = [p for p in stale if p.exists() and p != complete[0]]
         for path in stale:
             shutil.rmtree(path, ignore_errors=True)
         return stale
