@@ -200,9 +200,16 @@ def _build(method, options, context, out, overrides) -> BuildResult:
     return BuildResult(written_out, method, options, loaded, signal, configs, sizes)
 
 
+def _comparable(keys) -> np.ndarray:
+    """Row keys as one array ``np.unique`` can sort: integer keys (``loading_scripts.tables.row_keys``)
+    as they are, any other key by its text."""
+    keys = np.asarray(keys)
+    return keys if keys.dtype.kind in "iu" else np.asarray(keys, dtype=object).astype(str)
+
+
 def first_occurrences(keys) -> np.ndarray:
     """Sorted positions of the first row of every distinct key."""
-    _, first = np.unique(np.asarray(keys, dtype=object).astype(str), return_index=True)
+    _, first = np.unique(_comparable(keys), return_index=True)
     return np.sort(first).astype(np.int64)
 
 
@@ -226,7 +233,7 @@ def duplicate_report(keys, configs) -> dict | None:
     and test) have an exact duplicate in train: a model can score those by memory."""
     if keys is None:
         return None
-    codes = np.unique(np.asarray(keys, dtype=object).astype(str), return_inverse=True)[1]
+    codes = np.unique(_comparable(keys), return_inverse=True)[1].reshape(-1)
     per_config = {}
     for config in configs:
         if config.rows is not None or "train" not in config.indices:

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from split_builders.api import BaseSplitter, Split, check_random_state, check_size, resolve_size
+from split_builders.api import BaseSplitter, ConfigSplit, Split, check_random_state, check_size, resolve_size
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.tmcd import train_count
 
@@ -171,8 +171,6 @@ def compositional_configs(atoms: Sequence, compounds: Sequence, *, inputs: Seque
 
     ``seconds`` (a dict) receives each built config's search time, for a terminal report only.
     """
-    from split_builders.api import ConfigSplit
-
     parsed = np.asarray([row for row, found in enumerate(atoms) if found is not None], dtype=np.int64)
     n_train = train_count(train_size, parsed.size)
     rng = np.random.default_rng(random_state)
@@ -277,7 +275,6 @@ def _search(name, atoms, compounds, parsed, inputs, targets, target_language, n_
 def _published_configs(published: dict, published_from: dict, source_ids, *, built) -> list:
     """The splits published with the dataset, taken as released (not derived): each records the
     sha256 of every split's ``source_ids``, so verify can tell when they change."""
-    from split_builders.api import ConfigSplit
     from split_builders.release.folder import membership_sha256
 
     source_ids = np.asarray(source_ids, dtype=np.int64)
@@ -317,8 +314,6 @@ def _divergences(config, atoms, compounds) -> dict:
 
 def _lexical_configs(base: list, wugs: dict, n_rows: int) -> list:
     """A copy of every config but the likelihood ones per wug kind, over that kind's copy of the rows."""
-    from split_builders.api import ConfigSplit
-
     copies = []
     for offset, (kind, replacer) in enumerate(wugs.items(), start=1):
         for config in (c for c in base if c.method != "likelihood"):
