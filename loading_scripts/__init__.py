@@ -14,7 +14,7 @@ import datasets
 
 from loading_scripts import boolq, cogs, geoquery, nqg, scan, snli, spider
 from loading_scripts.compositional import CompositionalSource
-from loading_scripts.files import read_table, table_format
+from loading_scripts.files import looks_like_path, not_found, read_table, table_format
 from loading_scripts.hub import compositional_from_hub, load_hub_splits
 from loading_scripts.source import Source, with_row_numbers
 from loading_scripts.errors import FieldError, InvalidParameterError, SourceLoadError
@@ -74,7 +74,7 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
     if source in ("snli", "boolq") and not Path(source).exists():
         return (snli if source == "snli" else boolq).from_hub(revision=revision)
 
-    path = Path(source)
+    path = Path(source).expanduser()
     if path.exists():
         if table_format(path) is None:
             raise SourceLoadError(f"cannot read {source!r}: not a CSV/TSV/JSONL/JSON/Parquet file")
@@ -91,8 +91,10 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
         dataset, name = with_row_numbers(table, name=source), source
         note = "0-based row number in the input file"
         if "source_id" in table.column_names:
-            note = "the input file's own source_id column"
-    elif "/" in source and not source.startswith((".", "/")):
+            note = "the input file's own source_id column (rows are split in source_id order)"
+    elif looks_like_path(source):
+        raise not_found(source, "--source", "a CSV/TSV/JSONL/JSON/Parquet file")
+    elif "/" in source:
         parts = load_hub_splits(source, revision=revision)
         dataset = with_row_numbers(datasets.concatenate_datasets([p for _, p in parts]), name=source)
         name = source
@@ -115,7 +117,7 @@ def load_compositional(source: str) -> CompositionalSource:
     """A GeoQuery/Spider/SCAN/COGS folder (read by its :data:`COMPOSITIONAL_FOLDERS` reader), an
     NQG-format TSV file (``input TAB target``; a ``geoquery_nqg*`` file with GeoQuery's published
     splits beside it), or a Hub dataset id (:func:`~loading_scripts.hub.compositional_from_hub`)."""
-    path = Path(source)
+    path = Path(source).expanduser()
     if path.is_dir():
         reader = next((read for marker, read in COMPOSITIONAL_FOLDERS.items() if (path / marker).is_file()), None)
         if reader is None:
@@ -123,7 +125,9 @@ def load_compositional(source: str) -> CompositionalSource:
         return reader(path)
     if path.is_file():
         return (geoquery.load if path.name.startswith("geoquery_nqg") else nqg.load)(path)
-    if "/" in source and not source.startswith((".", "/", "~")):
+    if looks_like_path(source):
+        raise not_found(source, "--source", "a GeoQuery/Spider/SCAN/COGS folder or an NQG-format file")
+    if "/" in source:
         return compositional_from_hub(source)
     raise SourceLoadError(f"source {source!r} does not exist (give a file in NQG format, a dataset folder "
                           "or a Hub id org/name)")

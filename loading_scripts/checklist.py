@@ -84,7 +84,7 @@ def read_checklist_suite(path) -> CheckListSuite:
     """
     path = Path(path)
     if not path.exists():
-        raise SourceLoadError(f"cannot read CheckList suite {str(path)!r}: no such file")
+        raise SourceLoadError(f"cannot read CheckList suite {str(path)!r}: file not found")
     try:
         raw = path.read_bytes()
     except OSError as error:
@@ -99,7 +99,7 @@ def read_checklist_suite(path) -> CheckListSuite:
     if not data.strip():
         raise SourceLoadError(f"{path} is empty: a CheckList suite is a JSON object with a 'tests' list")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark (spreadsheet "CSV UTF-8") is read transparently
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise SourceLoadError(f"{path}: line {line} is not UTF-8 (byte 0x{data[error.start]:02x} at offset "

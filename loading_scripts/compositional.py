@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,7 +91,7 @@ def read_id_split(path: Path, n_rows: int, keys: dict) -> dict:
     """A published JSON split of row ids, ``keys`` mapping our split names to the file's keys;
     ids outside the dataset are an error (a split file for another version of the data)."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except (OSError, ValueError) as error:
         raise SourceLoadError(f"cannot read published split {str(path)!r}: {error}") from None
     split = {}
@@ -114,6 +115,47 @@ def attach_nqg_splits(source: CompositionalSource, folder: Path, names) -> Compo
             source.published[f"published_{name}"] = read_id_split(split_file, len(source), {"train": "train", "test": "test"})
             source.published_from[f"published_{name}"] = f"Shaw et al. (2021) splits_nqg/{name}.json"
     return source
+
+
+# What each target language's programs look like: a test every (or almost every) program passes, and
+# words for a message. ``--target-language`` is refused when most programs fail its test.
+LANGUAGE_SHAPES = {
+    "sql": (re.compile(r"\bselect\b", re.IGNORECASE), "SQL queries (select ... from ...)"),
+    "scan": (re.compile(r"^\s*(I_\w+(\s+I_\w+)*|((jump|walk|run|look|turn|left|right|twice|thrice|and|after|"
+                        r"around|opposite)\s*)+)\s*$"), "SCAN commands or action sequences (jump twice, I_JUMP ...)"),
+    "cogs": (re.compile(r"\bx _ \d|\bLAMBDA\b| \. (agent|theme|recipient) \("), "COGS logical forms "
+             "(noun ( x _ 1 ) AND verb . agent ( ... ))"),
+    "funql": (re.compile(r"\(.*\)"), "FunQL programs (answer ( ... ))"),
+}
+
+
+def check_target_language(language: str | None, targets, *, source: str, flag: str = "--target-language") -> None:
+    """Refuse a ``--target-language`` that the programs (the target column) do not look like, naming
+    what they look like instead (:func:`guess_target_language`) and one of them; None passes (the
+    language is then read from the programs). Checked on the first 50 non-empty programs: more than
+    half must pass the language's test (:data:`LANGUAGE_SHAPES`), and they must not look like SQL,
+    SCAN or COGS when another language is given."""
+    from loading_scripts.errors import InvalidParameterError
+
+    if language is None or language not in LANGUAGE_SHAPES:
+        return
+    sample = [t for t in (str(t).strip() for t in list(targets)[:200] if t is not None) if t][:50]
+    if not sample:
+        return
+    passes = [name for name, (pattern, _) in LANGUAGE_SHAPES.items()
+              if 2 * sum(bool(pattern.search(t)) for t in sample) > len(sample)]
+    guessed = guess_target_language(sample)  # funql is its fallback: only the others identify a language
+    if language in passes and guessed in (language, "funql"):
+        return
+    looks = guessed if guessed != "funql" else next((name for name in passes if name != language), None)
+    shape = LANGUAGE_SHAPES[looks][1] if looks else "none of sql, scan, cogs, funql"
+    example = sample[0] if len(sample[0]) <= 70 else sample[0][:67] + "..."
+    raise InvalidParameterError(
+        f"{flag} {language} does not match the programs of {source}: they look like {shape}, e.g. "
+        f"{example!r}, not {LANGUAGE_SHAPES[language][1]}; "
+        + (f"give {flag} {looks}" + (", or leave it out to read it from the programs" if flag == "--target-language"
+                                      else "") if looks
+           else "check the target field"))
 
 
 def guess_target_language(targets) -> str:

@@ -93,7 +93,7 @@ def find_zips(data_dir) -> dict:
         raise SourceLoadError(f"CURRICULUM source {str(data_dir)!r} is a file; give the folder holding the "
                               "<phenomenon>.zip files (or its parent with tasks/)")
     if not data_dir.is_dir():
-        raise SourceLoadError(f"CURRICULUM folder {str(data_dir)!r} does not exist")
+        raise SourceLoadError(f"file not found: the CURRICULUM folder {str(data_dir)!r} does not exist")
     for folder in (data_dir, data_dir / "tasks"):
         zips = {p.stem: p for p in sorted(folder.glob("*.zip"))}
         if zips:
@@ -107,7 +107,7 @@ def read_tasks_json(data_dir) -> dict:
     for candidate in (data_dir / "tasks.json", data_dir.parent / "tasks.json"):
         if candidate.is_file():
             try:
-                return json.loads(candidate.read_text(encoding="utf-8"))
+                return json.loads(candidate.read_text(encoding="utf-8-sig"))
             except (json.JSONDecodeError, UnicodeDecodeError) as error:
                 raise SourceLoadError(f"cannot parse {candidate}: {error}") from None
     return {}

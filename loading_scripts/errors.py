@@ -40,3 +40,10 @@ class EmptyTextError(ResplitError, ValueError):
 
 class SourceLoadError(ResplitError, OSError):
     """A source dataset could not be found or read."""
+
+
+class SourceNote(UserWarning):
+    """Something a reader did to the rows that a user should know and the card should say (labels of
+    mixed types read as text, say): a warning, so that code calling a reader directly sees it too;
+    :func:`split_builders.build` collects the notes of a build's ``load`` into the card (and
+    ``--strict`` refuses them)."""

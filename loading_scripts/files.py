@@ -4,9 +4,13 @@ The rows are read into memory and handed to ``datasets`` directly rather than th
 ``load_dataset("csv", ...)``: that builder caches by file name, and resplit must never read a
 stale copy of a file that changed.
 
-Nothing is read silently wrong: text must be UTF-8 (an error names the line and the byte), a TSV
-is read without quote processing (a ``"`` is text, so one stray quote cannot merge lines) and
-every TSV line and CSV record must have as many fields as the header (an error names the line).
+Nothing is read silently wrong: text must be UTF-8 (an error names the line and the byte; a UTF-8
+byte-order mark, as spreadsheet programs write "CSV UTF-8", is dropped), a TSV is read without quote
+processing (a ``"`` is text, so one stray quote cannot merge lines) and every TSV line and CSV record
+must have as many fields as the header (an error names the line). A file must be a table of records:
+a header (or JSON object keys) that names a column twice, a JSON file that is a list of lists or a
+scalar, and a JSON line that is not an object are refused, naming what they are. A JSON column whose
+values mix scalar types (``1`` and ``"1"``) is read as text, with a :class:`SourceNote` saying so.
 """
 
 from __future__ import annotations
@@ -19,13 +23,43 @@ import io
 import json
 from pathlib import Path
 
+import warnings
+
 import datasets
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from loading_scripts.errors import SourceLoadError
+from loading_scripts.errors import SourceLoadError, SourceNote
 
 SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
+
+
+# Name endings of local files (a Hub id has none of them): a source ending so is a path.
+FILE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".parquet", ".gz", ".zip", ".txt", ".npy", ".npz", ".yaml",
+                 ".yml", ".pkl", ".arrow", ".bz2", ".xz", ".zst")
+
+
+def looks_like_path(text: str) -> bool:
+    """Whether ``text`` names a local file or folder rather than a Hub id (``org/name``): it starts
+    with ``.``, ``/`` or ``~``, has a backslash, two or more ``/`` or a trailing one, ends like a
+    data file (:data:`FILE_SUFFIXES`), or its first part is a folder that exists here (``data/x``
+    beside a ``data/`` folder)."""
+    text = str(text)
+    if not text or text.startswith((".", "/", "~")) or "\\" in text or text.count("/") > 1 or text.endswith("/"):
+        return True
+    if text.lower().endswith(FILE_SUFFIXES):
+        return True
+    return "/" in text and os.path.isdir(text.split("/", 1)[0])
+
+
+def not_found(text: str, what: str = "source", expected: str = "") -> SourceLoadError:
+    """The one message for a local path that does not exist: ``file not found: ...`` (what it was
+    given as, and what it should be), instead of a Hub lookup that cannot succeed."""
+    path = os.path.expanduser(str(text))
+    parent = os.path.dirname(os.path.abspath(path))
+    where = "" if os.path.isdir(parent) else f"; the folder {os.path.dirname(path) or parent!r} does not exist either"
+    return SourceLoadError(f"file not found: {str(text)!r} ({what}{': ' + expected if expected else ''}){where}")
 
 
 def table_format(path: Path) -> str | None:
@@ -39,10 +73,10 @@ def table_format(path: Path) -> str | None:
 
 
 def open_text(path: Path):
-    """Open a text file for reading, gunzipping a ``.gz`` one."""
+    """Open a text file for reading, gunzipping a ``.gz`` one; a UTF-8 byte-order mark is dropped."""
     if path.suffix.lower() == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, "rt", encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
 
 
 def read_text(path: Path) -> str:
@@ -63,9 +97,23 @@ def read_text(path: Path) -> str:
             "re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
 
 
+def check_header(path: Path, names) -> None:
+    """Refuse a header that names a column twice (pandas and pyarrow would rename the second
+    ``name.1`` and a reader would use the first without a word)."""
+    seen = {}
+    for position, name in enumerate(names, start=1):
+        key = str(name).strip()
+        if key in seen:
+            raise SourceLoadError(f"{path}: the header names the column {key!r} twice (columns {seen[key]} and "
+                                  f"{position}); rename one so that every column has its own name")
+        seen[key] = position
+
+
 def _check_tsv_fields(path: Path, text: str) -> None:
     """Every non-blank line has the header's number of tab-separated fields."""
     lines = text.splitlines()
+    if lines:
+        check_header(path, lines[0].split("\t"))
     expected = lines[0].count("\t") + 1 if lines else 0
     for number, line in enumerate(lines, start=1):
         if line.strip() and line.count("\t") + 1 != expected:
@@ -80,6 +128,7 @@ def _check_csv_fields(path: Path, text: str) -> None:
         header = next(reader)
     except StopIteration:
         return
+    check_header(path, header)
     for record in reader:
         if record and len(record) != len(header):
             raise SourceLoadError(f"{path}: the record ending on line {reader.line_num} has {len(record)} field(s), "
@@ -98,29 +147,111 @@ def _read_delimited(path: Path, kind: str) -> "pd.DataFrame":
         options = {"sep": ","}
     try:
         # keep_default_na=False: the text "NA" or "None" is a sentence, not a missing value.
-        return pd.read_csv(io.StringIO(text), keep_default_na=False, **options)
+        # low_memory=False: one type per column (chunked inference could mix numbers and text in one).
+        return pd.read_csv(io.StringIO(text), keep_default_na=False, low_memory=False, **options)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as error:
         raise SourceLoadError(f"{path}: not a readable {kind.upper()} file ({str(error).strip()})") from None
 
 
-def _read_json_lines(path: Path) -> list[dict]:
+def _object(pairs):
+    """A JSON object from its key/value pairs, refusing a key given twice (``json`` keeps the last)."""
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        repeated = next(key for i, (key, _) in enumerate(pairs) if key in dict(pairs[:i]))
+        raise _RepeatedKey(repeated)
+    return record
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)
+
+
+def _shape(value) -> str:
+    """What a JSON value is, in words (for a message)."""
+    if isinstance(value, list):
+        return "a list of lists" if value and all(isinstance(v, list) for v in value) else "a list"
+    return {dict: "an object", str: "a string", bool: "a boolean", int: "a number", float: "a number",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _decode(path: Path, text: str, where: str):
+    try:
+        return _DECODER.decode(text)
+    except _RepeatedKey as error:
+        raise SourceLoadError(f"{path}: {where} names the field {error.args[0]!r} twice; give every field its "
+                              "own name") from None
+
+
+def _read_json_lines(path: Path, text: str | None = None) -> list[dict]:
     rows = []
-    with io.StringIO(read_text(path)) as handle:
+    with io.StringIO(read_text(path) if text is None else text) as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
+                record = _decode(path, line, f"the record on line {line_number}")
             except json.JSONDecodeError as error:
                 raise SourceLoadError(f"{path}: line {line_number} is not valid JSON ({error.msg})") from None
+            if not isinstance(record, dict):
+                raise SourceLoadError(f"{path}: line {line_number} is {_shape(record)}, not a JSON object; a JSON "
+                                      "lines table holds one object (field: value, ...) per line")
+            rows.append(record)
     return rows
+
+
+def _records_dataset(path: Path, rows: list[dict]) -> datasets.Dataset:
+    """Records as columns (every field any record has, in order of first appearance; None where a
+    record lacks it). A column whose values mix scalar types is read as text (JSON's spelling:
+    ``1``, ``true``), with a :class:`SourceNote`; one that mixes lists or objects with other values,
+    or values Arrow cannot hold in one column, is refused naming it."""
+    names = dict.fromkeys(key for row in rows for key in row)
+    columns = {}
+    for name in names:
+        values = [row.get(name) for row in rows]
+        kinds = set(map(type, values)) - {type(None)}
+        if len(kinds) > 1 and not kinds <= {int, float}:
+            nested = kinds & {list, dict}
+            if nested:
+                raise SourceLoadError(
+                    f"{path}: field {name!r} holds {' and '.join(sorted(_kind(k) for k in kinds))} values; a "
+                    "column holds one kind of value (give it the same shape in every record)")
+            warnings.warn(SourceNote(
+                f"field {name!r} of {path.name} mixes {' and '.join(sorted(_kind(k) for k in kinds))} values: "
+                "read as text"), stacklevel=2)
+            values = [v if v is None or isinstance(v, str) else json.dumps(v) for v in values]
+        columns[name] = values
+    try:
+        return datasets.Dataset(pa.table(columns))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+        bad = next((n for n, v in columns.items() if not _arrow_ok(v)), None)
+        where = f"field {bad!r}" if bad is not None else "a field"
+        raise SourceLoadError(f"{path}: {where} holds values of different shapes in different records "
+                              f"({str(error).splitlines()[0]}); give it the same shape in every record") from None
+
+
+def _kind(kind: type) -> str:
+    return {str: "text", int: "integer", float: "number", bool: "boolean", list: "list", dict: "object"}.get(
+        kind, kind.__name__)
+
+
+def _arrow_ok(values) -> bool:
+    try:
+        pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return False
+    return True
 
 
 def read_table(path: str | Path) -> datasets.Dataset:
     """Read a CSV/TSV/JSONL/JSON/Parquet file into a ``datasets.Dataset``, rows in file order."""
     path = Path(path)
     if not path.is_file():
-        raise SourceLoadError(f"source file {str(path)!r} does not exist")
+        if path.is_dir():
+            raise SourceLoadError(f"{str(path)!r} is a folder, not a table file (CSV/TSV/JSONL/JSON/Parquet)")
+        raise not_found(str(path), "source", "a CSV/TSV/JSONL/JSON/Parquet file")
     kind = table_format(path)
     if kind is None:
         raise SourceLoadError(
@@ -136,25 +267,34 @@ def read_table(path: str | Path) -> datasets.Dataset:
         rows = _read_json_lines(path)
     elif kind == "json":
         text = read_text(path)
+        if not text.strip():
+            raise SourceLoadError(f"{path} is empty: it holds no rows")
         try:
-            loaded = json.loads(text)
+            loaded = _decode(path, text, "a record")
         except json.JSONDecodeError:
-            rows = _read_json_lines(path)  # a .json file that is really JSON lines
+            rows = _read_json_lines(path, text)  # a .json file that is really JSON lines
         else:
             if not isinstance(loaded, list):
-                raise SourceLoadError(f"{path}: expected a JSON list of objects or JSON lines")
+                raise SourceLoadError(f"{path} is {_shape(loaded)}, not a table: expected a JSON list of objects "
+                                      "(one per row) or JSON lines")
+            bad = next((i for i, row in enumerate(loaded) if not isinstance(row, dict)), None)
+            if bad is not None:
+                raise SourceLoadError(f"{path} is {_shape(loaded)}, not a table of records: element {bad + 1} is "
+                                      f"{_shape(loaded[bad])}; expected a JSON list of objects (one per row)")
             rows = loaded
     else:
         raw = path.read_bytes()
         if path.suffix.lower() == ".gz":
             raw = gzip.decompress(raw)
         try:
-            return datasets.Dataset(pq.read_table(io.BytesIO(raw)))
+            table = pq.read_table(io.BytesIO(raw))
         except Exception as error:  # pyarrow raises several kinds for a damaged file
             raise SourceLoadError(f"{path}: not a readable Parquet file ({error})") from None
+        check_header(path, table.column_names)
+        return datasets.Dataset(table)
     if not rows:
         raise SourceLoadError(f"{path} holds no rows")
-    return datasets.Dataset.from_list(rows)
+    return _records_dataset(path, rows)
 
 
 def cache_root() -> Path:

@@ -3,6 +3,14 @@
 A :class:`Source` is a ``datasets.Dataset`` of canonical rows (a ``source_id`` integer column, the
 text fields, an optional label) plus what the rest of resplit needs to know about it: which field
 is the prompt, which the query, which the label, where it came from and what was filtered out.
+
+One policy for row-level defects, the same for every reader and family (:func:`check_field_types`,
+:func:`missing_labels`): a text field (prompt, query, target, PVI's text fields) must hold text and a
+label one scalar per row, else the field is refused by name; a row whose label is missing (null,
+empty text, NaN, a ``ClassLabel`` -1) is dropped and counted as :data:`MISSING_LABEL` in the
+source's filters (the card's "Rows dropped while reading the source"; ``--strict`` refuses it),
+never made a class of its own. Rows are in ascending ``source_id`` order, the order every family
+splits them in (and ``verify`` re-derives them in): a file's own ``source_id`` column fixes it.
 """
 
 from __future__ import annotations
@@ -18,6 +26,9 @@ from datasets.table import InMemoryTable
 
 from loading_scripts.tables import arrow_column, arrow_table
 from loading_scripts.errors import EmptyTextError, FieldError, InvalidParameterError
+
+MISSING_LABEL = "no label"
+"""The filter reason of rows dropped because their label is missing (the same in every family)."""
 
 
 @dataclass
@@ -74,6 +85,25 @@ class Source:
                 raise FieldError(name, columns, role=role, source=self.name)
         if "source_id" not in columns:
             raise FieldError("source_id", columns, source=self.name)
+        check_field_types(self.dataset, name=self.name, label_field=self.label_field,
+                          text_fields={role: name for role, name in (("prompt", self.prompt_field),
+                                                                     ("query", self.query_field),
+                                                                     ("target", self.target_field))
+                                       if name is not None})
+        if self.label_field is not None:
+            self._drop_missing_labels()
+
+    def _drop_missing_labels(self) -> None:
+        """Rows without a label leave the canonical rows, counted under :data:`MISSING_LABEL`."""
+        missing = missing_labels(self.dataset, self.label_field)
+        if not missing.size:
+            return
+        ids = self.source_ids[missing]
+        keep = np.setdiff1d(np.arange(len(self.dataset)), missing)
+        self.dataset = self.dataset.select(keep)
+        known = self.dropped_ids.get(MISSING_LABEL, np.array([], dtype=np.int64))
+        self.dropped_ids = {**self.dropped_ids, MISSING_LABEL: np.sort(np.concatenate([known, ids]))}
+        self.filtered = {**self.filtered, MISSING_LABEL: int(self.filtered.get(MISSING_LABEL, 0)) + int(ids.size)}
 
     def __len__(self) -> int:
         return len(self.dataset)
@@ -110,7 +140,8 @@ class Source:
         if self.dropped_ids:
             last = int(self.dataset[n - 1]["source_id"])
             self.dropped_ids = {reason: ids[ids < last] for reason, ids in self.dropped_ids.items()}
-            self.filtered = {reason: int(ids.size) for reason, ids in self.dropped_ids.items()}
+            self.filtered = {**self.filtered, **{reason: int(ids.size) for reason, ids in self.dropped_ids.items()}}
+            self.filtered = {reason: count for reason, count in self.filtered.items() if count}
         return self
 
     def check_queries(self) -> None:
@@ -139,6 +170,63 @@ def pa_is_string(data_type) -> bool:
     return pa.types.is_string(data_type) or pa.types.is_large_string(data_type)
 
 
+def _describe(data_type) -> str:
+    """An Arrow type in words, for a message."""
+    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type) or pa.types.is_fixed_size_list(data_type):
+        return f"lists ({data_type})"
+    if pa.types.is_struct(data_type) or pa.types.is_map(data_type):
+        return f"objects ({data_type})"
+    if pa.types.is_boolean(data_type):
+        return "true/false values"
+    if pa.types.is_integer(data_type) or pa.types.is_floating(data_type) or pa.types.is_decimal(data_type):
+        return f"numbers ({data_type})"
+    return f"{data_type} values"
+
+
+def _nested(data_type) -> bool:
+    return pa.types.is_nested(data_type)
+
+
+def check_field_types(dataset: datasets.Dataset, *, name: str, text_fields=(), label_field: str | None = None):
+    """Refuse a text field that does not hold text and a label field that does not hold one scalar
+    per row, naming the field, what it holds and what to do.
+
+    ``text_fields`` is ``{role: field}`` (prompt, query, target) or a list of fields (role "text").
+    A text field may hold text (or nothing at all); a label field text, integers, booleans or numbers.
+    """
+    schema = arrow_table(dataset).schema
+    roles = text_fields.items() if isinstance(text_fields, dict) else (("text", f) for f in text_fields)
+    for role, field_name in roles:
+        if field_name not in schema.names:
+            continue  # a missing field is the caller's FieldError
+        data_type = schema.field(field_name).type
+        if not (pa_is_string(data_type) or pa.types.is_null(data_type)):
+            flag = {"text": "--text-fields", "query": "--query-field", "prompt": "--prompt-field",
+                    "target": "--target-field"}[role]
+            raise InvalidParameterError(f"{role} field {field_name!r} of {name} holds {_describe(data_type)}, not "
+                                        f"text; give a text field with {flag} (or convert the column to text)")
+    if label_field is not None and label_field in schema.names:
+        data_type = schema.field(label_field).type
+        if _nested(data_type) or pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type):
+            raise InvalidParameterError(f"label field {label_field!r} of {name} holds {_describe(data_type)}; a label "
+                                        "is one value per row (text or a number): give another --label-field")
+
+
+def missing_labels(dataset: datasets.Dataset, label_field: str) -> np.ndarray:
+    """Positions (sorted) of the rows whose label is missing: null, empty or blank text, NaN, or a
+    ``ClassLabel``'s -1 (no label)."""
+    column = arrow_column(dataset, label_field)
+    missing = column.is_null()
+    data_type = column.type
+    if pa_is_string(data_type):
+        missing = pc.or_(missing, pc.equal(pc.utf8_trim_whitespace(column), ""))
+    elif pa.types.is_floating(data_type):
+        missing = pc.or_(missing, pc.is_nan(column))
+    elif pa.types.is_integer(data_type) and isinstance(dataset.features.get(label_field), datasets.ClassLabel):
+        missing = pc.or_(missing, pc.less(column, 0))
+    return np.flatnonzero(np.asarray(pc.fill_null(missing, True).to_numpy(zero_copy_only=False), dtype=bool))
+
+
 def content_sha256(dataset: datasets.Dataset) -> str:
     """sha256 of a table's rows, column names and types: the Arrow IPC stream of its columns in
     order, in one chunk (so the same rows hash the same however they were read)."""
@@ -151,15 +239,23 @@ def content_sha256(dataset: datasets.Dataset) -> str:
 
 def with_row_numbers(dataset: datasets.Dataset, *, name: str) -> datasets.Dataset:
     """Add ``source_id`` = 0-based row number, or check the one the data already has (whole
-    columns: Arrow and numpy)."""
+    columns: Arrow and numpy). Rows that carry their own ``source_id`` are put in ascending
+    ``source_id`` order: the order every family splits rows in, and the one ``verify`` re-derives
+    the configs in from the released rows (which hold ``source_id``, not the file's order)."""
     table = arrow_table(dataset)
     if "source_id" in dataset.column_names:
         column = table.column("source_id")
         if not pa.types.is_integer(column.type) or column.null_count:
-            raise InvalidParameterError(f"column 'source_id' of {name} must hold integers")
-        ids = column.to_numpy()
+            raise InvalidParameterError(f"column 'source_id' of {name} must hold integers (one per row, none "
+                                        "missing); rename the column to read it as data")
+        ids = np.asarray(column.to_numpy(), dtype=np.int64)
         if np.unique(ids).size != ids.size:
             raise InvalidParameterError(f"column 'source_id' of {name} has duplicate values")
+        if ids.size > 1 and (np.diff(ids) < 0).any():
+            order = np.argsort(ids, kind="stable")
+            table = table.take(pa.array(order)).combine_chunks()
+            return datasets.Dataset(InMemoryTable(table), info=dataset.info.copy(),
+                                    fingerprint=f"resplit-rows-sorted-{len(dataset)}")
         return dataset
     table = table.append_column("source_id", pa.array(np.arange(len(dataset), dtype=np.int64)))
     info = dataset.info.copy()

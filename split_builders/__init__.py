@@ -39,6 +39,7 @@ _EXPORTS = {
     "TemplateSplitter": "split_builders.splitters.compositional",
     "StandardSplitter": "split_builders.splitters.compositional",
     "DifficultySplitter": "split_builders.splitters.difficulty",
+    "InoculationSplitter": "split_builders.splitters.inoculation",
     "BehaviouralSplitter": "split_builders.splitters.behavioural",
 }
 __all__ = ["__version__", *_EXPORTS]

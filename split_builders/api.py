@@ -269,7 +269,8 @@ class CommonOptions:
 
     ``source`` defaults to the method's ``default_source`` (None: the source is required); ``out``
     is the output folder (refused if it exists unless ``overwrite``); ``seed`` seeds every random
-    choice; ``limit`` keeps only the first N rows (quick runs).
+    choice; ``limit`` keeps only the first N rows (quick runs); ``group_field`` names a field whose
+    rows are kept together in one split (:meth:`SplitMethod.groups`).
     """
 
     source: str | None = option(None, "the dataset to split: a bundled sample, a named dataset, a file or "
@@ -283,17 +284,26 @@ class CommonOptions:
                                minimum=1)
     dedupe: bool = option(False, "drop exact duplicate rows before splitting (the first source_id of each is kept)",
                           group="common")
+    strict: bool = option(False, "refuse a source with rows that reading would drop (a missing label) or values it "
+                                 "would convert (labels of mixed types read as text), instead of dropping them and "
+                                 "saying so in the card", group="common", record=False)
+    group_field: str | None = option(None, "rows that share this field's value (e.g. premise) are kept in one split "
+                                           "of every config (default: per example, as the papers)", group="common",
+                                     metavar="FIELD")
 
     def __post_init__(self):
         self._normalise_lists()
         if self.out is None:
             raise InvalidParameterError("an output folder is required (--out)")
         booleans = self._boolean_fields()
+        hints = _type_hints(type(self))
         for spec in dataclasses.fields(self):
             choices, number = spec.metadata.get("choices"), spec.metadata.get("number")
             value = getattr(self, spec.name)
             if spec.name in booleans and not isinstance(value, (bool, np.bool_)) and value is not None:
                 raise InvalidParameterError(f"{spec.name} must be true or false, got {value!r}")
+            if number is None:  # a numeric option's type and bounds are check_number's, below
+                check_type(value, hints[spec.name], spec.name)
             if choices is not None and value is not None and value not in choices:
                 raise InvalidParameterError(f"{spec.name.replace('_', '-')} must be one of "
                                             f"{', '.join(map(str, choices))}; got {value!r}")
@@ -327,8 +337,11 @@ class CommonOptions:
             value = getattr(self, spec.name)
             if isinstance(value, str):
                 value = tuple(part.strip() for part in value.split(",") if part.strip())
-            elif value is not None:
+            elif isinstance(value, (list, tuple)):
                 value = tuple(value)
+            elif isinstance(value, Integral) and not isinstance(value, bool) and _element_type(hint) is int:
+                value = (value,)  # one size is a list of one
+            # anything else is left for check_type to refuse, naming the option
             if value == () and type(None) in members:
                 value = None
             setattr(self, spec.name, value)
@@ -337,6 +350,102 @@ class CommonOptions:
         """The parameters provenance records: every option except local paths and output handling."""
         return {spec.name: _plain(getattr(self, spec.name)) for spec in dataclasses.fields(self)
                 if spec.metadata.get("record", True) and spec.name not in ("source", "seed")}
+
+
+def _type_hints(cls) -> dict:
+    import typing
+
+    return typing.get_type_hints(cls)
+
+
+def _members(hint) -> tuple:
+    """The types a hint allows (``int | None`` -> ``(int, NoneType)``)."""
+    import typing
+
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+
+
+def _element_type(hint):
+    """The element type of a ``tuple[X, ...]`` member of ``hint`` (None when there is none)."""
+    import typing
+
+    for member in _members(hint):
+        if typing.get_origin(member) is tuple and typing.get_args(member):
+            return typing.get_args(member)[0]
+    return None
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _fits(value, member) -> bool:
+    """Whether ``value`` is a value of the type ``member`` (one member of an option's type hint)."""
+    import os
+    import typing
+
+    if member is bool:
+        return isinstance(value, (bool, np.bool_))
+    if member is int:
+        return _is_int(value)
+    if member is float:
+        return isinstance(value, Real) and not isinstance(value, (bool, np.bool_))
+    if member is str:
+        return isinstance(value, (str, os.PathLike))
+    if member is tuple:  # a bare tuple: one name or index, or several (the method reads them)
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        return all(isinstance(v, str) or _is_int(v) for v in items)
+    if typing.get_origin(member) is tuple:
+        element = (typing.get_args(member) or (None,))[0]
+        if not isinstance(value, tuple):
+            return False
+        if element is str:
+            return all(isinstance(v, str) for v in value)
+        if element is int:  # digit strings too: the CLI's "10,50" (the method converts them)
+            return all(_is_int(v) or (isinstance(v, str) and v.strip().isdigit()) for v in value)
+        return True
+    return True  # a type this check does not know: the method validates it
+
+
+def _wanted(member) -> str:
+    """A type in words, for a message."""
+    import typing
+
+    if typing.get_origin(member) is tuple:
+        element = (typing.get_args(member) or (None,))[0]
+        return {str: "a list of names (or comma-separated text)", int: "a list of integers"}.get(element, "a list")
+    return {bool: "true or false", int: "an integer", float: "a number", str: "text",
+            tuple: "a name or an index, or a list of them"}.get(member, getattr(member, "__name__", str(member)))
+
+
+def _kind(value) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "a boolean"
+    if isinstance(value, Real):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def check_type(value, hint, name: str) -> None:
+    """Refuse an option value that is not of its declared type (a recipe's ``configs: 7`` where a list
+    of names is expected, a list where text is), naming the option and the type, before any work.
+    None passes where the type allows it; ``int | float`` is one kind, a number."""
+    members = _members(hint)
+    if value is None and type(None) in members:
+        return
+    members = [m for m in members if m is not type(None)]
+    if any(_fits(value, m) for m in members):
+        return
+    numeric = [m for m in members if m in (int, float)]
+    wanted = (["a number"] if len(numeric) > 1 else []) + [_wanted(m) for m in members
+                                                            if not (len(numeric) > 1 and m in numeric)]
+    raise InvalidParameterError(f"{name} must be {' or '.join(wanted)}, got {value!r} ({_kind(value)})")
 
 
 def _plain(value):
@@ -377,6 +486,7 @@ class Loaded:
 
     data: Any
     info: SourceInfo
+    groups: Any = None  # one group number per row with --group-field (set by build from SplitMethod.groups)
 
 
 @dataclass
@@ -485,6 +595,14 @@ class SplitMethod:
     def check_loaded(self, loaded: Loaded, options) -> None:
         """Checks that need the rows but nothing expensive (sizes against the row count, fields)."""
 
+    def groups(self, loaded: Loaded, field: str):
+        """``--group-field``: the group number of every loaded row (rows of a group must never
+        straddle train / validation / test), from
+        :func:`split_builders.splitters.groups.column_groups`; called by build after ``check_loaded``,
+        before the signal, and stored as ``loaded.groups`` for ``configs``. A method whose configs
+        cannot keep groups whole refuses, saying why (the default)."""
+        raise InvalidParameterError(f"{self.name} does not support --group-field")
+
     def signal(self, loaded: Loaded, options, context: Context) -> Signal:
         raise NotImplementedError
 
@@ -524,7 +642,7 @@ class SplitMethod:
         return {}
 
 
-HOOKS = ("check", "load", "row_keys", "select_rows", "check_loaded", "signal", "configs", "rows", "card",
+HOOKS = ("check", "load", "row_keys", "select_rows", "check_loaded", "groups", "signal", "configs", "rows", "card",
          "pretty_name", "report", "rederive", "config_statistics")
 """A method's hooks in the order :func:`split_builders.build` calls them (``row_keys`` and
 ``select_rows`` for ``--dedupe``, before the sizes are checked), then those ``verify`` and ``diff``

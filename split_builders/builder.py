@@ -168,10 +168,12 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
 
 
 def _build(method, options, context, out, overrides) -> BuildResult:
-    loaded = method.load(options)
+    loaded, notes = _load(method, options, context)
     if options.dedupe:
         loaded = _drop_duplicates(method, loaded)
     method.check_loaded(loaded, options)
+    if options.group_field is not None:
+        loaded.groups = method.groups(loaded, options.group_field)
     signal = method.signal(loaded, options, context)
     configs = method.configs(loaded, signal, options)
     sizes = {c.name: {s: int(len(c.indices[s])) for s in c.splits} for c in configs}
@@ -180,24 +182,58 @@ def _build(method, options, context, out, overrides) -> BuildResult:
         return BuildResult(None, method, options, loaded, signal, configs, sizes)
 
     from split_builders.release import card as cards
+    from split_builders.release.audit import audit_build
     from split_builders.release.provenance import provenance
     from split_builders.release.writer import write_release
 
     rows = method.rows(loaded, signal, configs)
     spec = method.card(loaded, signal, configs, options)
     spec.duplicates = duplicate_report(method.row_keys(loaded), configs)
+    if notes:
+        spec.how_built = [*spec.how_built, "Read from the source: " + "; ".join(notes) + "."]
     if overrides.get("citation"):
         spec.citation = overrides["citation"]
     if overrides.get("license"):
         loaded.info.license = overrides["license"]
+    record = provenance(method, options, loaded.info, signal)
+    spec.audit = audit_build(rows, configs, record=record, progress=context.progress)  # the card's and the YAML's
     written_out = write_release(
-        out, rows, configs, provenance=provenance(method, options, loaded.info, signal),
+        out, rows, configs, provenance=record, audit=spec.audit,
         render_card=lambda staging, written: cards.render(spec, method=method, info=loaded.info,
                                                           configs=configs, written=written, staging=staging),
         license=loaded.info.license, pretty_name=method.pretty_name(loaded), overwrite=options.overwrite,
         progress=context.progress)
     _wait_for_everyone()
     return BuildResult(written_out, method, options, loaded, signal, configs, sizes)
+
+
+def _load(method, options, context) -> tuple[Loaded, list[str]]:
+    """``method.load`` and the notes its readers left (:class:`loading_scripts.errors.SourceNote`:
+    labels of mixed types read as text, ...), which the card and the terminal show. ``--strict``
+    refuses a source with such a note or with rows dropped for a missing label, instead."""
+    import warnings
+
+    from loading_scripts.errors import SourceNote
+    from loading_scripts.source import MISSING_LABEL
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SourceNote)
+        loaded = method.load(options)
+    notes = []
+    for warning in caught:
+        if issubclass(warning.category, SourceNote):
+            notes.append(str(warning.message))
+        else:  # not ours: as it would have been shown
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    notes = list(dict.fromkeys(notes))
+    missing = int(loaded.info.filters.get(MISSING_LABEL, 0))
+    if options.strict and (missing or notes):
+        problems = [f"{missing} row(s) have no label"] if missing else []
+        raise InvalidParameterError(f"--strict refuses {loaded.info.name}: " + "; ".join(problems + notes)
+                                    + "; fix the source, or drop --strict to build with what the card then states")
+    for note in notes:
+        context.log(f"note: {note}")
+    return loaded, notes
 
 
 def _comparable(keys) -> np.ndarray:

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from loading_scripts.files import cache_root
+from split_builders.errors import disk_full, is_disk_full
 
 __all__ = ["cache_root", "atomic_write", "save_arrays", "load_arrays"]
 
@@ -27,16 +28,26 @@ MAGIC = b"resplit-cache-entry v1 sha256:"
 
 
 def atomic_write(path, data: bytes) -> None:
-    """Write ``data`` through a temporary file in the same folder, then rename: never a half file."""
+    """Write ``data`` through a temporary file in the same folder, then rename: never a half file.
+
+    A full disk is one line (:class:`~split_builders.errors.DiskFullError`) naming the cache folder and
+    the space the entry needs; the half-written temporary file is removed and every entry written
+    before (finished scores, checkpoints) is kept, so a rerun with space resumes from them."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         os.replace(temporary, path)
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        raise disk_full(path.parent, f"the cache entry {path.name} (the entries written before are kept)",
+                        needed=len(data)) from None
     finally:
-        if os.path.exists(temporary):
+        if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
 
 

@@ -12,7 +12,7 @@ from loading_scripts.errors import EmptyTextError, FieldError, InvalidParameterE
 
 __all__ = ["ResplitError", "FieldError", "InvalidParameterError", "EmptyTextError", "SourceLoadError", "ModelLoadError",
            "OutputExistsError", "PublishError", "UnparseableProgramError", "AtomConstraintError", "OutputLockedError",
-           "InvalidReleaseError"]
+           "InvalidReleaseError", "DiskFullError"]
 
 
 class ModelLoadError(ResplitError, OSError):
@@ -41,3 +41,36 @@ class OutputLockedError(ResplitError, RuntimeError):
 
 class InvalidReleaseError(PublishError, ValueError):
     """The folder is not a consistent resplit release (or metric Space folder)."""
+
+
+class DiskFullError(ResplitError, OSError):
+    """No space (or quota) left where resplit writes: the release, the cache or a figure."""
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """Whether ``error`` is the operating system's "no space left on device" (or "quota exceeded")."""
+    import errno
+
+    return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(where, what: str, needed: int | None = None) -> DiskFullError:
+    """The one line for a full disk: the place, what was being written, and the space it needs."""
+    import shutil
+
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        free = None
+    need = f"; it needs {_size(needed)} more" if needed else ""
+    have = f" ({_size(free)} free)" if free is not None else ""
+    return DiskFullError(f"no space left on the device of {str(where)!r}{have} while writing {what}{need}: free "
+                         "some space there (or choose another location) and run the same command again")
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} bytes"

@@ -201,3 +201,47 @@ def test_nan_values_print_as_null(capsys, tmp_path):
     path.write_text("model,benchmark,seed,score\nx,A,,0.5\ny,A,,0.5\nx,B,,0.1\ny,B,,0.9\n")
     output = run_json(capsys, "concurrence", "--results", path)
     assert output == {"A|B": None}  # a constant benchmark ranks nothing: NaN, printed as null
+
+
+# A UTF-8 byte-order mark (what spreadsheet programs write as "CSV UTF-8") is read transparently by
+# every file the metric commands read.
+
+BOM = b"\xef\xbb\xbf"
+
+
+def with_bom(path, *, gzipped=False):
+    data = BOM + path.read_bytes()
+    marked = path.with_name("bom-" + path.name + (".gz" if gzipped else ""))
+    marked.write_bytes(gzip.compress(data, mtime=0) if gzipped else data)
+    return marked
+
+
+def test_concurrence_results_with_a_byte_order_mark(capsys, shared, tmp_path):
+    path, expected = write_golden_csv(shared, tmp_path)
+    plain = run_json(capsys, "concurrence", "--results", path, "--bootstrap", "50")
+    assert plain["A|B"]["concurrence"] == pytest.approx(expected["kendall_tau_b"], abs=1e-6)
+    for marked in (with_bom(path), with_bom(path, gzipped=True)):
+        assert marked.read_bytes()[:3] in (BOM, b"\x1f\x8b\x08")
+        assert run_json(capsys, "concurrence", "--results", marked, "--bootstrap", "50") == plain
+
+
+@pytest.mark.parametrize("file_format, lines", [
+    ("pred_only", ["2", "0", "2", "2", "2", "0", "0"]),
+    ("binary_conf", ["0.9", "0.2", "0.5", "0.9", "0.85", "0.1", "0.6"]),
+    ("softmax", ["0.1 0.9", "0.8 0.2", "0.5 0.5", "0.1 0.9", "0.15 0.85", "0.9 0.1", "0.4 0.6"]),
+])
+def test_pass_rate_predictions_with_a_byte_order_mark(capsys, tmp_path, toy_suite, file_format, lines):
+    path = write_lines(tmp_path, "p.txt", lines)
+    plain = run_json(capsys, "pass-rate", "--suite", toy_suite, "--predictions", path, "--format", file_format)
+    assert plain["functionalities"]["positive words"]["passed"] + plain["functionalities"]["positive words"]["failed"] == 3
+    for marked in (with_bom(path), with_bom(path, gzipped=True)):
+        assert run_json(capsys, "pass-rate", "--suite", toy_suite, "--predictions", marked,
+                        "--format", file_format) == plain
+
+
+def test_read_predictions_drops_a_byte_order_mark(local_metric):
+    """Lines read with encoding="utf-8" keep the mark on the first line; the metric's reader drops it."""
+    pass_rate = local_metric("pass_rate")
+    assert pass_rate.read_predictions(["\ufeff2", "0"], "pred_only") == ([2, 0], None)
+    assert pass_rate.read_predictions(["\ufeff0.25", "0.5"], "binary_conf")[1] == [[0.75, 0.25], [0.5, 0.5]]
+    assert pass_rate.read_predictions(["\ufeffGeneva", "Paris"], "pred_only", answers=True)[0] == ["Geneva", "Paris"]

@@ -186,3 +186,39 @@ def test_rescore_of_a_release_from_given_scores_says_there_is_nothing_to_recompu
     (finding,) = [f for f in report.findings if f.level == 3]
     assert finding.status == "not checked" and "all_examples__False_loglikelihoods.npy" in finding.detail
     assert report.ok  # levels 1 and 2 still checked everything
+
+
+# A field of each family's example source whose groups the family keeps whole; None: it refuses --group-field.
+GROUP_FIELDS = {"likelihood": "premise", "tmcd": "target", "pvi": "premise", "curriculum": "premise",
+                "behavioural": None}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_keeps_groups_whole_or_refuses_group_field_in_one_line(family, family_args, tmp_path, capsys):
+    """Through the CLI: a grouped build has no group in two splits of any config, and verify
+    re-derives it; a family that cannot group says why in one line; a missing field is named."""
+    assert family in GROUP_FIELDS, f"say whether {family} keeps groups whole"
+    field, out = GROUP_FIELDS[family], tmp_path / "grouped"
+    args = [*family_args[family], *(["--pvi", "--limit", "300"] if family == "curriculum" else [])]
+    code = main([family, *args, "--group-field", field or "premise", "--out", str(out), "--no-progress"])
+    captured = capsys.readouterr()
+    if field is None:
+        assert code == 2 and len(captured.err.strip().splitlines()) == 1 and "--group-field" in captured.err
+        assert "Traceback" not in captured.err and not out.exists()
+        return
+    assert code == 0, captured.err
+    record = front_matter(out)["resplit"]
+    grouped = [name for name, entry in record["configs"].items() if entry["parameters"].get("grouped_by") == field]
+    assert grouped, "no config records grouped_by"
+    for name in grouped:
+        config = datasets.load_dataset(str(out), name)
+        values = {split: set(config[split][field]) for split in config}
+        for a in values:
+            for b in values:
+                assert a >= b or not values[a] & values[b], (name, a, b)
+    assert main(["verify", str(out)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    assert main([family, *args, "--group-field", "no_such_field", "--out", str(tmp_path / "x"),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "'no_such_field' not found" in err and f"'{field}'" in err and len(err.strip().splitlines()) == 1

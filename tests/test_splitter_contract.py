@@ -41,6 +41,7 @@ def _inputs(name, geoquery, rng):
         "difficulty_simple_to_hard": ((rng.normal(size=N), rng.integers(0, 3, size=N)), {}),
         "difficulty_simple": ((rng.normal(size=N), rng.integers(0, 3, size=N)), {}),
         "behavioural": ((rng.integers(0, 6, size=N),), {}),
+        "inoculation": ((rng.choice(["a", "b", "c"], size=N), np.where(np.arange(N) < 90, "train", "validation")), {}),
     }[name]
 
 
@@ -60,6 +61,7 @@ CASES = {  # name: (class name, constructor parameters, covers every row)
     "difficulty_simple": ("DifficultySplitter", dict(config="simple", threshold="midrange", validation_size=0.25,
                                                      random_state=3), False),
     "behavioural": ("BehaviouralSplitter", dict(holdout_size=0.5, test_share=0.5, random_state=3), True),
+    "inoculation": ("InoculationSplitter", dict(size=10, random_state=3), False),
 }
 
 

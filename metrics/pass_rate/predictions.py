@@ -8,6 +8,8 @@ Plain Python and numpy: ``pass_rate.py`` imports it as ``from .predictions impor
 import numpy as np
 
 FILE_FORMATS = ("pred_only", "binary_conf", "softmax")
+# What spreadsheet programs and Windows editors put before UTF-8 text ("CSV UTF-8").
+BYTE_ORDER_MARK = "\ufeff"
 
 # Probability vectors written with a few decimals do not sum to exactly 1.
 PROBABILITY_ATOL = 1e-3
@@ -91,7 +93,8 @@ def read_predictions(lines, file_format, answers=False, sentiment_binary=False):
     Parameters
     ----------
     lines : sequence of str
-        One line per example (without the trailing newline).
+        One line per example (without the trailing newline). A UTF-8 byte-order mark at the
+        start of the first line (a file opened as ``utf-8`` rather than ``utf-8-sig``) is dropped.
     file_format : {"pred_only", "binary_conf", "softmax"}
         As CheckList's ``run_from_file``: ``pred_only`` is the label or answer,
         ``binary_conf`` is p(class 1), ``softmax`` is space-separated probabilities.
@@ -110,6 +113,9 @@ def read_predictions(lines, file_format, answers=False, sentiment_binary=False):
     """
     if file_format not in FILE_FORMATS:
         raise ValueError(f"unknown prediction file format {file_format!r}; allowed: {', '.join(FILE_FORMATS)}")
+    lines = list(lines)
+    if lines and isinstance(lines[0], str) and lines[0].startswith(BYTE_ORDER_MARK):
+        lines[0] = lines[0][len(BYTE_ORDER_MARK):]
     if answers and (file_format != "pred_only" or sentiment_binary):
         raise ValueError(
             f"answer-string predictions need file format 'pred_only' without sentiment mapping, got {file_format!r}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import sys
 import typing
 
@@ -24,6 +25,8 @@ TOOL_MODULES = (
     "split_builders.cli.metrics",
     "split_builders.cli.publish",
     "split_builders.cli.evaluate",
+    "split_builders.cli.audit",
+    "split_builders.cli.curriculum",
 )
 GROUP_TITLES = {"common": "common options", "source": "source", "signal": "signal", "split": "split",
                 "method": "method options", "output": "output"}
@@ -39,6 +42,13 @@ def _field_parser(spec, hints):
     if typing.get_origin(base) in (tuple, list):
         return lambda text: tuple(part.strip() for part in text.split(",") if part.strip())
     return base if base in (int, float, str) else str
+
+
+def _with_default(help_text: str, default) -> str:
+    """``help_text`` with "(default: X)" appended, unless it already says its default (in its own words)."""
+    if re.search(r"\bdefault\b", help_text, flags=re.IGNORECASE):
+        return help_text
+    return f"{help_text} (default: {default})"
 
 
 def add_options(parser: argparse.ArgumentParser, method) -> list[str]:
@@ -60,7 +70,7 @@ def add_options(parser: argparse.ArgumentParser, method) -> list[str]:
         if spec.name == "source":
             flags += list(method.source_aliases)
             default = method.default_source
-            help_text += f" (default: {default})" if default else " (required)"
+            help_text = _with_default(help_text, default) if default else help_text + " (required)"
         kwargs = dict(dest=spec.name, default=argparse.SUPPRESS)
         if hints.get(spec.name) is bool or isinstance(default, bool):
             if default:  # a default-on switch is turned off with --no-NAME
@@ -77,7 +87,7 @@ def add_options(parser: argparse.ArgumentParser, method) -> list[str]:
             if spec.name == "out":
                 kwargs.update(required=True)
             elif default not in (None, ()) and spec.name != "source":
-                help_text += f" (default: {', '.join(map(str, default)) if isinstance(default, tuple) else default})"
+                help_text = _with_default(help_text, ", ".join(map(str, default)) if isinstance(default, tuple) else default)
         group.add_argument(*flags, help=help_text, **kwargs)
         names.append(spec.name)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -140,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         command = getattr(locals().get("args"), "command", None)
         print(f"resplit{' ' + command if command else ''}: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was finished is saved (scoring says where)
+        command = getattr(locals().get("args"), "command", None)
+        print(f"resplit{' ' + command if command else ''}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

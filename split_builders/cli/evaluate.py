@@ -18,14 +18,21 @@ def resolve_suite(suite: str, suite_dir: str | None = None):
     from loading_scripts.checklist import read_checklist_suite
     from split_builders.errors import InvalidParameterError
 
-    if Path(suite).is_file():
-        return read_checklist_suite(suite)
+    from loading_scripts.files import looks_like_path, not_found
+
+    if Path(suite).expanduser().is_file():
+        return read_checklist_suite(Path(suite).expanduser())
+    if Path(suite).expanduser().is_dir():
+        raise InvalidParameterError(f"--suite {suite!r} is a folder: give a suite file (.json or .json.gz), or a "
+                                    f"suite's name ({', '.join(NAMED_SUITES)}) with --suite-dir {suite}")
     if suite in NAMED_SUITES:
         folder = suite_dir or os.environ.get(SUITE_DIR_ENV)
         if not folder:
             raise InvalidParameterError(f"suite {suite!r}: pass --suite-dir (or set ${SUITE_DIR_ENV}) to the folder "
                                         f"holding {suite}_suite.json.gz, or give the file's path")
         return read_checklist_suite(Path(folder) / f"{suite}_suite.json.gz")
+    if looks_like_path(suite):
+        raise not_found(suite, "--suite", "a CheckList suite file, .json or .json.gz")
     raise InvalidParameterError(f"suite {suite!r} is neither a file nor one of {', '.join(NAMED_SUITES)}")
 
 
@@ -42,6 +49,21 @@ def select_config(suite, config: str, split: str, *, seed: int = 42):
     if config not in configs:
         raise InvalidParameterError(f"unknown config {config!r}; valid configs: {', '.join(configs)}")
     return rows.select(sorted(int(i) for i in configs[config].indices[split]))
+
+
+def check_model_path(model: str) -> None:
+    """A ``--model`` that looks like a local path must be a folder that exists (not a Hub lookup)."""
+    from pathlib import Path
+
+    from loading_scripts.files import looks_like_path, not_found
+    from split_builders.errors import InvalidParameterError
+
+    path = Path(model).expanduser()
+    if path.is_file():
+        raise InvalidParameterError(f"--model {model!r} is a file: give the folder of a sequence classifier (its "
+                                    "config.json and weights) or a Hub id")
+    if not path.exists() and looks_like_path(model):
+        raise not_found(model, "--model", "the folder of a sequence classifier, or a Hub id org/name")
 
 
 def testcase_columns(rows, predictions, confidences) -> dict:
@@ -171,6 +193,7 @@ def run_evaluate_suite(args) -> int:
 
     if not 0.0 <= args.iid_score <= 1.0:
         raise InvalidParameterError(f"--iid-score is a fraction in [0, 1] (accuracy on i.i.d. data), got {args.iid_score}")
+    check_model_path(args.model)
     suite = resolve_suite(args.suite, args.suite_dir)
     if suite.name == "squad":
         raise InvalidParameterError("evaluate-suite runs sequence classifiers; the squad suite needs a question-"

@@ -9,6 +9,7 @@ picks options and prints.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from pathlib import Path
@@ -36,11 +37,14 @@ def _run_metric(step):
 
 
 def _read_text(path: str) -> str:
-    from loading_scripts.files import open_text
+    """The whole file as text: gunzipped if ``.gz``, strictly UTF-8, a byte-order mark (what spreadsheet
+    programs write as "CSV UTF-8") dropped."""
+    from loading_scripts.files import read_text
 
     try:
-        with open_text(Path(path)) as handle:
-            return handle.read()
+        return read_text(Path(path))
+    except SourceLoadError:
+        raise
     except OSError as error:
         raise SourceLoadError(f"cannot read {path}: {error}") from error
 
@@ -64,7 +68,7 @@ def read_prediction_lines(path: str) -> list[str]:
 def read_results(path: str) -> dict[str, list]:
     """The ``model,benchmark,seed,score`` CSV as columns (seed "" when a model has one run)."""
     text = _read_text(path)
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     available = reader.fieldnames or []
     for column in RESULT_COLUMNS:
         if column not in available:
@@ -156,6 +160,10 @@ def _print_pass_rate_table(result) -> None:
 
 
 def run_concurrence(args) -> int:
+    if args.heatmap:  # before the work: a figure that cannot be written is refused first
+        from split_builders.release.writer import check_output_file
+
+        check_output_file(args.heatmap, "--heatmap")
     metric = load_metric("concurrence", args.metrics_dir)
     columns = read_results(args.results)
     result = _run_metric(lambda: metric.compute(

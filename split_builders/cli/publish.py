@@ -22,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--message", help="commit message (default: resplit release vX.Y.Z)")
     parser.add_argument("--private", action="store_true", help="create the repository private")
     parser.add_argument("--dry-run", action="store_true", help="validate the folder and send nothing")
+    parser.add_argument("--allow-extra", action="store_true",
+                        help="also publish files the card does not name (refused otherwise: every file is sent)")
     return parser
 
 
@@ -36,10 +38,11 @@ def run(args: argparse.Namespace) -> int:
     """Push as the arguments say; a ResplitError becomes one line on stderr and exit code 2."""
     from split_builders.release.publish import push_metric, push_release
 
+    extra = {} if args.metric else {"allow_extra": args.allow_extra}
     push = push_metric if args.metric else push_release
     try:
         push(args.folder, args.repo_id, args.version, message=args.message, private=args.private,
-             dry_run=args.dry_run)
+             dry_run=args.dry_run, **extra)
     except ResplitError as error:
         print(f"{getattr(args, 'prog', 'resplit push')}: error: {error}", file=sys.stderr)
         return 2

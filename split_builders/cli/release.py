@@ -20,8 +20,9 @@ def _recipe_path(text: str) -> Path:
 def run_list(args) -> int:
     from split_builders.release.recipe import list_recipes
 
+    recipes = list_recipes(args.recipes_dir)  # refuses a missing or empty folder (not an empty table)
     print(f"{'recipe':<26}{'method':<13}{'pinned':<8}source here")
-    for recipe in list_recipes(args.recipes_dir):
+    for recipe in recipes:
         if recipe.kind == "metric":
             print(f"{recipe.name:<26}{'(metric)':<13}{'-':<8}{recipe.space}")
             continue
@@ -121,7 +122,8 @@ def _print_report(report, *, every: bool = False) -> None:
 def run_verify(args) -> int:
     from split_builders.release.verify import verify
 
-    report = verify(args.target, rescore=args.rescore, load=not args.no_load_check, source=args.source)
+    report = verify(args.target, rescore=args.rescore, load=not args.no_load_check, source=args.source,
+                    allow_extra=args.allow_extra)
     _print_report(report, every=args.all)
     return 0 if report.ok else 1
 
@@ -168,6 +170,8 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("--source", help="with --rescore: where the source is (default: the location the card records)")
     parser.add_argument("--all", action="store_true", help="print identical checks too")
     parser.add_argument("--no-load-check", action="store_true", help="skip loading every config with datasets")
+    parser.add_argument("--allow-extra", action="store_true",
+                        help="accept files in the folder that the card does not name (refused otherwise)")
     parser.set_defaults(func=run_verify)
 
     parser = subparsers.add_parser("diff", help="rows added, removed and moved between two releases, and what changed",

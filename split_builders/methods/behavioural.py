@@ -119,6 +119,13 @@ class BehaviouralMethod(SplitMethod):
     # --dedupe does not apply (row_keys stays None): a test case is defined by its functionality and
     # its position in it, and the same text under two functionalities tests two different behaviours.
 
+    def check(self, options) -> None:
+        if options.group_field is not None:
+            raise InvalidParameterError(
+                "--group-field does not apply to behavioural splits: their units are the suite's functionalities, "
+                "capabilities and test types, which func_<i>, class_<capability> and type_<...> already hold out "
+                "whole (and `seen` divides every functionality's test cases by design)")
+
     def load(self, options) -> Loaded:
         from loading_scripts.checklist import read_checklist_suite
         from loading_scripts.source import content_sha256

@@ -5,8 +5,14 @@ One config per phenomenon with its released ``train`` and ``validation`` splits,
 phenomenon (the CPU family, rows sharing a premise share a fold) and the four difficulty configs
 ``<phenomenon>_simple`` / ``_hard`` / ``_simple_to_hard`` / ``_hard_to_simple``
 (:func:`~split_builders.splitters.difficulty.difficulty_configs`, as ``resplit pvi`` builds them).
-Every config brings its own rows (the phenomena's columns differ), so
-:meth:`CurriculumMethod.rows` is None.
+By default also the inoculation configs ``<phenomenon>_inoc_<n>`` (``inoculation_sizes``, default
+10, 50, 100, 500 and 1,000 training rows per label, nested, seeded; the released validation split;
+:func:`~split_builders.splitters.inoculation.inoculation_configs`). Every config brings its own rows
+(the phenomena's columns differ), so :meth:`CurriculumMethod.rows` is None.
+
+The configs serve the paper's evaluation procedure step by step (:data:`PROCEDURE`); predictions on
+them are read back by :mod:`split_builders.evaluation.curriculum_report` (``resplit
+curriculum-report``).
 
 :mod:`loading_scripts.curriculum` reads the zips (labels normalised, leakage report); this module
 turns them into configs and the card.
@@ -20,10 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from split_builders.api import CommonOptions, ConfigSplit, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.pvi.columns import pvi_figure, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir
 from split_builders.splitters.difficulty import CONFIGS as DIFFICULTY_CONFIGS
 from split_builders.splitters.difficulty import difficulty_configs, part_mask, rederive_configs, rule_text
+from split_builders.splitters.inoculation import METHOD as INOCULATION
+from split_builders.splitters.inoculation import SIZES as INOCULATION_SIZES
+from split_builders.splitters.inoculation import check_sizes, inoculation_configs
+from split_builders.splitters.inoculation import rederive_configs as rederive_inoculation
 
 PAPER = "Chen & Gao 2022, Curriculum: A Broad-Coverage Benchmark for Linguistic Phenomena in NLU (NAACL)"
 HYPOTHESIS_ONLY = "_hypothesis_only"
@@ -43,6 +54,30 @@ LEAKAGE = (
     "**Leakage report.** Rows are kept as released. `train∩val` counts distinct (premise, hypothesis) pairs "
     "found in both splits; `val seen` the validation rows whose pair occurs in train; `dup` duplicate rows "
     "within a split; `empty` empty premises / hypotheses (train + validation).")
+PROCEDURE = (
+    "**The evaluation procedure and its configs.** CURRICULUM evaluates a model on every phenomenon in four "
+    "ways, each served by configs of this release: (1) *zero-shot diagnostic*: predict the `validation` split "
+    "of `<phenomenon>` (the paper's test set) with a model trained elsewhere (an NLI model) and report the "
+    "Matthews correlation per phenomenon and per category; (2) *inoculation*: fine-tune on the `train` split of "
+    "`<phenomenon>_inoc_<n>` (n examples per label) and evaluate on its `validation` split (the phenomenon's "
+    "released validation split), n growing (by default from 10 to 1,000); (3) *hypothesis-only baseline*: "
+    "`<phenomenon>_hypothesis_only`, the same splits without the premise; (4) *cross-distribution "
+    "generalisation* (with `--pvi`): train on `<phenomenon>_simple` and test on its `validation` split "
+    "(simple -> simple) and on the `test` split of `<phenomenon>_simple_to_hard` (simple -> hard); likewise "
+    "`<phenomenon>_hard` and `<phenomenon>_hard_to_simple`: the 2x2 matrix of the paper's Figure 3. "
+    "`resplit curriculum-report --predictions FILE` turns predictions on these configs into the zero-shot table "
+    "(with a heatmap), the inoculation curves and the 2x2 matrices.")
+INOCULATION_TEXT = (
+    "Inoculation by fine-tuning (Liu et al., 2019) as CURRICULUM does it: a model is fine-tuned on small samples "
+    "of a phenomenon's training split, {sizes} examples per label, and evaluated on the phenomenon's released "
+    "validation split after each. `<phenomenon>_inoc_<n>` has `train` = the sample of n rows per label and "
+    "`validation` = every row of the phenomenon's `validation` split. The samples are drawn as CURRICULUM's "
+    "released few-shot sampler draws them: one permutation of the phenomenon's training rows seeded with {seed} "
+    "(`numpy.random.seed(seed); numpy.random.shuffle(rows)`), then the first n rows of each label in that "
+    "order, so every sample is inside the next larger one (nested) and the same seed gives the same rows to "
+    "everyone. Rows are drawn only from the released `train` split, per label as the paper does "
+    "(`monotonicity_infer` per 2-way label, after its train labels are mapped, see above). A label with fewer "
+    "training rows than n contributes all of them; the table lists where that happens.")
 
 
 @dataclass(kw_only=True)
@@ -61,6 +96,14 @@ class CurriculumOptions(CommonOptions):
                                      group="split")
     cache_dir: str | None = option(None, "per-fold PVI checkpoints (default: $RESPLIT_CACHE/pvi)",
                                    group="signal", record=False)
+    inoculation: bool = option(True, "skip the <phenomenon>_inoc_<n> inoculation configs", group="split")
+    inoculation_sizes: tuple[int, ...] = option(INOCULATION_SIZES, "training rows per label of the inoculation "
+                                                "configs, comma-separated (nested; one config each)", group="split",
+                                                metavar="N,N,...", parse=lambda text: tuple(text.split(",")))
+
+    def validate(self) -> None:
+        if self.inoculation or self.inoculation_sizes:
+            self.inoculation_sizes = check_sizes(self.inoculation_sizes)
 
 
 class CurriculumMethod(SplitMethod):
@@ -68,8 +111,9 @@ class CurriculumMethod(SplitMethod):
 
     name = "curriculum"
     paper = PAPER
-    summary = "CURRICULUM's 36 NLI phenomena as loadable configs (+ hypothesis-only and PVI difficulty variants)"
-    config_names = ("<phenomenon>", "<phenomenon>_hypothesis_only",
+    summary = ("CURRICULUM's 36 NLI phenomena as loadable configs (+ hypothesis-only, inoculation and PVI "
+               "difficulty variants)")
+    config_names = ("<phenomenon>", "<phenomenon>_hypothesis_only", "<phenomenon>_inoc_<n>",
                     *(f"<phenomenon>_{c}" for c in DIFFICULTY_CONFIGS))
     Options = CurriculumOptions
     default_source = None
@@ -91,9 +135,28 @@ class CurriculumMethod(SplitMethod):
         return Loaded(phenomena, info)
 
     def check_loaded(self, loaded, options) -> None:
+        if options.group_field is not None and not options.pvi:
+            raise InvalidParameterError("--group-field applies to the difficulty configs of --pvi: without --pvi a "
+                                        "curriculum release holds the phenomena's released splits and subsets of "
+                                        "their train splits, which it does not re-split")
         if options.pvi:
             for p in loaded.data:
                 check_fold_labels(p.rows["label"], options.folds, where=f"phenomenon {p.name}")
+
+    def groups(self, loaded, field):
+        """``{phenomenon: group numbers}``: with ``--pvi``, each phenomenon's difficulty configs keep
+        the rows that share ``field`` (e.g. the premise) whole (a group is placed by its mean PVI, as
+        ``resplit pvi`` places it). The phenomena's own splits stay as released."""
+        from split_builders.splitters.groups import column_groups
+
+        out = {}
+        for p in loaded.data:
+            if field not in p.rows.column_names:
+                raise FieldError(field, p.rows.column_names, role="group", source=f"phenomenon {p.name}")
+            out[p.name] = column_groups(p.rows, field, source=f"phenomenon {p.name}")
+        if not out:
+            raise InvalidParameterError("no phenomenon to group")
+        return out
 
     def signal(self, loaded, options, context) -> Signal:
         if not options.pvi:
@@ -121,7 +184,9 @@ class CurriculumMethod(SplitMethod):
         return Signal(results, provenance, summary=f"I_V of {len(iv)} phenomena")
 
     def configs(self, loaded, signal, options) -> list:
-        configs = curriculum_configs(loaded.data, hypothesis_only=options.hypothesis_only)
+        configs = curriculum_configs(loaded.data, hypothesis_only=options.hypothesis_only,
+                                     inoculation_sizes=options.inoculation_sizes if options.inoculation else (),
+                                     random_state=options.seed)
         for p in loaded.data:
             if p.name not in signal.values:
                 continue
@@ -129,7 +194,9 @@ class CurriculumMethod(SplitMethod):
             parameters = {"phenomenon": p.name, "folds": options.folds, "family": signal.provenance["family"]}
             difficulty = difficulty_configs(result.pvi, np.asarray(p.rows["label"]), parameters=parameters,
                                             curriculum_compat=options.curriculum_compat,
-                                            random_state=options.seed, prefix=p.name + "_")
+                                            random_state=options.seed, prefix=p.name + "_",
+                                            groups=None if loaded.groups is None else loaded.groups[p.name],
+                                            group_field=options.group_field)
             rows = with_pvi_columns(p.rows, result, part_mask(difficulty[0], len(p.rows)))
             for config in difficulty:
                 config.rows = rows
@@ -155,7 +222,13 @@ class CurriculumMethod(SplitMethod):
                             "Each phenomenon's released `train` and `validation` splits, as released; the "
                             "`_hypothesis_only` variant has the same rows without the `premise` column.",
                             [sizes, balance])]
-        how_built = [LABEL_NORMALISATION, LEAKAGE]
+        how_built = [LABEL_NORMALISATION, LEAKAGE, PROCEDURE]
+        inoculation = [c for c in configs if c.method == INOCULATION]
+        if inoculation:
+            sections.append(Section("Inoculation configs (`<phenomenon>_inoc_<n>`)",
+                                    INOCULATION_TEXT.format(sizes=", ".join(map(str, options.inoculation_sizes)),
+                                                            seed=options.seed)
+                                    + "\n\n" + inoculation_table(inoculation)))
         if iv:
             how_built.append(
                 f"**PVI (`--pvi`).** Cross-fitted pointwise V-information over {options.folds} folds of each "
@@ -183,19 +256,25 @@ class CurriculumMethod(SplitMethod):
     def report(self, result) -> list[str]:
         phenomena = result.loaded.data
         lines = [f"{len(phenomena)} phenomena, {sum(len(p.rows) for p in phenomena)} rows"]
+        inoculation = sum(c.method == INOCULATION for c in result.configs)
+        if inoculation:
+            lines.append(f"{inoculation} inoculation configs (<phenomenon>_inoc_<n>, n = "
+                         f"{', '.join(map(str, result.options.inoculation_sizes))} training rows per label)")
         lines += [f"{name}: I_V {value:.3f} bits" for name, value in result.signal.provenance.get("I_V", {}).items()]
         return lines
 
     def rederive(self, released, record) -> dict:
         """Phenomenon configs from the released sizes the card records (``source_id`` counts train
-        rows first, then validation); difficulty configs from their rows' ``pvi`` and label
+        rows first, then validation); inoculation configs drawn again from the labels of the
+        phenomenon's released train rows (:func:`~split_builders.splitters.inoculation.rederive_configs`);
+        difficulty configs from their rows' ``pvi`` and label
         (:func:`~split_builders.splitters.difficulty.rederive_configs`, one phenomenon at a time)."""
         out = {}
         configs = record.get("configs", {})
         for name, entry in configs.items():
             parameters = entry.get("parameters") or {}
             sizes = parameters.get("released_rows")
-            if entry.get("method", "").startswith("curriculum") and sizes is not None:
+            if entry.get("method") in ("curriculum", "curriculum-hypothesis-only") and sizes is not None:
                 n_train = int(sizes["train"])
                 out[name] = {"train": np.arange(n_train, dtype=np.int64),
                              "validation": np.arange(n_train, n_train + int(sizes["validation"]), dtype=np.int64)}
@@ -206,6 +285,7 @@ class CurriculumMethod(SplitMethod):
         for members in by_phenomenon.values():  # a phenomenon's difficulty configs split the same rows
             out.update(rederive_configs(released.all_rows(members),
                                         {name: configs[name]["parameters"] for name in members}))
+        out.update(_rederive_inoculation(released, configs))
         return out
 
 
@@ -220,8 +300,10 @@ def content_sha256(phenomena) -> str:
     return digest.hexdigest()
 
 
-def curriculum_configs(phenomena, *, hypothesis_only: bool = True) -> list:
-    """One config per phenomenon (its own rows, train and validation) and its hypothesis-only variant."""
+def curriculum_configs(phenomena, *, hypothesis_only: bool = True, inoculation_sizes=(), random_state: int = 42) -> list:
+    """One config per phenomenon (its own rows, train and validation), its hypothesis-only variant and
+    its inoculation configs ``<phenomenon>_inoc_<n>`` for each of ``inoculation_sizes`` (none when
+    empty), drawn with ``random_state``."""
     configs = []
     for p in phenomena:
         # The released sizes make the split a function of source_id (train first): verify re-derives it.
@@ -234,7 +316,42 @@ def curriculum_configs(phenomena, *, hypothesis_only: bool = True) -> list:
             configs.append(ConfigSplit(p.name + HYPOTHESIS_ONLY, p.indices(), method="curriculum-hypothesis-only",
                                        parameters=params, rows=p.rows.remove_columns("premise"),
                                        description=f"{p.name} without the premise (hypothesis-only baseline)"))
+        if inoculation_sizes:
+            labels, released = _labels_and_splits(p)
+            configs += inoculation_configs(labels, released, sizes=inoculation_sizes, random_state=random_state,
+                                           parameters=params, rows=p.rows, prefix=p.name + "_")
     return configs
+
+
+def _labels_and_splits(p) -> tuple[np.ndarray, np.ndarray]:
+    """A phenomenon's label names and released split, one per row (train rows first)."""
+    from loading_scripts.tables import arrow_column
+
+    ids = arrow_column(p.rows, "label").to_numpy(zero_copy_only=False)
+    released = np.repeat(np.array(["train", "validation"], dtype=object),
+                         [p.split_sizes["train"], p.split_sizes["validation"]])
+    return np.asarray(p.label_set, dtype=object)[ids], released
+
+
+def _rederive_inoculation(released, configs: dict) -> dict:
+    """Inoculation configs drawn again from their phenomenon's released rows: the labels and splits of
+    the ``<phenomenon>`` config (or its hypothesis-only variant), train rows in ``source_id`` order as
+    the build saw them. A phenomenon without either config in the release is left out (not checked)."""
+    from split_builders.release.folder import row_ids
+
+    by_phenomenon: dict = {}
+    for name, entry in configs.items():
+        if entry.get("method") == INOCULATION:
+            by_phenomenon.setdefault(entry["parameters"]["phenomenon"], []).append(name)
+    out = {}
+    for phenomenon, members in by_phenomenon.items():
+        base = next((c for c in (phenomenon, phenomenon + HYPOTHESIS_ONLY) if c in released.files), None)
+        if base is None:
+            continue
+        table, splits = released.rows(base)
+        out.update(rederive_inoculation(table.column("label").to_numpy(zero_copy_only=False), splits,
+                                        row_ids(table), {name: configs[name]["parameters"] for name in members}))
+    return out
 
 
 def phenomena_table(phenomena, *, iv: dict | None = None) -> str:
@@ -255,6 +372,23 @@ def phenomena_table(phenomena, *, iv: dict | None = None) -> str:
             cells.append(f"{iv[p.name]:.3f}" if p.name in iv else "n/a")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def inoculation_table(configs) -> str:
+    """The training rows of each inoculation config per label, and where a label has fewer rows than
+    the size asks for (the config then holds all of them)."""
+    lines = ["| config | rows per label (drawn / available) | train | validation |", "|---|---|---|---|"]
+    short = []
+    for c in configs:
+        per_label = c.parameters["per_label"]
+        cells = ", ".join(f"{label} {drawn}" + (f"/{available} (all)" if available < c.parameters["size"] else "")
+                          for label, (drawn, available) in per_label.items())
+        lines.append(f"| `{c.name}` | {cells} | {len(c.indices['train'])} | {len(c.indices['validation'])} |")
+        short += [label for label, (_, available) in per_label.items() if available < c.parameters["size"]]
+    note = ("Every label has at least as many training rows as every size asks for." if not short else
+            f"{len(short)} (config, label) pair(s) have fewer training rows than the size: those configs hold all "
+            "of that label's rows, marked `(all)`; a size above every label's count repeats the whole train split.")
+    return note + "\n\n" + "\n".join(lines)
 
 
 def _label_share(phenomenon, label: str) -> float:

@@ -307,6 +307,14 @@ class LikelihoodMethod(SplitMethod):
             check_parameters(n_rows, options.finetune_options(data.source.task), dtype=None,
                              num_processes=int(os.environ.get("WORLD_SIZE", "1")))
 
+    def groups(self, loaded: Loaded, field: str):
+        """Any column of the source: the SNLI reader's ``premise`` or ``caption_id``, BoolQ's
+        ``title``, Spider's ``db_id``. Every config, baselines included, keeps a group in one split; a
+        group is placed by its mean score (its mean length in the length-controlled config)."""
+        from split_builders.splitters.groups import column_groups
+
+        return column_groups(loaded.data.source.dataset, field, source=loaded.info.name)
+
     def signal(self, loaded: Loaded, options: LikelihoodOptions, context) -> Signal:
         src = loaded.data.source
         if options.scores is not None:
@@ -341,7 +349,8 @@ class LikelihoodMethod(SplitMethod):
         data, values = loaded.data, signal.values
         split_options = dict(labels=data.labels, lengths=data.lengths, validation_size=options.validation_size,
                              test_size=options.test_size, train_size=options.train_size,
-                             length_buckets=options.buckets, atoms=data.atoms, random_state=options.seed)
+                             length_buckets=options.buckets, atoms=data.atoms, random_state=options.seed,
+                             groups=loaded.groups, group_field=options.group_field)
         configs = likelihood_configs(values.scores, setting=values.setting, **split_options)
         if values.finetuned is None:
             return configs
@@ -409,6 +418,7 @@ class LikelihoodMethod(SplitMethod):
         the splitter its recorded parameters build (:func:`~split_builders.splitters.likelihood.config_split`)."""
         from split_builders.release.folder import row_ids
         from split_builders.signals.programs.atoms import atoms_by_row
+        from split_builders.splitters.groups import group_codes
 
         signal = record.get("signal") or {}
         fields = signal.get("fields")
@@ -420,6 +430,7 @@ class LikelihoodMethod(SplitMethod):
         labels = None if fields.get("label") is None else np.asarray(column(fields["label"]), dtype=object)
         lengths = np.asarray(column("length"), dtype=np.int64)
         constraint = signal.get("atom_constraint")
+        groups = {}  # group numbers by group field, read once
         atoms = None
         if constraint is not None:
             atoms = atoms_by_row(rows.column(fields["target"]).to_pylist(), constraint["target_language"]).atoms
@@ -429,7 +440,11 @@ class LikelihoodMethod(SplitMethod):
             if method not in SPLITTERS:
                 continue
             scores = column("score_finetuned" if parameters.get("setting") == "finetuned" else "score")
-            split, _ = config_split(method, parameters, scores=scores, labels=labels, lengths=lengths, atoms=atoms)
+            field = parameters.get("grouped_by")
+            if field is not None and field not in groups:
+                groups[field] = group_codes(column(field))
+            split, _ = config_split(method, parameters, scores=scores, labels=labels, lengths=lengths, atoms=atoms,
+                                    groups=groups.get(field))
             out[name] = {s: ids[np.asarray(r, dtype=np.int64)] for s, r in split.as_indices().items()}
         return out
 
@@ -458,6 +473,9 @@ def _parse_targets(src, target_language: str):
     if target is None:
         raise FieldError("(none given)", src.dataset.column_names, role="target",
                          source=f"{src.name}: pass --target-field for the atom constraint")
+    from loading_scripts.compositional import check_target_language
+
+    check_target_language(target_language, src.texts(target), source=src.name, flag="--atoms")
     parsed = atoms_by_row(src.texts(target), target_language)
     ids = src.source_ids
     unparseable = [(int(ids[row]), reason) for row, reason in parsed.unparseable]

@@ -84,6 +84,10 @@ class PVIMethod(SplitMethod):
         from loading_scripts import NAMED_SOURCES
 
         if not Path(options.source).exists() and options.source not in NAMED_SOURCES:
+            from loading_scripts.files import looks_like_path, not_found
+
+            if looks_like_path(options.source):
+                raise not_found(options.source, "--source", "a CSV/TSV/JSONL/JSON/Parquet file")
             raise SourceLoadError(f"source {options.source!r} is neither an existing file nor one of: "
                                   + ", ".join(NAMED_SOURCES))
 
@@ -136,6 +140,17 @@ class PVIMethod(SplitMethod):
             raise FieldError(rows.group_field, rows.dataset.column_names, role="group", source=loaded.info.name)
         check_fold_labels(rows.labels, options.folds, where=loaded.info.name)
 
+    def groups(self, loaded, field):
+        """One grouping mechanism: a field given with ``--group-field`` groups the cross-fitting folds
+        (rows of a group share a fold) and the difficulty configs (a group is one unit, placed by its
+        mean PVI, never straddling train / validation / test). ``auto`` (the default: the first text
+        field groups the folds) and ``none`` leave the configs per example."""
+        from split_builders.splitters.groups import column_groups
+
+        if field in ("auto", "none", ""):
+            return None
+        return column_groups(loaded.data.dataset, field, source=loaded.info.name)
+
     def signal(self, loaded, options, context) -> Signal:
         from split_builders.progress import progress_bar
         from split_builders.signals.pvi.crossfit import CrossFitPVI
@@ -165,7 +180,8 @@ class PVIMethod(SplitMethod):
                       "label_field": rows.label_field}
         return difficulty_configs(signal.values.pvi, rows.labels, parameters=parameters,
                                   curriculum_compat=options.curriculum_compat,
-                                  validation_size=options.validation_size, random_state=options.seed)
+                                  validation_size=options.validation_size, random_state=options.seed,
+                                  groups=loaded.groups, group_field=options.group_field)
 
     def rows(self, loaded, signal, configs):
         return with_pvi_columns(loaded.data.dataset, signal.values, _simple_mask(loaded, configs))
@@ -268,6 +284,9 @@ def _check_fields(dataset, name, text_fields, label_field) -> None:
     for role, column in [("text", f) for f in text_fields] + [("label", label_field)]:
         if column not in dataset.column_names:
             raise FieldError(column, dataset.column_names, role=role, source=name)
+    from loading_scripts.source import check_field_types  # text that is text, one label per row
+
+    check_field_types(dataset, name=name, text_fields=text_fields, label_field=label_field)
 
 
 def _labelled(dataset, label_field):

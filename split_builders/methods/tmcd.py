@@ -73,6 +73,9 @@ class TMCDOptions(CommonOptions):
         if self.train_size is not None:
             self.train_size = check_size(self.train_size, "train_size", allow_zero=False)
         self.validation_size = check_size(self.validation_size, "validation_size")
+        if self.reference and self.group_field is not None:
+            raise InvalidParameterError("--reference reproduces Shaw et al.'s per-example search and cannot keep "
+                                        "groups whole: leave out --group-field or --reference")
 
 
 class TMCDMethod(SplitMethod):
@@ -122,7 +125,10 @@ class TMCDMethod(SplitMethod):
         from split_builders.splitters.compositional import validation_count
         from split_builders.splitters.tmcd import train_count
 
+        from loading_scripts.compositional import check_target_language
+
         rows = loaded.data
+        check_target_language(options.target_language, rows.source.targets, source=rows.source.name)
         if options.published:
             check_published(rows.source)
         n_parsed = rows.parsed.size
@@ -136,6 +142,13 @@ class TMCDMethod(SplitMethod):
         validation_count(options.validation_size, n_parsed - train_count(train_share(options), n_parsed))
         if options.scores is not None:
             rows.given_scores(options.scores)
+
+    def groups(self, loaded: Loaded, field: str):
+        """A column of the rows (Spider's ``db_id``): the configs resplit searches keep a group in
+        one split (see :func:`~split_builders.splitters.compositional.compositional_configs`)."""
+        from split_builders.splitters.groups import column_groups
+
+        return column_groups(loaded.data.source.rows, field, source=loaded.info.name)
 
     def signal(self, loaded: Loaded, options: TMCDOptions, context) -> Signal:
         from split_builders.signals.given import given_scores_record
@@ -172,7 +185,8 @@ class TMCDMethod(SplitMethod):
                                      target_language=loaded.data.language, **search_parameters(options),
                                      scores=values.scores, published=published, published_from=src.published_from,
                                      source_ids=src.source_ids, wugs=values.wugs, progress=values.progress,
-                                     seconds=values.search_seconds)
+                                     seconds=values.search_seconds, groups=loaded.groups,
+                                     group_field=options.group_field)
 
     def rows(self, loaded: Loaded, signal: Signal, configs: list):
         """The source rows with ``variant`` = original, then one wug-word copy per kind."""
@@ -272,9 +286,15 @@ class TMCDMethod(SplitMethod):
         scores = None
         if "score" in table.column_names and any(e.get("method") == "likelihood" for e in configs.values()):
             scores = np.asarray(table.column("score").to_numpy(), dtype=np.float64)
+        groups = None
+        if options.group_field is not None:
+            from split_builders.splitters.groups import group_codes
+
+            groups = group_codes(table.column(options.group_field).to_numpy(zero_copy_only=False))
         built = compositional_configs(data.row_atoms.atoms, compounds_by_row(data.programs, language),
                                       inputs=source.inputs, targets=source.targets, target_language=language,
-                                      **search_parameters(options), scores=scores)
+                                      **search_parameters(options), scores=scores, groups=groups,
+                                      group_field=options.group_field)
         out = {c.name: {s: ids[np.asarray(r, dtype=np.int64)] for s, r in c.indices.items()} for c in built}
         for name, entry in configs.items():
             base = name.removesuffix("_" + entry["parameters"]["wug"]) if "+" in entry.get("method", "") else None

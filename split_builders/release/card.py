@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from split_builders.api import SPLITS
+from split_builders.release import audit as audit_view
 
 SPLIT_COLOURS = {"train": "#4c72b0", "validation": "#dd8452", "test": "#c44e52"}
 
@@ -174,6 +175,7 @@ class CardSpec:
     extra: list = field(default_factory=list)
     citation: str | None = None
     duplicates: dict | None = None  # filled by the builder (builder.duplicate_report)
+    audit: dict | None = None  # filled by the builder (release.audit.audit_build): the leakage audit
 
 
 def render_figure(path: Path, figure: Figure) -> None:
@@ -240,7 +242,9 @@ def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> 
              f"({info.source_id}), so any split can be joined back to the source.", "",
              "## Configs", ""]
     columns = dict(spec.columns)
-    if spec.duplicates is not None:
+    if spec.audit is not None:  # evaluation rows with an exact / near-duplicate in train (## Leakage audit)
+        columns.update(audit_view.table_columns(spec.audit))
+    elif spec.duplicates is not None:
         columns["evaluation rows duplicated in train"] = spec.duplicates["eval_rows_in_train"]
     header = ["config", "train", "validation", "test", *columns, "what is held out"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -250,12 +254,15 @@ def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> 
         extra = [str(column.get(config.name, "")) for column in columns.values()]
         what = spec.descriptions.get(config.name, config.description)
         lines.append("| " + " | ".join([f"`{config.name}`", *sizes, *extra, what]) + " |")
-    lines += ["", "## How the splits were built", "", *_paragraphs(spec.how_built),
+    lines += ["", *_paragraphs(audit_view.sharing_lines(spec.audit) if spec.audit is not None else [])]
+    lines += ["## How the splits were built", "", *_paragraphs(spec.how_built),
               f"Rows dropped while reading the source: {_filters(info.filters)}.", ""]
+    lines += _grouping(configs)
     if spec.duplicates is not None:
         lines += [f"Exact duplicates: {spec.duplicates['duplicate_rows']} row(s) repeat an earlier row; the configs "
                   "table counts, per config, the evaluation rows whose exact duplicate is in train (`--dedupe` "
-                  "drops duplicates before splitting, keeping the first `source_id`).", ""]
+                  "drops duplicates before splitting, keeping the first `source_id`"
+                  + ("; the leakage audit below has the details" if spec.audit is not None else "") + ").", ""]
     lines += [
               "The YAML header (`resplit:`) records the method, every parameter, the seed, the source's "
               "content hash or revision, the signal (model and revision, precision), the library versions "
@@ -266,12 +273,30 @@ def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> 
     for section in spec.extra:
         lines += [f"## {section.title}", "", section.text.strip(), ""]
         lines += _figures(section.figures, staging)
+    if spec.audit is not None:
+        lines += audit_view.card_lines(spec.audit)
     lines += ["## Source and citation", "",
               f"Source: {info.name}" + (f", license {info.license}." if info.license else "."), ""]
     if spec.citation or info.citation:
         lines += ["```bibtex", (spec.citation or info.citation).strip(), "```", ""]
     lines += [f"Method: {method.paper}"]
     return "\n".join(lines)
+
+
+def _grouping(configs) -> list[str]:
+    """The line saying which configs keep a ``--group-field``'s groups whole."""
+    fields = {c.parameters.get("grouped_by") for c in configs if c.parameters.get("grouped_by")}
+    if not fields:
+        return []
+    grouped = [f"`{c.name}`" for c in configs if c.parameters.get("grouped_by")]
+    others = [f"`{c.name}`" for c in configs if not c.parameters.get("grouped_by")]
+    line = (f"Grouped by {', '.join(f'`{f}`' for f in sorted(fields))} (`--group-field`): in "
+            f"{', '.join(grouped)}, rows that share the value are kept in one split, so no group straddles train, "
+            "validation and test; sizes and label balance are met as closely as whole groups allow (the tables "
+            "show the label shares per split).")
+    if others:
+        line += f" Not grouped: {', '.join(others)} (the method's note says why)."
+    return [line, ""]
 
 
 def _paragraphs(texts) -> list[str]:

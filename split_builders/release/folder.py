@@ -8,7 +8,8 @@ across the configs, splits and versions of a release.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+import re
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import yaml
@@ -31,11 +32,26 @@ def front_matter(readme: Path) -> tuple[dict | None, str]:
     return (metadata if isinstance(metadata, dict) else None), parts[2]
 
 
+def check_release_folder(folder, *, what: str = "a release folder") -> Path:
+    """``folder`` as a Path when it is a folder holding README.md; else one line saying what it is
+    instead (missing, a file, a folder without README.md)."""
+    folder = Path(folder).expanduser()
+    if not folder.exists():
+        raise InvalidReleaseError(f"folder not found: {str(folder)!r} (expected {what}, the folder a build's --out "
+                                  "wrote)")
+    if not folder.is_dir():
+        raise InvalidReleaseError(f"{str(folder)!r} is a file, not {what}: give the folder that holds README.md and "
+                                  "the data files (a build's --out)")
+    if not (folder / "README.md").is_file():
+        raise InvalidReleaseError(f"{str(folder)!r} has no README.md: not {what} (build one with `resplit <method> "
+                                  f"--out {folder}`)")
+    return folder
+
+
 def read_card(folder: Path) -> tuple[dict, str]:
     """The README's YAML metadata and its Markdown body."""
-    readme = Path(folder) / "README.md"
-    if not readme.is_file():
-        raise InvalidReleaseError(f"{folder} has no README.md: build it with `resplit likelihood --out {folder}` first")
+    folder = check_release_folder(folder)
+    readme = folder / "README.md"
     metadata, body = front_matter(readme)
     if metadata is None or not metadata.get("configs"):
         raise InvalidReleaseError(f"{readme} has no YAML `configs:` block: not a resplit release")
@@ -63,14 +79,57 @@ def membership_sha256(ids) -> str:
     return hashlib.sha256(ordered.tobytes()).hexdigest()
 
 
+# Files a release holds that its card need not name: what ``push`` adds (the version's CHANGELOG), and
+# folders resplit writes whole (evaluation-harness tasks).
+UNNAMED_FILES = ("CHANGELOG.md",)
+UNNAMED_FOLDERS = ("lm_eval/",)
+_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|\bsrc=[\"']([^\"']+)[\"']")
+
+
+def named_files(metadata: dict, body: str) -> set:
+    """The relative paths a card names: README.md, every config's data files and every relative link
+    or image of its Markdown (figures)."""
+    names = {"README.md", *UNNAMED_FILES}
+    names.update(path for splits in data_files(metadata).values() for path in splits.values())
+    for match in _LINK.finditer(body):
+        target = (match.group(1) or match.group(2)).split("#", 1)[0]
+        if target and "://" not in target and not target.startswith(("/", "mailto:")):
+            names.add(PurePosixPath(target).as_posix().removeprefix("./"))
+    return names
+
+
+def extra_files(folder, metadata: dict, body: str) -> list[str]:
+    """Files under ``folder`` (relative, sorted) that its card does not name (:func:`named_files`); hidden
+    files and folders (``.gitattributes``, ``.cache/``) are not counted."""
+    folder = Path(folder)
+    named = named_files(metadata, body)
+    extra = []
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).as_posix()
+        if path.is_dir() or any(part.startswith(".") for part in path.relative_to(folder).parts):
+            continue
+        if relative not in named and not relative.startswith(UNNAMED_FOLDERS):
+            extra.append(relative)
+    return extra
+
+
+def describe_extra(extra: list[str]) -> str:
+    shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+    return f"{len(extra)} file(s) that the card does not name: {shown}"
+
+
 class Released:
     """A release folder's card and rows, read with Arrow (no ``datasets`` cache involved)."""
 
     def __init__(self, folder):
         self.folder = Path(folder)
-        self.metadata, _ = read_card(self.folder)
+        self.metadata, self.body = read_card(self.folder)
         self.record = self.metadata.get("resplit") or {}
         self.files = data_files(self.metadata)
+
+    def extra_files(self) -> list[str]:
+        """Files of the folder its card does not name (:func:`extra_files`)."""
+        return extra_files(self.folder, self.metadata, self.body)
 
     @property
     def configs(self) -> list[str]:
@@ -112,13 +171,13 @@ class Released:
 
 def resolve_target(target: str, work: Path) -> Path:
     """A local folder, or ``HUB_ID[@REVISION]`` downloaded (through ``huggingface_hub``) into ``work``."""
-    path = Path(target)
-    if path.exists():
-        if not (path / "README.md").is_file():
-            raise InvalidParameterError(f"{target!r} is not a release folder (no README.md)")
-        return path
+    from loading_scripts.files import looks_like_path
+
+    path = Path(target).expanduser()
     repo_id, _, revision = target.partition("@")
-    if repo_id.count("/") != 1 or repo_id.startswith((".", "/")):
+    if path.exists() or looks_like_path(repo_id):
+        return check_release_folder(path)
+    if repo_id.count("/") != 1:
         raise InvalidParameterError(f"{target!r} is neither an existing folder nor a Hub id org/name[@revision]")
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError

@@ -92,9 +92,10 @@ def check_new_version(version: str, tags) -> str | None:
     return previous
 
 
-def validate_release(folder) -> dict:
+def validate_release(folder, *, allow_extra: bool = False) -> dict:
     """Check a built folder before it is published: ``resplit verify``'s level 1 (every file's sha256
-    and row count equal the card's, every config loads, no ``source_id`` in two splits of a config).
+    and row count equal the card's, every config loads, no ``source_id`` in two splits of a config, no
+    file the card does not name unless ``allow_extra``: every file of the folder is published).
 
     Returns
     -------
@@ -113,10 +114,12 @@ def validate_release(folder) -> dict:
     read_card(folder)  # a folder without a card or configs is refused with its own message
     released = Released(folder)
     report = Report(str(folder))
-    check_integrity(released, report)
+    check_integrity(released, report, allow_extra=allow_extra)
     differs = [f for f in report.findings if f.status == "differs"]
     if differs:
         first = differs[0]
+        if first.config == "(folder)":  # files the card does not name: every file would be published
+            raise InvalidReleaseError(f"{folder} holds {first.detail}")
         raise InvalidReleaseError(f"{first.config}/{first.split}: {first.detail}; rebuild the folder")
     return {c: {s: released.source_ids(c, s).tolist() for s in released.files[c]} for c in released.configs}
 
@@ -284,7 +287,7 @@ def _load_line(repo_id: str, tag: str, config: str | None, *, metric: bool) -> s
 
 
 def push_release(folder, repo_id: str, version: str, *, message: str | None = None, private: bool = False,
-                 dry_run: bool = False, log=print) -> PushResult:
+                 dry_run: bool = False, allow_extra: bool = False, log=print) -> PushResult:
     """Validate ``folder`` and publish it as version ``version`` of dataset ``repo_id``.
 
     Parameters
@@ -301,6 +304,8 @@ def push_release(folder, repo_id: str, version: str, *, message: str | None = No
         Create the repository private (an existing repository keeps its visibility).
     dry_run : bool
         Validate the folder and say what would be pushed; nothing is sent (no token needed).
+    allow_extra : bool
+        Publish files the card does not name too (refused without it: every file of the folder is sent).
     log : callable
         Where progress lines go (``print``); never receives the token.
 
@@ -310,7 +315,7 @@ def push_release(folder, repo_id: str, version: str, *, message: str | None = No
     """
     folder = Path(folder)
     tag = f"v{'.'.join(map(str, parse_version(version)))}"
-    current = validate_release(folder)
+    current = validate_release(folder, allow_extra=allow_extra)
     first_config = next(iter(current))
     if dry_run:
         log(f"{folder} is valid: {len(current)} configs; would push it to {repo_id} and tag {tag}")

@@ -36,6 +36,13 @@ from split_builders.errors import InvalidParameterError
 ORG_ENV = "RESPLIT_ORG"
 KEYS = {"repo", "method", "seed", "options", "source", "model", "license", "citation", "description", "kind",
         "space", "pretty_name"}
+# The type of each top-level key (``options`` are typed by the method's Options dataclass).
+KEY_TYPES = {"repo": (str, "text (e.g. \"{org}/name\")"), "method": (str, "a method name (resplit list)"),
+             "kind": (str, "'dataset' or 'metric'"), "options": (dict, "a mapping of option: value"),
+             "source": (dict, "a mapping (hub, revision, files, local)"),
+             "model": (dict, "a mapping (hub, revision)"), "license": (str, "text (a license id)"),
+             "citation": (dict, "a mapping (method, source) of BibTeX"), "description": (str, "text"),
+             "space": (str, "a folder (e.g. metrics/g_score)"), "pretty_name": (str, "text")}
 # Keys of ``options`` that a recipe sets elsewhere (or that only make sense on a command line).
 RESERVED_OPTIONS = {"source", "out", "overwrite", "seed"}
 
@@ -94,7 +101,12 @@ class Recipe:
             _check_option_keys(self.name, self.method, settings)
             overrides = {**settings, **overrides}
         values = {**self.options, **{k: v for k, v in overrides.items() if v is not None}}
-        return method.Options(source=str(source), out=str(out), overwrite=overwrite, seed=self.seed, **values)
+        try:
+            return method.Options(source=str(source), out=str(out), overwrite=overwrite, seed=self.seed, **values)
+        except InvalidParameterError as error:  # name where the value came from: --set KEY or options.KEY
+            key = str(error).split(" ", 1)[0].replace("-", "_")
+            where = "--set " if key in (settings or {}) else "options." if key in self.options else ""
+            raise InvalidParameterError(f"recipe {self.name}: {where}{error}") from None
 
 
 def parse_settings(settings: list[str] | None) -> dict:
@@ -143,6 +155,10 @@ def load_recipe(path) -> Recipe:
     unknown = sorted(set(data) - KEYS)
     if unknown:
         raise InvalidParameterError(f"recipe {name}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(KEYS))}")
+    for key, (kinds, wanted) in KEY_TYPES.items():
+        if data.get(key) is not None and not isinstance(data[key], kinds):
+            raise InvalidParameterError(f"recipe {name}: {key} must be {wanted}, got {data[key]!r} "
+                                        f"({type(data[key]).__name__})")
     if "repo" not in data:
         raise InvalidParameterError(f"recipe {name}: 'repo' is missing (e.g. \"{{org}}/{name}\")")
     kind = data.get("kind", "dataset")
@@ -181,8 +197,19 @@ def recipes_folder() -> Path:
 
 
 def list_recipes(folder=None) -> list[Recipe]:
-    folder = Path(folder) if folder else recipes_folder()
-    return [load_recipe(path) for path in sorted(folder.glob("*.yaml"))]
+    """Every recipe (``*.yaml``) of ``folder`` (default: :func:`recipes_folder`); a folder that is
+    missing, not a folder or without a recipe is an error (not an empty list)."""
+    folder = Path(folder).expanduser() if folder else recipes_folder()
+    if not folder.exists():
+        raise InvalidParameterError(f"recipes folder {str(folder)!r} does not exist; give the folder holding the "
+                                    "*.yaml recipes with --recipes-dir")
+    if not folder.is_dir():
+        raise InvalidParameterError(f"recipes folder {str(folder)!r} is a file; give the folder holding the *.yaml "
+                                    "recipes with --recipes-dir")
+    paths = sorted(folder.glob("*.yaml"))
+    if not paths:
+        raise InvalidParameterError(f"recipes folder {str(folder)!r} holds no recipe (*.yaml)")
+    return [load_recipe(path) for path in paths]
 
 
 def file_sha256(path) -> str:

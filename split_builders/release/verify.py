@@ -3,7 +3,8 @@
 Three levels, each reported per config and split as identical or differs (with the rows that differ):
 
 1. integrity: every data file's sha256 equals the card's, every config loads with ``datasets``, no
-   ``source_id`` is in two splits of one config, and the row counts equal the card's;
+   ``source_id`` is in two splits of one config, the row counts equal the card's, and the folder holds
+   no file the card does not name (``--allow-extra`` accepts them);
 2. rebuild from the release alone: each method re-derives its configs from the per-row signal the
    released rows carry, the parameters and the seed the card records (``SplitMethod.rederive``);
    no source, no model, no GPU;
@@ -69,8 +70,18 @@ def _ids_detail(expected: np.ndarray, actual: np.ndarray) -> str:
     return "; ".join(parts)
 
 
-def check_integrity(released: Released, report: Report, *, load: bool = True) -> None:
-    """Level 1: hashes, counts, no row in two splits, and (``load``) every config loads."""
+def check_integrity(released: Released, report: Report, *, load: bool = True, allow_extra: bool = False) -> None:
+    """Level 1: hashes, counts, no row in two splits, (``load``) every config loads, and no file that the
+    card does not name (a data file, figure or note left in the folder: ``push`` would publish it),
+    unless ``allow_extra``."""
+    from split_builders.release.folder import describe_extra
+
+    extra = released.extra_files()
+    if extra and allow_extra:
+        report.skip(1, "(folder)", f"{describe_extra(extra)} (allowed: --allow-extra)")
+    elif extra:
+        report.add(1, "(folder)", None, False, f"{describe_extra(extra)}; remove them, or pass --allow-extra to "
+                                               "accept them")
     recorded = released.record.get("configs") or {}
     with tempfile.TemporaryDirectory(prefix="resplit-verify-") as cache:
         for config, files in released.files.items():
@@ -205,14 +216,15 @@ def check_rescored(released: Released, report: Report, work: Path, *, source=Non
                        f"largest difference {gap:.3g} over {left.size} rows")
 
 
-def verify(target: str, *, rescore: bool = False, load: bool = True, source=None) -> Report:
+def verify(target: str, *, rescore: bool = False, load: bool = True, source=None, allow_extra: bool = False) -> Report:
     """Verify a release folder or ``HUB_ID[@REVISION]`` (see the module docstring). ``source``: where
-    level 3 reads the source (default: the location the card records)."""
+    level 3 reads the source (default: the location the card records); ``allow_extra``: accept files
+    the card does not name."""
     report = Report(target)
     with tempfile.TemporaryDirectory(prefix="resplit-verify-") as work:
         folder = resolve_target(target, Path(work))
         released = Released(folder)
-        check_integrity(released, report, load=load)
+        check_integrity(released, report, load=load, allow_extra=allow_extra)
         check_rederived(released, report)
         if rescore:
             check_rescored(released, report, Path(work), source=source)

@@ -33,8 +33,10 @@ import numpy as np
 from loading_scripts.tables import arrow_table, quiet_datasets
 from split_builders._version import __version__
 from split_builders.api import ConfigSplit
+from split_builders.release.audit import yaml_record as audit_yaml
 from split_builders.progress import progress_bar
-from split_builders.errors import InvalidParameterError, OutputExistsError, OutputLockedError
+from split_builders.errors import (InvalidParameterError, OutputExistsError, OutputLockedError, disk_full,
+                                   is_disk_full)
 
 
 @dataclass
@@ -78,7 +80,7 @@ def _write_config(rows: datasets.Dataset, config: ConfigSplit, staging: Path) ->
     return written
 
 
-def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance) -> dict:
+def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, audit=None) -> dict:
     features = rows.features._to_yaml_list if rows is not None else None
     metadata = {}
     if license:
@@ -97,13 +99,17 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance) 
                      "num_examples": written[c.name][s].num_examples} for s in c.splits]}
         for c in configs
     ]
+    # The leakage audit (release.audit): its settings, and per config its counts beside the config's files.
+    settings, counts = audit_yaml(audit) if audit is not None else (None, {})
     metadata["resplit"] = {
         "version": __version__,
         **provenance,
+        **({"audit": settings} if settings is not None else {}),
         "configs": {
             c.name: {"method": c.method, "parameters": c.parameters,
                      "rows": {s: written[c.name][s].num_examples for s in c.splits},
-                     "sha256": {s: written[c.name][s].sha256 for s in c.splits}}
+                     "sha256": {s: written[c.name][s].sha256 for s in c.splits},
+                     **({"audit": counts[c.name]} if c.name in counts else {})}
             for c in configs
         },
     }
@@ -112,7 +118,7 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance) 
 
 def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSplit], *, provenance: dict,
                   render_card, license: str | None = None, pretty_name: str | None = None,
-                  overwrite: bool = False, progress: bool = False) -> Path:
+                  overwrite: bool = False, progress: bool = False, audit: dict | None = None) -> Path:
     """Write ``configs`` of ``rows`` as a Hub-style dataset folder at ``out_dir``.
 
     Parameters
@@ -130,6 +136,9 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
         figures under ``staging_dir``. ``written`` maps config -> split -> WrittenSplit.
     progress : bool
         A progress bar over the configs (stderr).
+    audit : dict, optional
+        The leakage audit (:func:`split_builders.release.audit.audit_build`): its settings are recorded
+        as ``resplit.audit`` and each config's counts as ``resplit.configs.<config>.audit``.
     """
     from huggingface_hub import DatasetCard, DatasetCardData
 
@@ -146,25 +155,54 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
             raise InvalidParameterError(f"config {config.name!r} has no rows of its own and the release has none")
         config.check(len(config.rows if config.rows is not None else rows))
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    step = "the release folder"
+    staging = None
     try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
         # Writing is the slow step of releases with many configs (66 for a CheckList suite).
         bar = progress_bar(configs, description="writing configs", unit="config",
                            enabled=progress and len(configs) > 1)
+        step = "the release's data files"
         written = {c.name: _write_config(rows, c, staging) for c in bar}
+        step = "the card's figures"
         body = render_card(staging, written)
         metadata = _yaml_metadata(rows, configs, written, license=license, pretty_name=pretty_name,
-                                  provenance=provenance)
+                                  provenance=provenance, audit=audit)
         yaml_text = DatasetCardData(**metadata).to_yaml()
         card = DatasetCard(f"---\n{yaml_text}\n---\n\n{body.strip()}\n")  # parses the YAML back: a check
+        step = "the card (README.md)"
         (staging / "README.md").write_text(str(card), encoding="utf-8")
         os.chmod(staging, _folder_mode())  # mkdtemp's folder is private (0700)
         _move_into_place(staging, out_dir)
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        done = sum(f.stat().st_size for f in staging.rglob("*") if f.is_file()) if staging and staging.exists() else 0
+        raise disk_full(out_dir.parent, f"{step} of --out {str(out_dir)!r} ({done / 2**20:.1f} MB written before "
+                                        "the disk filled; nothing was left at --out)") from None
     finally:
-        if staging.exists():
+        if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return out_dir
+
+
+def check_output_file(path, flag: str) -> Path:
+    """A file a command will write (a figure, a report): its folder must exist and be writable, and the
+    path must not be a folder; checked before any work, refused in one line naming ``flag``."""
+    path = Path(path).expanduser()
+    folder = path.parent
+    if path.is_dir():
+        raise InvalidParameterError(f"{flag} {str(path)!r} is a folder; give a file name in it (e.g. "
+                                    f"{str(path / 'figure.png')!r})")
+    if not folder.exists():
+        raise InvalidParameterError(f"{flag} {str(path)!r}: the folder {str(folder)!r} does not exist; create it "
+                                    "first or give a path in an existing folder")
+    if not folder.is_dir():
+        raise InvalidParameterError(f"{flag} {str(path)!r}: {str(folder)!r} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InvalidParameterError(f"{flag} {str(path)!r}: the folder {str(folder)!r} is not writable")
+    return path
 
 
 def _folder_mode() -> int:

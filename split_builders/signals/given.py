@@ -18,6 +18,30 @@ def given_scores_record(path) -> dict:
         return {"file": path.name, "sha256": hashlib.file_digest(handle, "sha256").hexdigest()}
 
 
+def load_scores_array(path) -> np.ndarray:
+    """The array of a ``.npy`` scores file; anything else (missing, a folder, an ``.npz`` archive, a
+    pickle, a text file) is refused in one line naming what it is."""
+    path = Path(path)
+    if not path.exists():
+        raise InvalidParameterError(f"file not found: scores file {str(path)!r}")
+    if not path.is_file():
+        raise InvalidParameterError(f"scores file {str(path)!r} is a folder; give a .npy file (one log-likelihood "
+                                    "per input row, numpy.save)")
+    with open(path, "rb") as handle:
+        magic = handle.read(6)
+    if magic[:4] == b"PK\x03\x04":
+        raise InvalidParameterError(f"scores file {str(path)!r} is an .npz archive (numpy.savez), not a .npy array; "
+                                    "save the one array with numpy.save(path, scores)")
+    if magic != b"\x93NUMPY":
+        raise InvalidParameterError(f"scores file {str(path)!r} is not a .npy array (it does not start with numpy's "
+                                    ".npy header); save the scores with numpy.save(path, scores)")
+    try:
+        scores = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
+        raise InvalidParameterError(f"scores file {str(path)!r} is not a plain .npy array ({error})") from None
+    return scores
+
+
 def read_given_scores(path, *, source_ids, input_rows: int) -> np.ndarray:
     """One float64 score per kept row, in the order of ``source_ids``.
 
@@ -25,7 +49,8 @@ def read_given_scores(path, *, source_ids, input_rows: int) -> np.ndarray:
     ----------
     path : path
         A plain ``.npy`` array (no pickles) of numbers: one log-likelihood per row of the input
-        file, in file order, or one per kept row.
+        file, in file order, or one per kept row. (A file with its own ``source_id`` column is split,
+        and its scores read, in ascending ``source_id`` order.)
     source_ids : sequence of int
         The kept rows' ``source_id`` (their 0-based row numbers in the input file).
     input_rows : int
@@ -35,13 +60,7 @@ def read_given_scores(path, *, source_ids, input_rows: int) -> np.ndarray:
     values is taken as aligned with the kept rows. Any other length is refused, naming both counts:
     an array indexed by position would silently give rows other rows' scores.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidParameterError(f"scores file {str(path)!r} does not exist")
-    try:
-        scores = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InvalidParameterError(f"scores file {str(path)!r} is not a plain .npy array ({error})") from None
+    scores = load_scores_array(path)
     if scores.dtype.kind not in "biuf":
         raise InvalidParameterError(f"scores file {str(path)!r} holds {scores.dtype} values; give numbers "
                                     "(one log-likelihood per input row)")

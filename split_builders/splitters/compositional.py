@@ -153,7 +153,7 @@ def compositional_configs(atoms: Sequence, compounds: Sequence, *, inputs: Seque
                           iterations: int = 50_000, max_atom_divergence: float = 0.05, reference: bool = False,
                           validation_size=0, random_state: int = 42, scores=None, published=None,
                           published_from=None, source_ids=None, wugs: dict | None = None, progress: bool = False,
-                          seconds: dict | None = None) -> list:
+                          seconds: dict | None = None, groups=None, group_field: str | None = None) -> list:
     """Every config of a compositional release, as :class:`~split_builders.api.ConfigSplit` (row
     numbers of ``atoms``), each with its ``divergences`` (train against test) in its parameters.
 
@@ -170,26 +170,56 @@ def compositional_configs(atoms: Sequence, compounds: Sequence, *, inputs: Seque
        over that kind's copy of the rows (rows ``offset * len(atoms)`` onwards, offset 1 for the first).
 
     ``seconds`` (a dict) receives each built config's search time, for a terminal report only.
+
+    ``groups`` (a group number per row, from the column ``group_field``) keeps groups whole in the
+    configs built here: the searches run over groups (a group's atoms are the union of its rows',
+    its compounds their sum; ``standard`` draws groups, ``length`` orders them by mean input length,
+    ``template`` keeps whole the connected components of groups and templates), validation takes whole
+    groups of test, and ``ll_split*`` hold out whole groups. Published splits stay as published.
     """
     parsed = np.asarray([row for row, found in enumerate(atoms) if found is not None], dtype=np.int64)
     n_train = train_count(train_size, parsed.size)
     rng = np.random.default_rng(random_state)
+    units = None
+    if groups is not None:
+        from split_builders.splitters.groups import Groups, group_codes
+
+        if reference:
+            raise InvalidParameterError("--reference reproduces Shaw et al.'s per-example search and cannot keep "
+                                        "groups whole: leave out --group-field or --reference")
+        units = Groups(group_codes(np.asarray(groups)[parsed]))
+        if units.n_groups < 2:
+            raise InvalidParameterError(f"--group-field {group_field}: the parseable rows form {units.n_groups} "
+                                        "group; a split needs at least 2")
     configs = []
     for name in names:
         started = time.perf_counter()
-        split, parameters, what = _search(name, atoms, compounds, parsed, inputs, targets, target_language, n_train,
-                                          iterations=iterations, max_atom_divergence=max_atom_divergence,
-                                          reference=reference, random_state=random_state, progress=progress)
+        if units is None:
+            split, parameters, what = _search(name, atoms, compounds, parsed, inputs, targets, target_language,
+                                              n_train, iterations=iterations, max_atom_divergence=max_atom_divergence,
+                                              reference=reference, random_state=random_state, progress=progress)
+        else:
+            split, parameters, what = _search_groups(name, units, atoms, compounds, parsed, inputs, targets,
+                                                     target_language, n_train, iterations=iterations,
+                                                     max_atom_divergence=max_atom_divergence,
+                                                     random_state=random_state, progress=progress)
+            parameters["grouped_by"] = group_field
+            what += f"; rows sharing a `{group_field}` kept in one split"
         if seconds is not None:
             seconds[name] = time.perf_counter() - started
-        indices = with_validation(parsed[split.train], parsed[split.test], validation_size, rng)
+        if units is None:
+            indices = with_validation(parsed[split.train], parsed[split.test], validation_size, rng)
+        else:
+            indices = _with_validation_groups(split.train, split.test, validation_size, rng, units)
+            indices = {k: parsed[v] for k, v in indices.items()}
         configs.append(ConfigSplit(name, indices, method=name,
                                    parameters={**parameters, "target_language": target_language},
                                    description=f"{what}. Built by resplit."))
     if published:
         configs += _published_configs(published, published_from, source_ids, built=names)
     if scores is not None:
-        configs += _likelihood_configs(scores, atoms, parsed, n_train, random_state)
+        configs += _likelihood_configs(scores, atoms, parsed, n_train, random_state,
+                                       groups=None if units is None else units.codes, group_field=group_field)
     for config in configs:
         config.parameters["divergences"] = _divergences(config, atoms, compounds)
         if config.method == "tmcd" and not reference:
@@ -272,6 +302,89 @@ def _search(name, atoms, compounds, parsed, inputs, targets, target_language, n_
     return split, splitter.get_params(), DESCRIPTIONS[name]
 
 
+def _search_groups(name, units, atoms, compounds, parsed, inputs, targets, target_language, n_train, *,
+                   iterations, max_atom_divergence, random_state, progress):
+    """One built config over whole groups (``units``, numbered over the parseable rows): (Split of
+    positions among the parseable rows, parameters, description)."""
+    from collections import Counter
+
+    from split_builders.splitters.tmcd import TMCDSplitter
+
+    # The share of groups that train, so that train holds about n_train rows.
+    n_units = units.n_groups
+    train_units = int(min(max(round(n_train * n_units / parsed.size), 1), n_units - 1))
+    if name == "tmcd":
+        kept_atoms = [atoms[r] for r in parsed]
+        unit_compounds = [Counter() for _ in range(n_units)]
+        for position, unit in enumerate(units.codes.tolist()):
+            unit_compounds[unit].update(compounds[parsed[position]])
+        splitter = TMCDSplitter(train_size=train_units, n_iterations=iterations,
+                                max_atom_divergence=max_atom_divergence, random_state=random_state)
+        split = splitter.split(units.union(kept_atoms), unit_compounds, progress=progress)
+        parameters = {**splitter.get_params(), "search": "annealed sampled swaps of whole groups (resplit)",
+                      "atom_swaps": splitter.atom_swaps_, "search_met_bound": splitter.bound_met_,
+                      "search_atom_divergence": round(float(splitter.atom_divergence_), 6)}
+        what = DESCRIPTIONS["tmcd"].format(bound=f"{max_atom_divergence:g}")
+        return Split.of(units.rows(split.train), (), units.rows(split.test)), parameters, what
+    if name == "standard":  # groups in a seeded random order
+        order = np.random.default_rng(random_state).permutation(n_units)
+        parameters = {"train_size": n_train, "random_state": random_state}
+    elif name == "length":
+        words = np.asarray([len(inputs[r].split(" ")) for r in parsed], dtype=np.float64)
+        order = np.argsort(units.mean(words), kind="stable")  # shortest groups train
+        parameters = {"train_size": n_train, "by": "input"}
+    elif name == "template":
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        from split_builders.splitters.partition import encode_labels
+
+        templates, _ = encode_labels([program_template(targets[r], target_language) for r in parsed], order="first")
+        # Groups and templates as one graph: a component holds every group that shares a template.
+        graph = coo_matrix((np.ones(parsed.size), (units.codes, n_units + templates)),
+                           shape=(n_units + templates.max() + 1,) * 2)
+        _, component = connected_components(graph, directed=False)
+        from split_builders.splitters.groups import Groups
+
+        merged = Groups(np.unique(component[units.codes], return_inverse=True)[1].reshape(-1))
+        order = np.arange(merged.n_groups)
+        random.Random(random_state).shuffle(order_list := order.tolist())
+        order = np.asarray(order_list, dtype=np.int64)
+        train = _fill(order, merged, n_train)
+        parameters = {"train_size": n_train, "target_language": target_language, "random_state": random_state,
+                      "components": merged.n_groups}
+        return Split.of(merged.rows(train), (), merged.rows(np.setdiff1d(order, train))), parameters, \
+            DESCRIPTIONS[name]
+    else:
+        raise InvalidParameterError(f"unknown config {name!r}; known: {', '.join(BUILT)}")
+    train = _fill(order, units, n_train)
+    return Split.of(units.rows(train), (), units.rows(np.setdiff1d(order, train))), parameters, DESCRIPTIONS[name]
+
+
+def _fill(order, groups, n_train: int) -> np.ndarray:
+    """The group ids of ``order`` that train: taken in order until the next would pass ``n_train``
+    rows (at least one; at least one group left for test)."""
+    cumulative = np.cumsum(groups.sizes[order])
+    taken = int(np.searchsorted(cumulative, n_train, side="right"))
+    taken = min(max(taken, 1), order.size - 1)
+    return order[:taken]
+
+
+def _with_validation_groups(train, test, validation_size, rng, units) -> dict:
+    """``validation_size`` rows (a count, or a fraction of test rounded up) of whole groups of test
+    become validation: test's groups in a random order, taken until the count is reached."""
+    n_validation = validation_count(validation_size, len(test))
+    if not n_validation:
+        return {"train": np.asarray(train), "test": np.asarray(test)}
+    test_units = np.unique(units.codes[np.asarray(test, dtype=np.int64)])
+    shuffled = test_units[rng.permutation(test_units.size)]
+    cut = int(np.searchsorted(np.cumsum(units.sizes[shuffled]), n_validation, side="left")) + 1
+    cut = min(cut, test_units.size - 1)
+    if cut < 1:
+        raise InvalidParameterError("test holds a single group: no whole group can move to validation")
+    return {"train": np.asarray(train), "validation": units.rows(shuffled[:cut]), "test": units.rows(shuffled[cut:])}
+
+
 def _published_configs(published: dict, published_from: dict, source_ids, *, built) -> list:
     """The splits published with the dataset, taken as released (not derived): each records the
     sha256 of every split's ``source_ids``, so verify can tell when they change."""
@@ -290,12 +403,15 @@ def _published_configs(published: dict, published_from: dict, source_ids, *, bui
     return configs
 
 
-def _likelihood_configs(scores, atoms, parsed, n_train: int, random_state) -> list:
-    """Likelihood Splits of the parseable rows from the given scores, under the atom constraint."""
+def _likelihood_configs(scores, atoms, parsed, n_train: int, random_state, *, groups=None,
+                        group_field=None) -> list:
+    """Likelihood Splits of the parseable rows from the given scores, under the atom constraint
+    (whole groups with ``groups``, numbered over the parseable rows)."""
     from split_builders.splitters.likelihood import likelihood_configs
 
     configs = likelihood_configs(np.asarray(scores)[parsed], setting="given", train_size=n_train,
-                                 atoms=[atoms[r] for r in parsed], random_state=random_state)
+                                 atoms=[atoms[r] for r in parsed], random_state=random_state, groups=groups,
+                                 group_field=group_field)
     for config in configs:
         config.indices = {k: parsed[np.asarray(v, dtype=np.int64)] for k, v in config.indices.items()}
     return configs

@@ -17,6 +17,12 @@ Each (part, label) bucket, in its PVI-descending order, is divided as scikit-lea
 and buckets are concatenated over labels. With ``validation_size=0.4`` and seed 42 that is
 CURRICULUM's 60/40 division.
 
+With ``groups`` (``--group-field``), a group is one unit: it is simple when its mean PVI is in the
+simple part by the same rule applied to the groups' mean PVI (``median``: the groups of highest mean
+PVI up to half of the rows; ``midrange``: the threshold over the group means), and each part's groups
+are divided into train and validation by a seeded shuffle of the groups, so no group straddles train,
+validation and test (label balance is then as close as whole groups allow).
+
 Configs (``config=``):
 
 * ``simple``: train and validation from the simple part; ``hard`` likewise.
@@ -35,6 +41,7 @@ import numpy as np
 
 from split_builders.api import BaseSplitter, ConfigSplit, Split, check_number, check_random_state
 from split_builders.errors import InvalidParameterError
+from split_builders.splitters.groups import Groups
 from split_builders.splitters.partition import encode_labels, shuffle_split
 
 CONFIGS = ("simple", "hard", "simple_to_hard", "hard_to_simple")
@@ -116,7 +123,7 @@ class DifficultySplitter(BaseSplitter):
         return cls(config=config, threshold="midrange", validation_size=CURRICULUM_VALIDATION_SIZE,
                    random_state=CURRICULUM_SEED)
 
-    def split(self, pvi, labels) -> Split:
+    def split(self, pvi, labels, groups=None) -> Split:
         """Row numbers of the config's ``train``, ``validation`` and ``test`` (empty for ``simple``
         and ``hard``).
 
@@ -126,6 +133,8 @@ class DifficultySplitter(BaseSplitter):
             Per-row PVI (bits); must be finite.
         labels : array, shape (n_rows,)
             One label per row (any hashable values).
+        groups : array of int, shape (n_rows,), optional
+            Group number of each row: groups are kept whole (module docstring).
         """
         pvi = np.asarray(pvi, dtype=np.float64)
         labels = np.asarray(labels)
@@ -133,12 +142,43 @@ class DifficultySplitter(BaseSplitter):
             raise InvalidParameterError(f"pvi and labels must be 1-d of the same length, got {pvi.shape} and {labels.shape}")
         if not np.isfinite(pvi).all():
             raise InvalidParameterError(f"{int((~np.isfinite(pvi)).sum())} PVI value(s) are not finite")
-        simple = simple_mask(pvi, labels, threshold=self.threshold)
+        if groups is not None:
+            groups = Groups(groups)
+            if groups.n_rows != pvi.size:
+                raise InvalidParameterError(f"groups has {groups.n_rows} values, expected {pvi.size}")
+            simple = groups.rows(self._simple_groups(groups.mean(pvi), groups))
+            simple = np.isin(np.arange(pvi.size), simple)
+        else:
+            simple = simple_mask(pvi, labels, threshold=self.threshold)
         train_part = "hard" if self.config.startswith("hard") else "simple"
         mask = simple if train_part == "simple" else ~simple
-        train, validation = self._divide(pvi, labels, mask)
+        train, validation = (self._divide(pvi, labels, mask) if groups is None
+                             else self._divide_groups(mask, groups))
         test = np.flatnonzero(~mask) if self.config.endswith(("_to_hard", "_to_simple")) else ()
         return Split.of(train, validation, test)
+
+    def _simple_groups(self, mean_pvi, groups: Groups) -> np.ndarray:
+        """The simple groups' ids by the rule applied to the groups' mean PVI."""
+        order = np.argsort(-mean_pvi, kind="stable")
+        if self.threshold == "median":
+            reached = np.cumsum(groups.sizes[order]) >= (groups.n_rows + 1) // 2
+            return order[: int(np.argmax(reached)) + 1]
+        low, high = mean_pvi.min(), mean_pvi.max()
+        if round(high, 2) == round(low, 2):
+            return order[: order.size // 2]
+        return np.flatnonzero(mean_pvi >= low + (abs(high) + abs(low)) / 2)
+
+    def _divide_groups(self, mask, groups: Groups) -> tuple[np.ndarray, np.ndarray]:
+        """Train and validation rows of the part ``mask``: its groups in a seeded random order, the
+        first ``validation_size`` of its rows (rounded up, whole groups) to validation."""
+        members = np.unique(groups.codes[mask])
+        if members.size == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        shuffled = members[np.random.RandomState(self.random_state).permutation(members.size)]
+        wanted = int(np.ceil(self.validation_size * groups.sizes[members].sum()))
+        cut = int(np.searchsorted(np.cumsum(groups.sizes[shuffled]), wanted, side="left")) + 1
+        cut = min(cut, max(members.size - 1, 1))
+        return groups.rows(shuffled[cut:]), groups.rows(shuffled[:cut])
 
     def _divide(self, pvi, labels, mask) -> tuple[np.ndarray, np.ndarray]:
         """Train and validation rows of the part ``mask``, divided per label bucket."""
@@ -158,17 +198,19 @@ class DifficultySplitter(BaseSplitter):
 
 def difficulty_configs(pvi, labels, *, parameters: dict, curriculum_compat: bool = False,
                        validation_size: float = CURRICULUM_VALIDATION_SIZE, random_state: int = CURRICULUM_SEED,
-                       rows=None, prefix: str = "") -> list[ConfigSplit]:
+                       rows=None, prefix: str = "", groups=None, group_field: str | None = None) -> list[ConfigSplit]:
     """The four configs of one table's PVI, named ``prefix + config``, each recording its splitter's
     parameters and a copy of ``parameters``; ``curriculum_compat`` uses
-    :meth:`DifficultySplitter.curriculum_compat` (``validation_size`` and ``random_state`` unused)."""
+    :meth:`DifficultySplitter.curriculum_compat` (``validation_size`` and ``random_state`` unused).
+    ``groups`` (group numbers of the column ``group_field``) keeps groups whole; recorded as ``grouped_by``."""
     configs = []
+    grouped = {} if groups is None else {"grouped_by": group_field}
     for name in CONFIGS:
         splitter = (DifficultySplitter.curriculum_compat(name) if curriculum_compat else
                     DifficultySplitter(config=name, validation_size=validation_size, random_state=random_state))
-        split = splitter.split(pvi, labels)
+        split = splitter.split(pvi, labels, groups)
         configs.append(ConfigSplit(f"{prefix}{name}", split.as_indices(), method="pvi-difficulty",
-                                   parameters={**splitter.get_params(), **copy.deepcopy(parameters)},
+                                   parameters={**splitter.get_params(), **copy.deepcopy(parameters), **grouped},
                                    description=DESCRIPTIONS[name], rows=rows))
     return configs
 
@@ -178,15 +220,19 @@ def rederive_configs(rows, parameters: dict) -> dict:
 
     ``rows`` is a ``pyarrow.Table`` of the rows the configs split (``pvi``, ``source_id`` and the
     label field), in the order they were built; ``parameters`` maps each config to its recorded
-    parameters (the splitter's, and ``label_field`` when it is not ``label``).
+    parameters (the splitter's, ``label_field`` when it is not ``label``, ``grouped_by`` when grouped).
     """
+    from split_builders.splitters.groups import group_codes
+
     pvi = np.asarray(rows.column("pvi").to_numpy(), dtype=np.float64)
     ids = np.asarray(rows.column("source_id").to_numpy(), dtype=np.int64)
     out = {}
     for config, recorded in parameters.items():
         labels, _ = encode_labels(rows.column(recorded.get("label_field") or "label").to_pylist())
         splitter = DifficultySplitter(**{k: recorded[k] for k in DifficultySplitter._param_names()})
-        out[config] = {s: ids[r] for s, r in splitter.split(pvi, labels).as_indices().items()}
+        field = recorded.get("grouped_by")
+        groups = None if field is None else group_codes(rows.column(field).to_numpy(zero_copy_only=False))
+        out[config] = {s: ids[r] for s, r in splitter.split(pvi, labels, groups).as_indices().items()}
     return out
 
 

@@ -23,6 +23,7 @@ from split_builders.errors import InvalidParameterError
 from split_builders.signals.lengths import quantile_buckets
 from split_builders.splitters.atom_constraint import balance_atoms
 from split_builders.splitters.baselines import LengthSplitter, RandomSplitter, resolve_eval_sizes
+from split_builders.splitters.groups import Groups, divide_groups, grouped_eval_split, grouped_train_split
 from split_builders.splitters.partition import as_labels, balanced_eval_split, encode_labels, tail
 
 # Config names this method contributes to a release, by scoring setting.
@@ -60,6 +61,15 @@ class LikelihoodSplitter(BaseSplitter):
     random_state : int, optional
         Seed of every random draw (bucket rounding, validation/test division). Ties in likelihood keep
         their row order (a stable sort, as the reference's pandas mergesort).
+
+    Notes
+    -----
+    With ``groups`` (:meth:`split`), a group is placed by the mean score of its rows: the least likely
+    groups are held out whole (:func:`~split_builders.splitters.groups.grouped_eval_split`), label
+    balance kept as close as whole groups allow; with ``length_buckets``, groups are bucketed by their
+    mean length and each bucket gives its share of held-out rows, its least likely groups first. In
+    ``train_size`` mode the most likely groups train, the atom constraint swaps whole groups (a group's
+    atoms are its rows' union) and the held-out groups are halved at random into validation and test.
 
     Examples
     --------
@@ -107,7 +117,7 @@ class LikelihoodSplitter(BaseSplitter):
             for _, rows in groups:
                 quantile_buckets(np.asarray(lengths)[rows], self.length_buckets)
 
-    def split(self, scores, labels=None, lengths=None, atoms=None) -> Split:
+    def split(self, scores, labels=None, lengths=None, atoms=None, groups=None) -> Split:
         """Return the row numbers of train, validation and test.
 
         Parameters
@@ -124,6 +134,9 @@ class LikelihoodSplitter(BaseSplitter):
             :func:`~split_builders.splitters.atom_constraint.balance_atoms`, offering the least likely
             train rows and the most likely evaluation rows first); ``atom_swaps_`` holds the
             number of swaps.
+        groups : array-like of int, shape (n_rows,), optional
+            Group number of each row (:func:`~split_builders.splitters.groups.group_codes`): rows of
+            a group are never divided (see Notes).
 
         Returns
         -------
@@ -153,9 +166,14 @@ class LikelihoodSplitter(BaseSplitter):
                 raise InvalidParameterError("the atom constraint (atoms=...) needs train_size mode")
             if len(atoms) != n_rows:
                 raise InvalidParameterError(f"atoms has {len(atoms)} rows, expected {n_rows}")
+        if self.train_size is not None and labels is not None:
+            raise InvalidParameterError("labels cannot be balanced in train_size mode; pass labels=None")
+        if groups is not None:
+            groups = Groups(groups)
+            if groups.n_rows != n_rows:
+                raise InvalidParameterError(f"groups has {groups.n_rows} values, expected {n_rows}")
+            return self._split_grouped(key, labels, lengths, atoms, groups, rng)
         if self.train_size is not None:
-            if labels is not None:
-                raise InvalidParameterError("labels cannot be balanced in train_size mode; pass labels=None")
             return self._split_train_size(key, order, lengths, rng, atoms)
 
         validation_size, test_size = resolve_eval_sizes(self.validation_size, self.test_size, n_rows)
@@ -236,6 +254,47 @@ class LikelihoodSplitter(BaseSplitter):
         return Split.of(train, shuffled[:n_dev], shuffled[n_dev:])
 
 
+    def _split_grouped(self, key, labels, lengths, atoms, groups: Groups, rng) -> Split:
+        """Whole groups, each placed by its mean score (and mean length with ``length_buckets``)."""
+        order = np.argsort(-groups.mean(key), kind="stable")  # most likely group first
+        buckets = None
+        if self.length_buckets is not None:
+            buckets = quantile_buckets(groups.mean(lengths), self.length_buckets)
+        if self.train_size is not None:
+            train_size = resolve_size(self.train_size, groups.n_rows)
+            if buckets is None:
+                train_groups, eval_groups = grouped_train_split(order, groups, train_size=train_size)
+            else:  # each length bucket gives its share of train, its most likely groups first
+                in_train = np.zeros(groups.n_groups, dtype=bool)
+                for bucket in range(self.length_buckets):
+                    members = order[buckets[order] == bucket]
+                    share = round(train_size * groups.sizes[members].sum() / groups.n_rows)
+                    taken = int(np.searchsorted(np.cumsum(groups.sizes[members]), share, side="left")) + 1
+                    in_train[members[:min(taken, members.size)] if share else members[:0]] = True
+                train_groups, eval_groups = order[in_train[order]][::-1], order[~in_train[order]]
+                if eval_groups.size < 2:
+                    raise InvalidParameterError(f"train_size ({train_size}) leaves fewer than 2 groups for "
+                                                "validation and test")
+            self.atom_swaps_ = 0
+            if atoms is not None:
+                train_groups, eval_groups, self.atom_swaps_ = balance_atoms(list(train_groups), list(eval_groups),
+                                                                            groups.union(atoms))
+            validation, test = divide_groups(eval_groups, groups, rng)
+            return Split.of(groups.rows(train_groups), validation, test)
+        validation_size, test_size = resolve_eval_sizes(self.validation_size, self.test_size, groups.n_rows)
+        parts = None
+        if buckets is not None:
+            n_eval = validation_size + test_size
+            parts = []
+            for bucket in range(self.length_buckets):
+                members = order[buckets[order] == bucket]
+                if members.size:
+                    parts.append((members, int(round(n_eval * groups.sizes[members].sum() / groups.n_rows))))
+        label_codes = None if labels is None else encode_labels(labels, order="sorted")[0]
+        return Split.of(*grouped_eval_split(order, groups, label_codes, validation_size=validation_size,
+                                            test_size=test_size, rng=rng, parts=parts))
+
+
 def class_groups(labels, n_rows: int) -> list:
     """``(label, rows)`` per class, classes in sorted order (one group of every row without labels)."""
     if labels is None:
@@ -252,7 +311,7 @@ def _sorted_by(key, rows, *, descending):
 
 def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "prompted", validation_size=0.1,
                        test_size=0.1, train_size=None, length_buckets=None, atoms=None, random_state=42,
-                       baselines: bool = True) -> list:
+                       baselines: bool = True, groups=None, group_field: str | None = None) -> list:
     """The configs this method contributes to a release, as :class:`~split_builders.api.ConfigSplit`
     (row numbers of ``scores``).
 
@@ -262,14 +321,18 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
     ``length`` baselines with the same evaluation sizes and seed (unless ``baselines=False``). ``atoms`` (one
     set per row, ``train_size`` mode) applies the atom constraint to every config. Each config's
     parameters are its splitter's ``get_params()`` plus the setting (and the atom swaps): what
-    :func:`config_split` rebuilds it from.
+    :func:`config_split` rebuilds it from. ``groups`` (one group number per row, from the column
+    ``group_field``) keeps every group in one split of every config, baselines included; the config
+    records it as ``grouped_by``.
     """
     from split_builders.api import ConfigSplit
 
     if setting not in CONFIG_NAMES:
         raise InvalidParameterError(f"setting must be one of {sorted(CONFIG_NAMES)}, got {setting!r}")
     names = CONFIG_NAMES[setting]
-    signal = dict(scores=scores, labels=labels, lengths=lengths, atoms=atoms)
+    signal = dict(scores=scores, labels=labels, lengths=lengths, atoms=atoms, groups=groups)
+    grouped = {} if groups is None else {"grouped_by": group_field}
+    whole = "" if groups is None else f"; rows sharing a `{group_field}` kept in one split"
     sizes = ({"train_size": train_size} if train_size is not None
              else {"validation_size": validation_size, "test_size": test_size})
     balanced = ", label-balanced" if labels is not None and train_size is None else ""
@@ -282,19 +345,21 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
     for variant, buckets, reverse, what in variants:
         parameters = {**sizes, "length_buckets": buckets, "reverse": reverse, "random_state": random_state}
         split, splitter = config_split("likelihood", parameters, **signal)
-        parameters = {**splitter.get_params(), "setting": setting}
+        parameters = {**splitter.get_params(), "setting": setting, **grouped}
         if atoms is not None:
             parameters["atom_swaps"] = splitter.atom_swaps_
             what += f"; atom constraint met after {splitter.atom_swaps_} swap(s)"
         configs.append(ConfigSplit(names[variant], split.as_indices(), method="likelihood", parameters=parameters,
-                                   description=f"Likelihood split ({SETTING_SCORES[setting]}): {what}{balanced}."))
+                                   description=f"Likelihood split ({SETTING_SCORES[setting]}): {what}{balanced}"
+                                               f"{whole}."))
     if train_size is None and baselines:
         balanced = ", label-balanced." if labels is not None else "."
         for method, what in (("random", "random evaluation sets of the same sizes"),
                              ("length", "the longest queries held out")):
             split, splitter = config_split(method, {**sizes, "random_state": random_state}, **signal)
-            configs.append(ConfigSplit(method, split.as_indices(), method=method, parameters=splitter.get_params(),
-                                       description=f"Baseline: {what}{balanced}"))
+            description = f"Baseline: {what}{balanced}" if groups is None else f"Baseline: {what}{whole}."
+            configs.append(ConfigSplit(method, split.as_indices(), method=method,
+                                       parameters={**splitter.get_params(), **grouped}, description=description))
     return configs
 
 
@@ -302,15 +367,17 @@ SPLITTERS = {"likelihood": LikelihoodSplitter, "random": RandomSplitter, "length
 """The splitter of each config ``method`` this family records."""
 
 
-def config_split(method: str, parameters: dict, *, scores, labels=None, lengths=None, atoms=None):
+def config_split(method: str, parameters: dict, *, scores, labels=None, lengths=None, atoms=None, groups=None):
     """``(split, splitter)`` of one config: the splitter of ``method`` built from ``parameters`` (its
     ``get_params()``, as a config records them; other keys are ignored) and applied to the rows'
-    signal. Labels balance the classification mode only; ``random`` needs only the row count."""
+    signal. Labels balance the classification mode only; ``random`` needs only the row count;
+    ``groups`` (group numbers per row) keeps each group in one split."""
     splitter_class = SPLITTERS[method]
     splitter = splitter_class(**{k: v for k, v in parameters.items() if k in splitter_class._param_names()})
+    grouped = {} if groups is None else {"groups": groups}
     if method == "likelihood":
         balance = labels if splitter.train_size is None else None
-        return splitter.split(scores, balance, lengths, atoms), splitter
+        return splitter.split(scores, balance, lengths, atoms, **grouped), splitter
     if method == "random":
-        return splitter.split(len(scores), labels), splitter
-    return splitter.split(lengths, labels), splitter
+        return splitter.split(len(scores), labels, **grouped), splitter
+    return splitter.split(lengths, labels, **grouped), splitter

@@ -11,6 +11,7 @@ found without loading the model at all.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -172,21 +173,45 @@ def _load_error(ref: ModelRef, error: Exception) -> ModelLoadError:
                           f"{str(error).splitlines()[0][:300]}")
 
 
-def load_causal_lm(ref: ModelRef, *, dtype=None):
+@contextlib.contextmanager
+def _weight_loading_bar(enabled: bool):
+    """transformers' "Loading weights" bar on or off while loading; its previous state is restored."""
+    from transformers.utils import logging as hf_logging
+
+    def switch(on: bool) -> None:
+        if on:
+            hf_logging.enable_progress_bar()
+        else:
+            hf_logging.disable_progress_bar()
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    switch(enabled)
+    try:
+        yield
+    finally:
+        switch(was_enabled)
+
+
+def load_causal_lm(ref: ModelRef, *, dtype=None, progress: bool = False):
     """The resolved causal LM as ``transformers`` loads it (train mode, with gradients; never
-    remote code). :func:`load_model` makes an inference copy of it; fine-tuning trains it."""
+    remote code). :func:`load_model` makes an inference copy of it; fine-tuning trains it.
+    ``progress`` shows transformers' weight-loading bar: off unless a caller with progress on asks
+    (``--no-progress`` never shows it)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     ensure_local(ref)
     try:
-        return AutoModelForCausalLM.from_pretrained(ref.path, dtype=dtype or torch.float32, trust_remote_code=False)
+        with _weight_loading_bar(progress):
+            return AutoModelForCausalLM.from_pretrained(ref.path, dtype=dtype or torch.float32,
+                                                        trust_remote_code=False)
     except (OSError, ValueError) as error:
         raise _load_error(ref, error) from None
 
 
-def load_model(ref: ModelRef, *, dtype=None, device=None) -> LoadedModel:
-    """Load a resolved model for inference (``eval()``, no gradients, never remote code)."""
+def load_model(ref: ModelRef, *, dtype=None, device=None, progress: bool = False) -> LoadedModel:
+    """Load a resolved model for inference (``eval()``, no gradients, never remote code); ``progress``
+    as in :func:`load_causal_lm`."""
     from transformers import AutoTokenizer
 
     ensure_local(ref)
@@ -194,7 +219,7 @@ def load_model(ref: ModelRef, *, dtype=None, device=None) -> LoadedModel:
         tokenizer = AutoTokenizer.from_pretrained(ref.path, trust_remote_code=False)
     except (OSError, ValueError) as error:
         raise _load_error(ref, error) from None
-    model = load_causal_lm(ref, dtype=dtype)
+    model = load_causal_lm(ref, dtype=dtype, progress=progress)
     model.eval()
     model.requires_grad_(False)
     if device is not None:

@@ -11,16 +11,20 @@ EOS are scored (Godbole & Jia, 2023). What makes it fast and exact:
 * batches are fixed before any work is shared out: with N processes, process r scores batches
   r, r+N, ... so every example is computed in the very same batch whatever N is, and the gathered
   scores are identical to a one-process run;
-* finished batches are checkpointed, so an interrupted run resumes where it stopped, and the
-  final scores are cached on disk keyed by (texts, model weights, dtype).
+* finished batches are checkpointed (every 30 s, and on Ctrl-C or SIGTERM before stopping), so an
+  interrupted run resumes where it stopped and repeats no finished batch, and the final scores are
+  cached on disk keyed by (texts, model weights, dtype).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,6 +261,25 @@ def process_state(device: str | None = None):
     return state
 
 
+@contextlib.contextmanager
+def interrupts_raise():
+    """Inside, SIGTERM (what ``kill`` and job schedulers send) raises KeyboardInterrupt as Ctrl-C does,
+    so that the work finished so far is saved before the process ends (in the main thread only, where
+    Python delivers signals; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str = "float32",
                    device: str | None = None, batch_size: int = 32, max_batch_tokens: int = 8192,
                    checkpoint_seconds: float = 30.0, progress: bool = True,
@@ -275,7 +298,8 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
         ``"cpu"`` or ``"cuda"``; default: what ``accelerate`` picks.
     checkpoint_seconds : float
         Save progress when this many seconds have passed since the last save (and always after the
-        last batch): a kill loses at most this much work, however small the batches.
+        last batch): a ``kill -9`` loses at most this much work, however small the batches. Ctrl-C
+        and SIGTERM lose none: every finished batch is saved before the run stops.
     stop_after_batches : int, optional
         Stop (without a final file) after this many new batches: simulates an interruption in tests.
 
@@ -314,16 +338,26 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     resumed = len(mine) - len(todo)
     if resumed and state.is_main_process:
         print(f"resuming: {resumed} of {len(mine)} batches were scored before the interruption", file=sys.stderr)
-    new_batches, last_save = 0, time.monotonic()
-    for b in progress_bar(todo, description="scoring", unit="batch", enabled=progress and state.is_main_process):
-        done[batches[b]] = scorer.score_batch([encoded[i] for i in batches[b]])
-        new_batches += 1
-        stopping = stop_after_batches is not None and new_batches >= stop_after_batches
-        if stopping or new_batches == len(todo) or time.monotonic() - last_save >= checkpoint_seconds:
+    new_batches, last_save, saved_batches = 0, time.monotonic(), 0
+    try:
+        with interrupts_raise():
+            for b in progress_bar(todo, description="scoring", unit="batch",
+                                  enabled=progress and state.is_main_process):
+                done[batches[b]] = scorer.score_batch([encoded[i] for i in batches[b]])
+                new_batches += 1
+                stopping = stop_after_batches is not None and new_batches >= stop_after_batches
+                if stopping or new_batches == len(todo) or time.monotonic() - last_save >= checkpoint_seconds:
+                    save_arrays(checkpoint, scores=done)
+                    last_save, saved_batches = time.monotonic(), new_batches
+                if stopping:
+                    raise KeyboardInterrupt(f"stopped after {new_batches} batches (stop_after_batches)")
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM: keep every finished batch (not only those of the last timed checkpoint).
+        if new_batches > saved_batches:
             save_arrays(checkpoint, scores=done)
-            last_save = time.monotonic()
-        if stopping:
-            raise KeyboardInterrupt(f"stopped after {new_batches} batches (stop_after_batches)")
+        print(f"resplit: scoring interrupted; {resumed + new_batches} of {len(mine)} batches are saved in "
+              f"{checkpoint.parent}: run the same command again to resume", file=sys.stderr, flush=True)
+        raise
 
     indices = np.concatenate([batches[b] for b in mine]) if mine else np.array([], dtype=np.int64)
     gathered = gather_object([(indices.tolist(), done[indices].tolist())])

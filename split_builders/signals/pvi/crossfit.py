@@ -237,8 +237,15 @@ class CrossFitPVI:
                 raise InvalidParameterError(f"{len(groups)} groups but {labels.size} labels")
             fold_of_row = group_folds(groups, self.folds, self.random_state)
             n_labels = np.unique(labels).size
+            n_groups = len(set(groups))
             for fold in range(self.folds):
                 if np.unique(labels[fold_of_row != fold]).size < n_labels:
+                    if n_groups < self.folds:  # the cause is the groups, not the number of folds
+                        same = " (every row has the same text)" if len(set(records)) == 1 else ""
+                        raise InvalidParameterError(
+                            f"the rows form {n_groups} group(s) of equal group-field values{same}, fewer than the "
+                            f"{self.folds} folds: rows of a group share a fold, so a fold's training rows lack a "
+                            "label; give rows with different texts, or --group-field none")
                     raise InvalidParameterError(f"fold {fold}: its training folds lack a label; use fewer folds")
         else:
             fold_of_row = stratified_folds(labels, self.folds, self.random_state)

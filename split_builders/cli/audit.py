@@ -1,0 +1,52 @@
+"""``resplit audit FOLDER | HUB_ID[@REVISION]``: the leakage audit of a release of any family, or of
+any dataset with train / validation / test splits (:mod:`split_builders.release.audit`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+
+
+def run_audit(args) -> int:
+    from split_builders.release.audit import audit_target, check_threshold, format_report
+
+    threshold = check_threshold(args.threshold)
+    fields = tuple(part.strip() for part in args.fields.split(",") if part.strip()) if args.fields else None
+    with tempfile.TemporaryDirectory(prefix="resplit-audit-") as work:
+        report = audit_target(args.target, work=work, revision=args.revision, fields=fields, threshold=threshold,
+                              progress=not args.no_progress)
+    report = {"target": args.target, **({"revision": args.revision} if args.revision else {}), **report}
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        for line in format_report(report):
+            print(line)
+    return 0
+
+
+def add_parsers(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "audit", help="leakage audit: evaluation rows with an exact or near-duplicate, a shared field or program in train",
+        description="Per config and evaluation split (validation, test) of TARGET, the rows that have in train an "
+                    "exact duplicate (whitespace and case normalised), a near-duplicate (character 5-gram Jaccard >= "
+                    "--threshold, MinHash LSH), the same value of a text field or of the group field, or the same "
+                    "target program. TARGET: a release folder of any family, a dataset folder with train / "
+                    "validation / test data files, or a Hub dataset id.")
+    parser.add_argument("target", help="a release or dataset folder, or HUB_ID[@REVISION]")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object (configs.<config>.<split>: exact, near_duplicate, shared.<field>, "
+                             "program, rates, examples)")
+    parser.add_argument("--threshold", type=float, default=0.8,
+                        help="Jaccard similarity of a near-duplicate, in (0, 1] (default 0.8)")
+    parser.add_argument("--fields", help="the text fields to audit, comma-separated (default: the release's text "
+                                         "fields, or the string columns less ids, labels and categories)")
+    parser.add_argument("--revision", help="the Hub revision (branch, tag or commit) of a Hub id")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.set_defaults(func=run_audit)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from split_builders.cli import main
+
+    sys.exit(main(["audit", *sys.argv[1:]]))

@@ -1,0 +1,263 @@
+"""The leakage audit (``split_builders.release.audit``, ``resplit audit``): what every card records and
+what the command recomputes, checked against counts made by hand from the released rows.
+
+Real data from ``../shared``: SNLI's dev and test files built per example with given scores (three
+hypotheses per premise, so a per-example split shares premises between train and test), GeoQuery
+(questions with the same program in train and test), and plain dataset folders (not built by resplit)
+with planted exact and near-duplicates."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from split_builders.cli import main
+from split_builders.release.audit import (AuditFields, Part, audit, check_threshold, collision_probability,
+                                          lsh_parameters)
+
+SNLI_ROWS = 6000  # --limit: the first rows of SNLI's dev file (premises come in runs of three)
+
+
+def _yaml(folder):
+    return yaml.safe_load((folder / "README.md").read_text(encoding="utf-8").split("---\n")[1])
+
+
+def _parquet(folder, config, split) -> pd.DataFrame:
+    (path,) = (folder / config).glob(f"{split}-*.parquet")
+    return pd.read_parquet(path)
+
+
+def _normalised(text: str) -> str:
+    """The audit's normalisation, written independently: NFKC, lower case, whitespace runs -> one space."""
+    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
+
+
+def _shingles(text: str, n: int = 5) -> set:
+    return {text[i:i + n] for i in range(len(text) - n + 1)} if len(text) >= n else ({text} if text else set())
+
+
+def _jaccard(a: str, b: str) -> float:
+    x, y = _shingles(a), _shingles(b)
+    return len(x & y) / len(x | y)
+
+
+def _audit_json(target, capsys, *extra) -> dict:
+    capsys.readouterr()  # what came before
+    assert main(["audit", str(target), "--json", "--no-progress", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+# ---------------------------------------------------------------------------------------------
+# A per-example build of SNLI: the card's audit, and `resplit audit` on the folder
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def snli_release(shared, tmp_path_factory):
+    """Likelihood Splits of SNLI's dev + test files (one gzip of both), per example, given scores."""
+    root = tmp_path_factory.mktemp("snli-audit")
+    source = root / "snli_dev_test.jsonl.gz"
+    source.write_bytes(b"".join((shared / "data" / "snli" / f"snli_1.0_{name}.jsonl.gz").read_bytes()
+                                for name in ("dev", "test")))  # two gzip members read as one file
+    np.save(root / "scores.npy", np.random.default_rng(0).normal(size=20000))  # one per file row
+    out = root / "release"
+    assert main(["likelihood", "--source", str(source), "--scores", str(root / "scores.npy"), "--limit",
+                 str(SNLI_ROWS), "--dev-size", "300", "--test-size", "300", "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+def test_a_per_example_snli_build_reports_the_premises_it_shares(snli_release):
+    record = _yaml(snli_release)["resplit"]
+    assert record["audit"]["fields"] == ["premise", "hypothesis"] and record["audit"]["threshold"] == 0.8
+    for config in record["configs"]:
+        train = _parquet(snli_release, config, "train")
+        for split in ("validation", "test"):
+            rows = _parquet(snli_release, config, split)
+            counts = record["configs"][config]["audit"][split]
+            # counted by hand from the released rows
+            assert counts["rows"] == len(rows)
+            assert counts["shared"]["premise"] == rows.premise.isin(set(train.premise)).sum()
+            assert counts["shared"]["hypothesis"] == rows.hypothesis.isin(set(train.hypothesis)).sum()
+            keys = set(map(_normalised, train.premise + "\n" + train.hypothesis))
+            assert counts["exact"] == sum(_normalised(p + "\n" + h) in keys for p, h in zip(rows.premise, rows.hypothesis))
+            assert counts["exact"] <= counts["near_duplicate"]
+    shared = record["configs"]["random"]["audit"]["test"]["shared"]["premise"]
+    assert shared > 0.5 * 300  # SNLI has three hypotheses per premise: most test premises are in train
+    card = (snli_release / "README.md").read_text(encoding="utf-8")
+    assert "## Leakage audit" in card and "evaluation rows duplicated in train" not in card
+    line = next(line for line in card.splitlines() if "share a `premise` with train" in line)
+    assert line.endswith("`--group-field premise` prevents this.") and re.match(r"\d+% of `\w+` test rows", line)
+    assert f"| `random` | test | 300 |" in card and f"{shared} ({100 * shared / 300:.1f}%)" in card
+
+
+def test_resplit_audit_json_agrees_with_the_card(snli_release, capsys):
+    report = _audit_json(snli_release, capsys)
+    record = _yaml(snli_release)["resplit"]
+    assert report["fields"] == record["audit"]["fields"] and report["threshold"] == record["audit"]["threshold"]
+    assert set(report["configs"]) == set(record["configs"])
+    for config, splits in report["configs"].items():
+        assert set(splits) == {"validation", "test"}
+        for split, entry in splits.items():
+            assert {"exact", "near_duplicate", "shared"} <= set(entry)  # the contract's names
+            assert {k: entry[k] for k in ("rows", "exact", "near_duplicate", "shared")} == \
+                record["configs"][config]["audit"][split]
+            assert entry["rates"]["shared"]["premise"] == round(entry["shared"]["premise"] / entry["rows"], 4)
+            for example in entry["examples"]["shared.premise"]:
+                test = _parquet(snli_release, config, split).set_index("source_id")
+                train = _parquet(snli_release, config, "train").set_index("source_id")
+                assert test.premise[example["source_id"]] == train.premise[example["train_source_id"]]
+    assert len(report["configs"]["random"]["test"]["examples"]["shared.premise"]) == 3
+    # the terminal table says the same
+    assert main(["audit", str(snli_release), "--no-progress"]) == 0
+    table = capsys.readouterr().out
+    shared = report["configs"]["random"]["test"]["shared"]["premise"]
+    assert re.search(rf"^random\s+test\s+300\s.*\s{shared} \(", table, flags=re.MULTILINE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Semantic parsing: the same program in train and test
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_same_geoquery_program_in_train_and_test_is_found(shared, tmp_path, capsys):
+    source = tmp_path / "geoquery.tsv"  # without the published splits beside it: only the `length` config
+    source.write_text((shared / "data" / "geoquery" / "geoquery_nqg.tsv").read_text())
+    out = tmp_path / "geo"
+    assert main(["tmcd", "--source", str(source), "--train-size", "440", "--configs", "length", "--out", str(out),
+                 "--no-progress"]) == 0
+    record = _yaml(out)["resplit"]
+    assert record["audit"]["program_field"] == "target" and record["audit"]["fields"] == ["input"]
+    train, test = _parquet(out, "length", "train"), _parquet(out, "length", "test")
+    expected = test.target.isin(set(train.target)).sum()
+    assert expected > 0
+    counts = record["configs"]["length"]["audit"]["test"]
+    assert counts["program"] == expected
+    report = _audit_json(out, capsys)
+    entry = report["configs"]["length"]["test"]
+    assert entry["program"] == expected and len(entry["examples"]["program"]) == 3
+    example = entry["examples"]["program"][0]
+    assert example["value"] == " ".join(test.set_index("source_id").target[example["source_id"]].split())
+    assert train.set_index("source_id").target[example["train_source_id"]] == \
+        test.set_index("source_id").target[example["source_id"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# A plain dataset folder with planted duplicates
+# ---------------------------------------------------------------------------------------------
+
+
+def _planted_splits(shared):
+    """SNLI dev rows as train (600), validation (100) and test (100) of distinct premises, with test row
+    0 an exact duplicate of a train row (case and whitespace changed) and test row 1 a train row with
+    one word changed (Jaccard >= 0.85 by :func:`_jaccard`)."""
+    frame = pd.read_json(shared / "data" / "snli" / "snli_1.0_dev.jsonl.gz", lines=True)
+    frame = frame.drop_duplicates("sentence1").rename(columns={"sentence1": "premise", "sentence2": "hypothesis",
+                                                               "gold_label": "label"})[["premise", "hypothesis", "label"]]
+    train, validation, test = (frame.iloc[a:b].reset_index(drop=True) for a, b in ((0, 600), (600, 700), (700, 800)))
+    test.loc[0] = [train.premise[10].upper().replace(" ", "   "), " " + train.hypothesis[10].upper(), "neutral"]
+    for k in range(20, 600):  # the first long train row whose copy with one word changed stays above 0.85
+        words = train.premise[k].split()
+        changed = " ".join(words[:2] + ["purple"] + words[3:])
+        before, after = train.premise[k] + "\n" + train.hypothesis[k], changed + "\n" + train.hypothesis[k]
+        if changed != train.premise[k] and _jaccard(_normalised(before), _normalised(after)) >= 0.85:
+            test.loc[1] = [changed, train.hypothesis[k], train.label[k]]
+            return train, validation, test, (10, k)
+    raise AssertionError("no train row to copy")
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+def test_a_plain_dataset_folder_with_planted_duplicates(shared, tmp_path, capsys, kind):
+    train, validation, test, (exact_row, near_row) = _planted_splits(shared)
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    for name, frame in (("train", train), ("validation", validation), ("test", test)):
+        if kind == "jsonl":
+            frame.to_json(folder / f"{name}.jsonl", orient="records", lines=True)
+        else:
+            frame.to_parquet(folder / f"{name}.parquet", index=False)
+    report = _audit_json(folder, capsys)
+    assert report["fields"] == ["premise", "hypothesis"]  # the label column is not text
+    entry = report["configs"]["default"]["test"]
+    assert entry["examples"]["exact"][0] == {**entry["examples"]["exact"][0], "source_id": 0,
+                                             "train_source_id": exact_row}
+    near = entry["examples"]["near_duplicate"][0]
+    assert (near["source_id"], near["train_source_id"]) == (1, near_row)
+    text = lambda f, i: _normalised(f.premise[i] + "\n" + f.hypothesis[i])  # noqa: E731
+    assert near["jaccard"] == pytest.approx(_jaccard(text(test, 1), text(train, near_row)), abs=1e-4)
+    # every count against a brute-force comparison of all pairs
+    keys = {text(train, j) for j in range(len(train))}
+    assert entry["exact"] == sum(text(test, i) in keys for i in range(len(test))) >= 1
+    near_rows = [i for i in range(len(test)) if any(_jaccard(text(test, i), t) >= 0.8 for t in keys)]
+    assert entry["near_duplicate"] == len(near_rows) >= 2
+    assert entry["shared"]["premise"] == test.premise.isin(set(train.premise)).sum()
+    # the same search at another threshold, and on named fields only
+    strict = _audit_json(folder, capsys, "--threshold", "0.95", "--fields", "premise")
+    assert strict["fields"] == ["premise"] and strict["threshold"] == 0.95
+    assert strict["configs"]["default"]["test"]["near_duplicate"] == sum(
+        any(_jaccard(_normalised(test.premise[i]), _normalised(p)) >= 0.95 for p in train.premise)
+        for i in range(len(test)))
+
+
+def test_the_audit_is_deterministic_and_counts_exact_within_near():
+    import pyarrow as pa
+
+    texts = ["A man is sleeping on a bench in the park.", "a  man is SLEEPING on a bench in the park.",
+             "A man is sleeping on a bench in the parks.", "Two dogs run.", "Nothing alike at all here."]
+    table = pa.table({"text": texts, "source_id": np.arange(5)})
+    parts = {"c": {"train": Part(table, np.array([0, 3])), "test": Part(table, np.array([1, 2, 4]))}}
+    first = audit(parts, AuditFields(["text"]))
+    assert first == audit(parts, AuditFields(["text"]))
+    entry = first["configs"]["c"]["test"]
+    assert (entry["rows"], entry["exact"], entry["near_duplicate"], entry["shared"]["text"]) == (3, 1, 2, 0)
+
+
+def test_lsh_bands_reach_the_recall_they_promise():
+    for threshold in (0.5, 0.7, 0.8, 0.9, 0.95, 1.0):
+        bands, rows = lsh_parameters(threshold)
+        assert bands * rows <= 64 and bands >= 2
+        assert collision_probability(threshold, bands, rows) >= 0.97
+    assert lsh_parameters(0.8) == (9, 5)
+    assert check_threshold(1) == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input: one line, no traceback
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bad_targets(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad-targets")
+    (root / "a_file.txt").write_text("not a folder\n")
+    (root / "empty").mkdir()
+    (root / "notes").mkdir()
+    (root / "notes" / "README.md").write_text("# just notes\n")
+    only_test = root / "only_test"
+    only_test.mkdir()
+    (only_test / "test.jsonl").write_text('{"text": "a"}\n')
+    return root
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["{root}/missing"], "missing"),
+    (["{root}/a_file.txt"], "is a file"),
+    (["{root}/empty"], "neither a resplit release nor a dataset folder"),
+    (["{root}/notes"], "neither a resplit release nor a dataset folder"),
+    (["{root}/only_test"], "no train split"),
+    (["{snli}", "--fields", "premise,hypotesis"], "text field 'hypotesis' not found"),
+    (["{snli}", "--fields", "score"], "text field 'score' not found"),
+    (["{snli}", "--threshold", "0"], "--threshold must be a fraction in (0, 1], got 0.0"),
+    (["{snli}", "--threshold", "1.5"], "--threshold must be a fraction in (0, 1]"),
+])
+def test_bad_input_gets_one_line(arguments, message, bad_targets, snli_release, capsys):
+    arguments = [a.format(root=bad_targets, snli=snli_release) for a in arguments]
+    assert main(["audit", *arguments, "--no-progress"]) != 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err
+    assert len(captured.err.strip().splitlines()) == 1 and message in captured.err, captured.err
