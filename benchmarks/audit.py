@@ -145,7 +145,7 @@ def naive_pairs(evaluation: list, train: list, threshold: float) -> tuple[set, f
     values, offsets = shingle_hashes(evaluation + train)
     _, columns = np.unique(values, return_inverse=True)
     rows = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
-    matrix = sparse.csr_matrix((np.ones(values.size, dtype=np.float32), (rows, columns.reshape(-1))))
+    matrix = sparse.csr_matrix((np.ones(values.size, dtype=np.float64), (rows, columns.reshape(-1))))
     matrix.data[:] = 1.0
     matrix.sum_duplicates()
     matrix.data[:] = 1.0  # sets, not bags

@@ -132,13 +132,51 @@ def _read_jsonl(archive: zipfile.ZipFile, name: str, split_file: str) -> list[di
     if not rows:
         raise SourceLoadError(f"{archive.filename}:{split_file} holds no rows")
     required = {"premise", "hypothesis", "gold_label"}
+    where = f"{archive.filename}:{split_file}"
     for number, row in enumerate(rows, 1):
-        if not isinstance(row, dict) or not required <= row.keys():
-            fields = ", ".join(sorted(row)) if isinstance(row, dict) else type(row).__name__
-            missing = ", ".join(repr(c) for c in sorted(required - set(row))) if isinstance(row, dict) else "an object"
-            raise SourceLoadError(f"{archive.filename}:{split_file} row {number} has no {missing} field; "
-                                  f"fields: {fields}")
+        if not isinstance(row, dict):
+            raise SourceLoadError(f"{where} row {number} is a JSON {type(row).__name__}, not an object; each line "
+                                  "holds one object with premise, hypothesis and gold_label")
+        if not required <= row.keys():
+            missing = ", ".join(repr(c) for c in sorted(required - set(row)))
+            raise SourceLoadError(f"{where} row {number} has no {missing} field; fields: {', '.join(sorted(row))}")
+        for name in ("premise", "hypothesis"):  # text, or nothing (an empty text)
+            if row[name] is not None and not isinstance(row[name], str):
+                raise SourceLoadError(f"{where} row {number}: field {name!r} holds {type(row[name]).__name__} "
+                                      f"{row[name]!r}, not text")
+        if isinstance(row["gold_label"], (list, dict)):
+            raise SourceLoadError(f"{where} row {number}: field 'gold_label' holds a {type(row['gold_label']).__name__}; "
+                                  "a label is one value per row")
     return rows
+
+
+def _without_missing_labels(path: Path, raw: dict) -> dict:
+    """``{split: [(position, row), ...]}`` of the rows that have a label. Rows without one (null or
+    blank) are dropped, as every reader drops them, and said in a :class:`SourceNote` (the card shows
+    it; ``--strict`` refuses it); labels of other scalar types than text are read as text, with a note."""
+    import warnings
+
+    from loading_scripts.errors import SourceNote
+
+    kept, dropped, converted = {}, {}, set()
+    for split, rows in raw.items():
+        kept[split] = []
+        for position, row in enumerate(rows):
+            label = row["gold_label"]
+            if label is None or (isinstance(label, str) and not label.strip()):
+                dropped[split] = dropped.get(split, 0) + 1
+                continue
+            if not isinstance(label, str):
+                converted.add(type(label).__name__)
+                row = {**row, "gold_label": json.dumps(label)}
+            kept[split].append((position, row))
+    if dropped:
+        counts = ", ".join(f"{SPLIT_FILES[split]} {n}" for split, n in dropped.items())
+        warnings.warn(SourceNote(f"{path.name}: rows without a gold_label dropped ({counts})"), stacklevel=3)
+    if converted:
+        warnings.warn(SourceNote(f"{path.name}: gold_label mixes text and {', '.join(sorted(converted))} values: "
+                                 "read as text"), stacklevel=3)
+    return kept
 
 
 def infer_label_set(labels) -> tuple:
@@ -191,12 +229,14 @@ def read_phenomenon(path, *, info: dict | None = None, limit: int | None = None)
     except zipfile.BadZipFile as error:
         raise SourceLoadError(f"{path}: not a zip file ({error})") from None
     info = info or {}
-    all_labels = [r["gold_label"] for rows in raw.values() for r in rows]
+    labelled = _without_missing_labels(path, raw)
+    all_labels = [r["gold_label"] for rows in labelled.values() for _, r in rows]
     label_set = tuple(info.get("label_set") or infer_label_set(all_labels))
-    original = {split: dict(sorted(Counter(r["gold_label"] for r in rows).items())) for split, rows in raw.items()}
+    original = {split: dict(sorted(Counter(r["gold_label"] for _, r in rows).items()))
+                for split, rows in labelled.items()}
     records, normalised = [], 0
-    for split, rows in raw.items():
-        for position, row in enumerate(rows):
+    for split, rows in labelled.items():
+        for position, row in rows:
             label = normalise_label(row["gold_label"], label_set)
             normalised += label != row["gold_label"]
             idx = row.get("idx", row.get("index", position))
@@ -204,6 +244,7 @@ def read_phenomenon(path, *, info: dict | None = None, limit: int | None = None)
                 raise SourceLoadError(f"{path}:{SPLIT_FILES[split]} row {position + 1}: idx {idx!r} is not an integer")
             records.append({"source_id": len(records), "idx": int(idx), "premise": row["premise"] or "",
                             "hypothesis": row["hypothesis"] or "", "label": label})
+    raw = {split: [row for _, row in rows] for split, rows in labelled.items()}
     features = datasets.Features({
         "source_id": datasets.Value("int64"), "idx": datasets.Value("int64"),
         "premise": datasets.Value("string"), "hypothesis": datasets.Value("string"),

@@ -287,10 +287,12 @@ def read_table(path: str | Path) -> datasets.Dataset:
         if path.suffix.lower() == ".gz":
             raw = gzip.decompress(raw)
         try:
+            check_header(path, pq.read_schema(io.BytesIO(raw)).names)
             table = pq.read_table(io.BytesIO(raw))
+        except SourceLoadError:
+            raise
         except Exception as error:  # pyarrow raises several kinds for a damaged file
             raise SourceLoadError(f"{path}: not a readable Parquet file ({error})") from None
-        check_header(path, table.column_names)
         return datasets.Dataset(table)
     if not rows:
         raise SourceLoadError(f"{path} holds no rows")

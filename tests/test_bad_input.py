@@ -273,9 +273,9 @@ def _cases(tmp_path, shared):
     rows = [{"premise": f"p{i}", "hypothesis": "h", "gold_label": "entailed"} for i in range(10)]
     return {
         # a missing source
-        "pvi-missing": (["pvi", "--source", str(files / "nope.csv"), *PVI], "is neither an existing file"),
+        "pvi-missing": (["pvi", "--source", str(files / "nope.csv"), *PVI], "file not found"),
         "curriculum-missing": (["curriculum", "--data", str(files / "nope")], "does not exist"),
-        "behavioural-missing": (["behavioural", "--source", str(files / "nope.json")], "no such file"),
+        "behavioural-missing": (["behavioural", "--source", str(files / "nope.json")], "file not found"),
         # an empty file
         "pvi-empty": (["pvi", "--source", str(files / "empty.csv"), *PVI], "is empty"),
         "curriculum-file": (["curriculum", "--data", str(files / "empty.csv")], "is a file; give the folder"),
@@ -319,7 +319,7 @@ def _cases(tmp_path, shared):
         "behavioural-not-a-suite": (["behavioural", "--source", str(files / "notsuite.json")],
                                     "is not a CheckList suite: expected a JSON object with a 'tests' list"),
         "pvi-not-a-table": (["pvi", "--source", str(files / "notsuite.json"), *PVI],
-                            "expected a JSON list of objects or JSON lines"),
+                            "is an object, not a table: expected a JSON list of objects"),
         # --dedupe where the method defines no duplicates
         "behavioural-dedupe": (["behavioural", "--source", str(suite), "--dedupe"], "defines no duplicate rows"),
         "curriculum-dedupe": (["curriculum", "--data", str(curriculum), "--phenomena", "verbnet", "--dedupe"],
@@ -353,3 +353,232 @@ def test_a_boolean_option_given_as_text_is_refused_not_read_as_true(builder):
     for name in flags:
         with pytest.raises(InvalidParameterError, match=f"{name} must be true or false, got 'false'"):
             method.Options(source="x", out="o", **{name: "false"})
+
+
+# -- one policy for row-level defects, typed options, paths, extra files (issue 25) -----------------
+
+NLI = ["entailment", "neutral", "contradiction"]
+LL = ["--prompt-field", "premise", "--query-field", "hypothesis", "--label-field", "gold_label",
+      "--validation-size", "30", "--test-size", "30"]
+
+
+def _nli_rows(n=300):
+    return [{"premise": f"a premise number {i}", "hypothesis": f"hypothesis {i} " + "word " * (i % 7),
+             "gold_label": NLI[i % 3]} for i in range(n)]
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def defects(tmp_path_factory, shared):
+    """One file per kind of row-level defect (300 rows, NLI-shaped), and scores for them."""
+    root = tmp_path_factory.mktemp("defects")
+    rows = _nli_rows()
+    files = {
+        "null-label": _jsonl(root / "null.jsonl", [{**r, "gold_label": None if i in (4, 7) else r["gold_label"]}
+                                                   for i, r in enumerate(rows)]),
+        "mixed-label": _jsonl(root / "mixed.jsonl", [{**r, "gold_label": i % 2 if i % 3 else str(i % 2)}
+                                                     for i, r in enumerate(rows)]),
+        "list-label": _jsonl(root / "listlabel.jsonl", [{**r, "gold_label": [r["gold_label"]]} for r in rows]),
+        "number-text": _jsonl(root / "numtext.jsonl", [{**r, "hypothesis": i} for i, r in enumerate(rows)]),
+        "list-text": _jsonl(root / "listtext.jsonl", [{**r, "hypothesis": r["hypothesis"].split()} for r in rows]),
+        "list-of-lists": root / "lists.json",
+        "list-line": root / "listline.jsonl",
+        "scalar": root / "scalar.json",
+        "duplicate-column": root / "dup.csv",
+    }
+    files["list-of-lists"].write_text(json.dumps([list(r.values()) for r in rows]))
+    files["list-line"].write_text("".join(json.dumps(r) + "\n" for r in rows[:10]) + "[1, 2]\n")
+    files["scalar"].write_text("300")
+    files["duplicate-column"].write_text("premise,hypothesis,hypothesis,gold_label\n" + "".join(
+        f"{r['premise']},{r['hypothesis']},other {i},{r['gold_label']}\n" for i, r in enumerate(rows)))
+    np.save(root / "scores.npy", np.random.default_rng(0).normal(size=300))
+    np.savez(root / "scores.npz", scores=np.zeros(300))
+    geo = root / "geo.tsv"
+    geo.write_text("\n".join((shared / "data" / "geoquery" / "geoquery_nqg.tsv").read_text().splitlines()[:200]) + "\n")
+    curriculum_rows = [{"premise": f"p{i}", "hypothesis": f"h{i}", "gold_label": ("entailed", "not-entailed")[i % 2]}
+                       for i in range(20)]
+    for name, change in {"null": lambda i, r: {**r, "gold_label": None if i == 3 else r["gold_label"]},
+                         "list": lambda i, r: {**r, "gold_label": [r["gold_label"]]},
+                         "number": lambda i, r: {**r, "hypothesis": i}}.items():
+        changed = [change(i, r) for i, r in enumerate(curriculum_rows)]
+        files[f"curriculum-{name}"] = _curriculum(root / f"curriculum-{name}", train=changed, validation=changed)
+    return {"root": root, "geo": geo, "scores": root / "scores.npy", **files}
+
+
+def _defect_cases(d):
+    """name -> (arguments, texts the one line must hold), for every builder that reads such input."""
+    scores = ["--scores", str(d["scores"])]
+    likelihood = lambda key, *more: ["likelihood", "--source", str(d[key]), *LL, *scores, *more]  # noqa: E731
+    pvi = lambda key, *more: ["pvi", "--source", str(d[key]), *PVI, *more]  # noqa: E731
+    curriculum = lambda key, *more: ["curriculum", "--data", str(d[key]), *more]  # noqa: E731
+    cases = {}
+    for builder, command in (("likelihood", likelihood), ("pvi", pvi)):
+        text_flag = "query" if builder == "likelihood" else "text"
+        cases.update({
+            f"{builder}-list-label": (command("list-label"), ["label field 'gold_label'", "holds lists"]),
+            f"{builder}-number-text": (command("number-text"), [f"{text_flag} field 'hypothesis'", "numbers", "not text"]),
+            f"{builder}-list-text": (command("list-text"), [f"{text_flag} field 'hypothesis'", "lists", "not text"]),
+            f"{builder}-duplicate-column": (command("duplicate-column"), ["names the column 'hypothesis' twice"]),
+            f"{builder}-list-of-lists": (command("list-of-lists"), ["is a list of lists, not a table of records"]),
+            f"{builder}-list-line": (command("list-line"), ["line 11 is a list, not a JSON object"]),
+            f"{builder}-scalar": (command("scalar"), ["is a number, not a table"]),
+            f"{builder}-strict-null-label": (command("null-label", "--strict"), ["--strict refuses", "2 row(s) have no label"]),
+            f"{builder}-strict-mixed-label": (command("mixed-label", "--strict"),
+                                              ["--strict refuses", "field 'gold_label'", "mixes integer and text"]),
+            f"{builder}-missing-path": ([builder, "--source", str(d["root"] / "nowhere" / "data.csv"),
+                                         *(LL + scores if builder == "likelihood" else PVI)], ["file not found"]),
+        })
+    cases.update({
+        "likelihood-npz-scores": (likelihood("null-label")[:-2] + ["--scores", str(d["root"] / "scores.npz")],
+                                  ["is an .npz archive", "numpy.save"]),
+        "likelihood-atoms-language": (["likelihood", "--source", str(d["geo"]), "--atoms", "sql", "--train-size", "100"],
+                                      ["--atoms sql does not match the programs", "they look like FunQL"]),
+        "tmcd-target-language": (["tmcd", "--source", str(d["geo"]), "--target-language", "scan"],
+                                 ["--target-language scan does not match the programs", "give --target-language funql"]),
+        "tmcd-npz-scores": (["tmcd", "--source", str(d["geo"]), "--scores", str(d["root"] / "scores.npz")],
+                            ["is an .npz archive"]),
+        "tmcd-missing-path": (["tmcd", "--source", "data/geo_nqg.tsv"], ["file not found: 'data/geo_nqg.tsv'"]),
+        "behavioural-missing-path": (["behavioural", "--source", "./suites/nope.json"], ["file not found"]),
+        "curriculum-missing-path": (curriculum("root")[:2] + [str(d["root"] / "nope")], ["file not found"]),
+        "curriculum-list-label": (curriculum("curriculum-list"), ["field 'gold_label' holds a list"]),
+        "curriculum-number-text": (curriculum("curriculum-number"), ["field 'hypothesis' holds int 0, not text"]),
+        "curriculum-strict-null-label": (curriculum("curriculum-null", "--strict"),
+                                         ["--strict refuses", "rows without a gold_label dropped (train.jsonl 1"]),
+    })
+    return cases
+
+
+def _refused_quickly(args, out, capsys, expected, *, seconds=15.0) -> str | None:
+    """Run one case through the CLI; None when it was refused as the contract says, else what went wrong."""
+    started = time.monotonic()
+    code = main([*args, *(["--out", str(out)] if out is not None else []), *(["--no-progress"] if out else [])])
+    elapsed = time.monotonic() - started
+    err = capsys.readouterr().err.strip()
+    lines = [line for line in err.splitlines() if line.strip()]
+    wrong = [text for text in expected if text not in err]
+    if code == 0 or len(lines) != 1 or "Traceback" in err or wrong or (out is not None and out.exists()) \
+            or elapsed > seconds:
+        return (f"exit {code}, {elapsed:.1f}s, out exists {out is not None and out.exists()}, "
+                f"missing {wrong}: {err[-400:]!r}")
+    return None
+
+
+def test_every_row_level_defect_is_refused_in_one_line_by_every_builder(defects, tmp_path, capsys):
+    failures = []
+    for name, (args, expected) in _defect_cases(defects).items():
+        cache = ["--cache-dir", str(tmp_path / "cache")] if args[0] == "pvi" else []
+        problem = _refused_quickly([*args, *cache], tmp_path / "out" / name, capsys, expected)
+        if problem:
+            failures.append(f"{name}: {problem}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("builder", ["likelihood", "pvi", "curriculum"])
+def test_rows_without_a_label_are_dropped_and_counted_in_the_card_never_a_class(builder, defects, tmp_path,
+                                                                              capsys, hf_cache):
+    out = tmp_path / "out"
+    if builder == "curriculum":
+        args = ["curriculum", "--data", str(defects["curriculum-null"])]
+    elif builder == "likelihood":
+        args = ["likelihood", "--source", str(defects["null-label"]), *LL, "--scores", str(defects["scores"])]
+    else:
+        args = ["pvi", "--source", str(defects["null-label"]), *PVI, "--cache-dir", str(tmp_path / "cache"),
+                "--limit", "100"]
+    assert main([*args, "--out", str(out), "--no-progress"]) == 0, capsys.readouterr().err
+    card = (out / "README.md").read_text()
+    if builder == "curriculum":
+        assert "Read from the source: boolean.zip: rows without a gold_label dropped (train.jsonl 1, val.jsonl 1)" in card
+        config, label = "boolean", "label"
+    else:
+        assert "Rows dropped while reading the source: no label: 2." in card
+        config, label = ("ll_split" if builder == "likelihood" else "simple_to_hard"), "gold_label"
+    loaded = datasets.load_dataset(str(out), config, cache_dir=hf_cache)
+    ids = [i for split in loaded.values() for i in split["source_id"]]
+    labels = {value for split in loaded.values() for value in split[label]}
+    if builder != "curriculum":
+        assert not {4, 7} & set(ids) and len(ids) == (298 if builder == "likelihood" else 98)
+    assert None not in labels and "" not in labels
+    assert main(["verify", str(out), "--no-load-check"]) == 0
+
+
+def test_labels_of_mixed_types_are_read_as_text_with_a_note_in_the_card(defects, tmp_path, capsys, hf_cache):
+    out = tmp_path / "out"
+    args = ["likelihood", "--source", str(defects["mixed-label"]), *LL, "--scores", str(defects["scores"])]
+    assert main([*args, "--out", str(out), "--no-progress"]) == 0
+    assert "note: field 'gold_label' of mixed.jsonl mixes integer and text values: read as text" in capsys.readouterr().out
+    assert "Read from the source: field 'gold_label' of mixed.jsonl mixes integer and text values" in (
+        out / "README.md").read_text()
+    rows = datasets.load_dataset(str(out), "ll_split", split="test", cache_dir=hf_cache)
+    assert set(rows["gold_label"]) == {"0", "1"}  # 1 and "1" are one class
+
+
+def _recipe(tmp_path, name, **options):
+    import yaml
+
+    from split_builders.release.recipe import recipes_folder
+
+    data = yaml.safe_load((recipes_folder() / "geoquery-compositional.yaml").read_text())
+    data["options"] = options if options else data["options"]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_every_other_command_refuses_bad_paths_types_and_files_in_one_line(defects, tmp_path, capsys):
+    """Recipes and --set of the wrong type, paths that do not exist (or are files where a folder is
+    expected) in verify / diff / show / release --list / evaluate-suite / concurrence, before any work."""
+    import yaml
+
+    (tmp_path / "empty").mkdir()
+    bad_options = yaml.safe_load("[tmcd]")
+    bad = _recipe(tmp_path, "options-list")
+    data = yaml.safe_load(bad.read_text())
+    data["options"] = bad_options
+    bad.write_text(yaml.safe_dump(data))
+    results = tmp_path / "results.csv"
+    results.write_text("model,benchmark,seed,score\na,x,,1\nb,x,,2\nc,x,,3\na,y,,1\nb,y,,3\nc,y,,2\n")
+    missing = str(tmp_path / "nowhere" / "release")
+    cases = {
+        "recipe-configs-number": (["release", str(_recipe(tmp_path, "configs", train_size=440, configs=7))],
+                                  ["options.configs must be a list of names", "got 7"]),
+        "recipe-int-as-text": (["release", str(_recipe(tmp_path, "iterations", iterations="many"))],
+                               ["options.iterations must be a non-negative integer", "'many'"]),
+        "recipe-text-as-list": (["release", str(_recipe(tmp_path, "language", target_language=["sql"]))],
+                                ["options.target_language must be text", "['sql'] (a list)"]),
+        "recipe-boolean-as-text": (["release", str(_recipe(tmp_path, "lexical", lexical="false"))],
+                                   ["lexical must be true or false, got 'false'"]),
+        "recipe-options-not-a-mapping": (["release", str(bad)], ["options must be a mapping"]),
+        "set-configs-number": (["release", "geoquery-compositional", "--set", "configs=7"],
+                               ["--set configs must be a list of names", "got 7"]),
+        "set-size-as-text": (["release", "geoquery-compositional", "--set", "train_size=half"],
+                             ["--set train_size must be a number", "'half'"]),
+        "release-list-missing": (["release", "--list", "--recipes-dir", str(tmp_path / "no-recipes")],
+                                 ["recipes folder", "does not exist"]),
+        "release-list-empty": (["release", "--list", "--recipes-dir", str(tmp_path / "empty")],
+                               ["holds no recipe"]),
+        "release-list-file": (["release", "--list", "--recipes-dir", str(results)], ["is a file"]),
+        "verify-missing": (["verify", missing], ["folder not found", missing]),
+        "verify-hub-shaped-missing": (["verify", "tests/no-such-release"], ["folder not found"]),
+        "verify-file": (["verify", str(results)], ["is a file, not a release folder"]),
+        "show-missing": (["show", missing], ["folder not found"]),
+        "show-file": (["show", str(results)], ["is a file, not a release folder"]),
+        "show-no-card": (["show", str(tmp_path / "empty")], ["has no README.md"]),
+        "diff-missing": (["diff", missing, str(tmp_path / "empty")], ["folder not found"]),
+        "evaluate-suite-missing-suite": (["evaluate-suite", "--model", "org/model", "--suite", "./suites/x.json",
+                                          "--iid-score", "0.9"], ["file not found", "--suite"]),
+        "evaluate-suite-missing-model": (["evaluate-suite", "--model", str(tmp_path / "no-model"), "--suite",
+                                          "sentiment", "--iid-score", "0.9"], ["file not found", "--model"]),
+        "concurrence-heatmap-folder": (["concurrence", "--results", str(results), "--heatmap",
+                                        str(tmp_path / "no-figures" / "h.png")], ["--heatmap", "does not exist"]),
+    }
+    failures = []
+    for name, (args, expected) in cases.items():
+        out = tmp_path / "out" / name if args[0] == "release" and "--list" not in args else None
+        problem = _refused_quickly(args, out, capsys, expected, seconds=10.0)
+        if problem:
+            failures.append(f"{name}: {problem}")
+    assert not failures, "\n".join(failures)

@@ -762,7 +762,9 @@ def read_splits(folder, cache_dir) -> dict:
             for name in names:
                 loaded = datasets.load_dataset(str(folder), name, cache_dir=str(cache_dir))
                 out[name] = {split: arrow_table(part) for split, part in loaded.items()}
-    except (DatasetsError, FileNotFoundError, ValueError) as error:
+    except FileNotFoundError:  # no data files (datasets' EmptyDatasetError)
+        raise InvalidReleaseError(problem) from None
+    except (DatasetsError, ValueError) as error:
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise InvalidReleaseError(f"{problem} ({detail})") from None
     if not any("train" in splits for splits in out.values()):
