@@ -21,7 +21,7 @@ import datasets
 import numpy as np
 
 from loading_scripts.tables import quiet_datasets
-from loading_scripts.errors import SourceLoadError
+from loading_scripts.errors import InvalidParameterError, SourceLoadError
 
 
 @dataclass
@@ -135,8 +135,6 @@ def check_target_language(language: str | None, targets, *, source: str, flag: s
     language is then read from the programs). Checked on the first 50 non-empty programs: more than
     half must pass the language's test (:data:`LANGUAGE_SHAPES`), and they must not look like SQL,
     SCAN or COGS when another language is given."""
-    from loading_scripts.errors import InvalidParameterError
-
     if language is None or language not in LANGUAGE_SHAPES:
         return
     sample = [t for t in (str(t).strip() for t in list(targets)[:200] if t is not None) if t][:50]

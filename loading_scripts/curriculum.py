@@ -26,6 +26,7 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
+import warnings
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ import pyarrow as pa
 from loading_scripts.recast import THREE_WAY, TWO_WAY, normalise_label
 from loading_scripts.tables import row_keys
 from loading_scripts.files import cache_root
-from loading_scripts.errors import InvalidParameterError, SourceLoadError
+from loading_scripts.errors import InvalidParameterError, SourceLoadError, SourceNote
 
 BASE_URL = "https://github.com/eric11eca/curriculum-ling/raw/main/tasks"  # <name>.zip below it
 LICENSE = "mit"
@@ -154,10 +155,6 @@ def _without_missing_labels(path: Path, raw: dict) -> dict:
     """``{split: [(position, row), ...]}`` of the rows that have a label. Rows without one (null or
     blank) are dropped, as every reader drops them, and said in a :class:`SourceNote` (the card shows
     it; ``--strict`` refuses it); labels of other scalar types than text are read as text, with a note."""
-    import warnings
-
-    from loading_scripts.errors import SourceNote
-
     kept, dropped, converted = {}, {}, set()
     for split, rows in raw.items():
         kept[split] = []

@@ -63,6 +63,11 @@ def compositional_from_hub(repo_id: str, *, revision: str | None = None) -> Comp
         raise SourceLoadError(
             f"{repo_id!r} has none of the column pairs " + ", ".join(f"{i}/{t}" for i, t in COMPOSITIONAL_COLUMNS)
             + f"; its columns: {', '.join(columns)}")
+    for column in pair:  # programs and inputs are text (a list or a number is not a program)
+        kind = parts[0][1].features[column]
+        if not (isinstance(kind, datasets.Value) and kind.dtype in ("string", "large_string")):
+            raise SourceLoadError(f"{repo_id!r}: column {column!r} holds {kind}, not text; a compositional dataset "
+                                  "pairs an input text with a target program text")
     inputs = [text for _, part in parts for text in part[pair[0]]]
     targets = [text for _, part in parts for text in part[pair[1]]]
     return CompositionalSource(rows_dataset(inputs, targets), name=repo_id,

@@ -21,7 +21,7 @@ from split_builders.cli import main
 from split_builders.release.audit import (AuditFields, Part, audit, check_threshold, collision_probability,
                                           lsh_parameters)
 
-SNLI_ROWS = 6000  # --limit: the first rows of SNLI's dev file (premises come in runs of three)
+SNLI_ROWS = 4500  # --limit: the first rows of SNLI's dev file (premises come in runs of three)
 
 
 def _yaml(folder):
@@ -93,7 +93,7 @@ def test_a_per_example_snli_build_reports_the_premises_it_shares(snli_release):
     assert "## Leakage audit" in card and "evaluation rows duplicated in train" not in card
     line = next(line for line in card.splitlines() if "share a `premise` with train" in line)
     assert line.endswith("`--group-field premise` prevents this.") and re.match(r"\d+% of `\w+` test rows", line)
-    assert f"| `random` | test | 300 |" in card and f"{shared} ({100 * shared / 300:.1f}%)" in card
+    assert "| `random` | test | 300 |" in card and f"{shared} ({100 * shared / 300:.1f}%)" in card
 
 
 def test_resplit_audit_json_agrees_with_the_card(snli_release, capsys):
@@ -120,17 +120,40 @@ def test_resplit_audit_json_agrees_with_the_card(snli_release, capsys):
     assert re.search(rf"^random\s+test\s+300\s.*\s{shared} \(", table, flags=re.MULTILINE)
 
 
+def test_a_build_grouped_by_premise_shares_none(snli_release, tmp_path, capsys):
+    source = next(snli_release.parent.glob("*.jsonl.gz"))
+    out = tmp_path / "grouped"
+    assert main(["likelihood", "--source", str(source), "--scores", str(snli_release.parent / "scores.npy"),
+                 "--limit", "1500", "--dev-size", "100", "--test-size", "100", "--group-field", "premise",
+                 "--out", str(out), "--no-progress"]) == 0
+    record = _yaml(out)["resplit"]
+    assert record["audit"]["group_field"] == "premise"
+    for config, entry in record["configs"].items():
+        for split in ("validation", "test"):
+            assert entry["audit"][split]["shared"]["premise"] == 0
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "prevents this" not in card and "`premise` is the group field" in card
+    assert _audit_json(out, capsys)["group_field"] == "premise"
+
+
 # ---------------------------------------------------------------------------------------------
 # Semantic parsing: the same program in train and test
 # ---------------------------------------------------------------------------------------------
 
 
-def test_the_same_geoquery_program_in_train_and_test_is_found(shared, tmp_path, capsys):
-    source = tmp_path / "geoquery.tsv"  # without the published splits beside it: only the `length` config
+@pytest.fixture(scope="module")
+def geo_release(shared, tmp_path_factory):
+    """TMCD's `length` config of GeoQuery (no search: the cheapest semantic-parsing release)."""
+    root = tmp_path_factory.mktemp("geo-audit")
+    source = root / "geoquery.tsv"  # without the published splits beside it: only the `length` config
     source.write_text((shared / "data" / "geoquery" / "geoquery_nqg.tsv").read_text())
-    out = tmp_path / "geo"
-    assert main(["tmcd", "--source", str(source), "--train-size", "440", "--configs", "length", "--out", str(out),
-                 "--no-progress"]) == 0
+    assert main(["tmcd", "--source", str(source), "--train-size", "440", "--configs", "length", "--out",
+                 str(root / "geo"), "--no-progress"]) == 0
+    return root / "geo"
+
+
+def test_the_same_geoquery_program_in_train_and_test_is_found(geo_release, capsys):
+    out = geo_release
     record = _yaml(out)["resplit"]
     assert record["audit"]["program_field"] == "target" and record["audit"]["fields"] == ["input"]
     train, test = _parquet(out, "length", "train"), _parquet(out, "length", "test")
@@ -145,6 +168,24 @@ def test_the_same_geoquery_program_in_train_and_test_is_found(shared, tmp_path, 
     assert example["value"] == " ".join(test.set_index("source_id").target[example["source_id"]].split())
     assert train.set_index("source_id").target[example["train_source_id"]] == \
         test.set_index("source_id").target[example["source_id"]]
+
+
+def test_a_release_on_the_hub_is_audited_at_a_revision(geo_release, hub, tmp_path, capsys):
+    """Through a local server speaking the Hub's API (tests/hub_server.py), in fresh processes."""
+    import subprocess
+    import sys
+
+    from conftest import REPO, hub_env
+
+    env = {**hub_env(hub, tmp_path), "PYTHONPATH": str(REPO)}
+    run = lambda *args: subprocess.run([sys.executable, "-m", "split_builders.cli", *map(str, args)], env=env,  # noqa: E731
+                                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    pushed = run("push", geo_release, "org/geo-audit", "--version", "1.0.0")
+    assert pushed.returncode == 0, pushed.stderr[-2000:]
+    audited = run("audit", "org/geo-audit", "--revision", "v1.0.0", "--json", "--no-progress")
+    assert audited.returncode == 0, audited.stderr[-2000:]
+    remote = json.loads(audited.stdout)
+    assert remote["revision"] == "v1.0.0" and remote["configs"] == _audit_json(geo_release, capsys)["configs"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,6 +295,7 @@ def bad_targets(tmp_path_factory):
 
 @pytest.mark.parametrize("arguments, message", [
     (["{root}/missing"], "missing"),
+    (["org/not-here@v1.0.0"], "as a Hub id"),
     (["{root}/a_file.txt"], "is a file"),
     (["{root}/empty"], "is neither a resplit release"),
     (["{root}/notes"], "is neither a resplit release"),

@@ -395,6 +395,11 @@ def defects(tmp_path_factory, shared):
     files["scalar"].write_text("300")
     files["duplicate-column"].write_text("premise,hypothesis,hypothesis,gold_label\n" + "".join(
         f"{r['premise']},{r['hypothesis']},other {i},{r['gold_label']}\n" for i, r in enumerate(rows)))
+    files["one-row-classes"] = _jsonl(root / "classes.jsonl", [{**r, "gold_label": f"class {i}"}
+                                                                for i, r in enumerate(rows[:120])])
+    files["identical-texts"] = _jsonl(root / "same.jsonl", [{"premise": "same", "hypothesis": "same",
+                                                             "gold_label": NLI[i % 2]} for i in range(40)])
+    np.save(root / "scores120.npy", np.random.default_rng(0).normal(size=120))
     np.save(root / "scores.npy", np.random.default_rng(0).normal(size=300))
     np.savez(root / "scores.npz", scores=np.zeros(300))
     geo = root / "geo.tsv"
@@ -432,7 +437,13 @@ def _defect_cases(d):
             f"{builder}-missing-path": ([builder, "--source", str(d["root"] / "nowhere" / "data.csv"),
                                          *(LL + scores if builder == "likelihood" else PVI)], ["file not found"]),
         })
-    cases.update({
+    cases.update({  # messages that used to mislead: blame the sizes, the lengths or the folds
+        "likelihood-one-row-classes": (["likelihood", "--source", str(d["one-row-classes"]), *LL[:6], "--scores",
+                                        str(d["root"] / "scores120.npy"), "--validation-size", "50", "--test-size",
+                                        "50", "--length-buckets", "2"],
+                                       ["length buckets need at least 2 rows", "(one class, when buckets are formed "
+                                        "per class) number only 1"]),
+        "pvi-identical-texts": (pvi("identical-texts"), ["every row has the same text", "fewer than the 2 folds"]),
         "likelihood-npz-scores": (likelihood("null-label")[:-2] + ["--scores", str(d["root"] / "scores.npz")],
                                   ["is an .npz archive", "numpy.save"]),
         "likelihood-atoms-language": (["likelihood", "--source", str(d["geo"]), "--atoms", "sql", "--train-size", "100"],
@@ -582,3 +593,134 @@ def test_every_other_command_refuses_bad_paths_types_and_files_in_one_line(defec
         if problem:
             failures.append(f"{name}: {problem}")
     assert not failures, "\n".join(failures)
+
+
+# -- faults: a full disk, an interrupted scoring run ----------------------------------------------
+
+def _no_space(*args, **kwargs):
+    import errno
+
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("where, target, expected", [
+    ("data files", "pathlib.Path.write_bytes", "the release's data files of --out"),
+    ("figures", "matplotlib.figure.Figure.savefig", "the card's figures of --out"),
+])
+def test_a_full_disk_at_out_is_one_line_and_leaves_nothing(where, target, expected, defects, tmp_path, capsys,
+                                                           monkeypatch):
+    monkeypatch.setattr(target, _no_space)
+    out = tmp_path / "out"
+    args = ["likelihood", "--source", str(defects["null-label"]), *LL, "--scores", str(defects["scores"])]
+    problem = _refused_quickly(args, out, capsys, ["no space left on the device of", expected,
+                                                   "nothing was left at --out", "run the same command again"])
+    assert problem is None, problem
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.lock"] or not list(tmp_path.glob(".out.tmp-*"))
+
+
+def test_a_full_disk_under_the_cache_keeps_the_finished_work(defects, tmp_path, capsys, monkeypatch):
+    """PVI's second fold cannot be cached: one line naming the cache folder and the space the entry
+    needs; the first fold's entry stays, and the rerun (with space) reuses it."""
+    import tempfile
+
+    from split_builders.signals.pvi import families
+
+    cache = tmp_path / "cache"
+    real_mkstemp, calls = tempfile.mkstemp, []
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if dir is not None and str(dir).startswith(str(cache)):
+            calls.append(dir)
+            if len(calls) > 1:
+                _no_space()
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    out = tmp_path / "out"
+    args = ["pvi", "--source", str(defects["null-label"]), *PVI, "--limit", "60", "--cache-dir", str(cache)]
+    problem = _refused_quickly(args, out, capsys, ["no space left on the device of", str(cache),
+                                                   "the entries written before are kept", "it needs"])
+    assert problem is None, problem
+    (kept,) = [p for p in cache.rglob("*") if p.is_file()]  # the first fold, complete (no temporary file left)
+    monkeypatch.setattr(tempfile, "mkstemp", real_mkstemp)
+    fits, real_fit = [], families.HashedNgramFamily.fit
+    monkeypatch.setattr(families.HashedNgramFamily, "fit", lambda self, *a, **k: fits.append(1) or real_fit(self, *a, **k))
+    assert main([*args, "--out", str(out), "--no-progress"]) == 0
+    assert kept.is_file() and len(fits) == 1  # only the fold that was not cached is trained again
+
+
+def _tiny_build(tiny_llama, tmp_path, defects):
+    source = tmp_path / "nli.jsonl"
+    _jsonl(source, _nli_rows(40))
+    return ["likelihood", "--source", str(source), "--prompt-field", "premise", "--query-field", "hypothesis",
+            "--label-field", "gold_label", "--validation-size", "6", "--test-size", "6", "--lm", str(tiny_llama),
+            "--batch-size", "4", "--device", "cpu", "--cache-dir", str(tmp_path / "scores")]
+
+
+def test_an_interrupted_scoring_run_saves_every_finished_batch_and_the_rerun_repeats_none(
+        tiny_llama, defects, tmp_path, capsys, monkeypatch):
+    """Ctrl-C after 3 batches, then SIGTERM (as `kill PID` sends) after 3 more, then a complete run: each
+    stop saves every finished batch (no timed checkpoint falls in such a short run) and says so; no
+    batch is ever scored twice."""
+    import os
+    import signal
+
+    from split_builders.signals.lm.scoring import LikelihoodScorer
+
+    args = _tiny_build(tiny_llama, tmp_path, defects)
+    scored, stops, real = [], {3: "ctrl-c", 6: "sigterm"}, LikelihoodScorer.score_batch
+
+    def score_batch(self, batch):
+        how = stops.pop(len(scored), None)
+        if how == "ctrl-c":
+            raise KeyboardInterrupt
+        if how == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler stops the run before this batch is scored
+        scored.append(tuple(sorted(tuple(e.ids) for e in batch)))  # the batch's examples, by their tokens
+        return real(self, batch)
+
+    monkeypatch.setattr(LikelihoodScorer, "score_batch", score_batch)
+    out = tmp_path / "out"
+    for finished, resumed in ((3, 0), (6, 3)):
+        code = main([*args, "--out", str(out), "--no-progress"])
+        err = capsys.readouterr().err
+        assert code == 130 and "Traceback" not in err and not out.exists(), err
+        assert f"scoring interrupted; {finished} of 10 batches are saved" in err, err
+        assert err.strip().endswith("resplit likelihood: interrupted")
+        assert (f"resuming: {resumed} of 10 batches" in err) == bool(resumed)
+        assert len(scored) == finished
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the handler is only there while scoring
+    assert main([*args, "--out", str(out), "--no-progress"]) == 0
+    assert "resuming: 6 of 10 batches were scored before the interruption" in capsys.readouterr().err
+    assert len(scored) == 10 and len(set(scored)) == 10  # every batch scored once, over the three runs
+
+
+@pytest.mark.parametrize("builder", BUILDERS)
+def test_every_option_checks_its_type_naming_the_option_and_the_type(builder):
+    """What a recipe or ``--set`` can give: a list where text is expected, text where a number or a
+    list of names is expected, a number where a list is expected. Each is refused by the one checker
+    of CommonOptions, naming the option, before any work."""
+    import dataclasses
+    import typing
+
+    from split_builders.api import _members
+    from split_builders.errors import InvalidParameterError
+
+    method = registry()[builder]
+    hints = typing.get_type_hints(method.Options)
+    wrong = {str: (["a", "b"], "must be text"), int: ("many", "must be"), float: ("much", "must be"),
+             tuple: ({"a": 1}, "must be")}
+    checked = 0
+    for spec in dataclasses.fields(method.Options):
+        kinds = [m for m in _members(hints[spec.name]) if m is not type(None)]
+        kind = typing.get_origin(kinds[0]) or kinds[0]
+        if kind not in wrong or spec.name in ("source", "out"):
+            continue
+        value, message = wrong[kind]
+        with pytest.raises(InvalidParameterError) as error:
+            method.Options(source="x", out="o", **{spec.name: value})
+        text = str(error.value)
+        assert text.startswith(spec.name.replace("_", "-")) or text.startswith(spec.name), text
+        assert message in text and repr(value) in text, text
+        checked += 1
+    assert checked >= 3

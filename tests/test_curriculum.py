@@ -71,7 +71,8 @@ def test_leakage_report_counts_empty_fields(curriculum):
 @pytest.fixture(scope="module")
 def full_release(curriculum, tmp_path_factory):
     out = tmp_path_factory.mktemp("curriculum") / "curriculum"
-    assert main(["curriculum", "--data", str(curriculum / "tasks"), "--out", str(out)]) == 0
+    # the inoculation configs are tested in test_curriculum_inoculation.py
+    assert main(["curriculum", "--data", str(curriculum / "tasks"), "--out", str(out), "--no-inoculation"]) == 0
     return out
 
 
@@ -123,8 +124,8 @@ def test_pvi_difficulty_configs_per_phenomenon(curriculum, tmp_path, hf_cache):
                  "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]) == 0
     metadata = _card_yaml(out)
     names = [c["config_name"] for c in metadata["configs"]]
-    assert names == ["verbnet", "verbnet_hypothesis_only", "verbnet_simple", "verbnet_hard",
-                     "verbnet_simple_to_hard", "verbnet_hard_to_simple"]
+    assert names == ["verbnet", "verbnet_hypothesis_only", *(f"verbnet_inoc_{n}" for n in (10, 50, 100, 500, 1000)),
+                     "verbnet_simple", "verbnet_hard", "verbnet_simple_to_hard", "verbnet_hard_to_simple"]
     iv = metadata["resplit"]["signal"]["I_V"]["verbnet"]
     hard = datasets.load_dataset(str(out), "verbnet_simple_to_hard", split="test", cache_dir=hf_cache)
     simple = datasets.load_dataset(str(out), "verbnet_simple", cache_dir=hf_cache)

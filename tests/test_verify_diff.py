@@ -196,3 +196,61 @@ def test_verify_of_a_release_missing_a_data_file_names_it_and_fails(toy_release,
     printed = capsys.readouterr().out
     assert "level 1  shortest/train" in printed and "do not exist" in printed
     assert "level 2  (all)" in printed and "not checked" in printed
+
+
+# -- files the card does not name; sources with their own source_id (issue 25) -----------------
+
+def test_verify_and_push_refuse_files_the_card_does_not_name_unless_allowed(toy_release, capsys):
+    out = toy_release("a", 3)
+    assert main(["verify", str(out), "--no-load-check"]) == 0
+    (out / "notes.txt").write_text("mine")
+    (out / "figures").mkdir(exist_ok=True)
+    (out / "figures" / "draft.png").write_bytes(b"\x89PNG")
+    (out / ".hidden").write_text("ignored")  # hidden files (.gitattributes, .cache/) are not counted
+    capsys.readouterr()
+    assert main(["verify", str(out), "--no-load-check"]) == 1
+    printed = capsys.readouterr().out
+    assert "level 1  (folder)" in printed and "2 file(s) that the card does not name: figures/draft.png, notes.txt" \
+        in printed and "--allow-extra" in printed and "-> DIFFERS" in printed
+    assert main(["verify", str(out), "--no-load-check", "--allow-extra"]) == 0
+    assert "-> OK" in capsys.readouterr().out
+    assert main(["push", str(out), "org/toy", "--version", "1.0.0", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "2 file(s) that the card does not name: figures/draft.png, notes.txt" in err and len(err.splitlines()) == 1
+    assert main(["push", str(out), "org/toy", "--version", "1.0.0", "--dry-run", "--allow-extra"]) == 0
+    assert "would push it to org/toy" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_a_source_with_its_own_shuffled_source_ids_builds_and_verifies(suffix, tmp_path, capsys, hf_cache):
+    """Rows are split in source_id order, the order verify re-derives them in from the released rows."""
+    import numpy as np
+
+    import datasets
+
+    ids = np.random.default_rng(1).permutation(120) + 1000
+    rows = [{"premise": f"premise {i}", "hypothesis": f"hypothesis {i} " + "word " * (i % 5),
+             "gold_label": ("yes", "no")[i % 2], "source_id": int(ids[i])} for i in range(120)]
+    source = tmp_path / f"own{suffix}"
+    if suffix == ".csv":
+        source.write_text("premise,hypothesis,gold_label,source_id\n" + "".join(
+            f"{r['premise']},{r['hypothesis']},{r['gold_label']},{r['source_id']}\n" for r in rows))
+    else:
+        source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    scores = np.random.default_rng(2).normal(size=120)
+    np.save(tmp_path / "scores.npy", scores)
+    out = tmp_path / "out"
+    assert main(["likelihood", "--source", str(source), "--prompt-field", "premise", "--query-field", "hypothesis",
+                 "--label-field", "gold_label", "--scores", str(tmp_path / "scores.npy"), "--validation-size", "20",
+                 "--test-size", "20", "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(out), "--no-load-check"]) == 0
+    printed = capsys.readouterr().out
+    assert "differs" not in printed and "-> OK" in printed
+    released = datasets.load_dataset(str(out), "random", cache_dir=hf_cache)
+    by_id = {r["source_id"]: r for split in released.values() for r in split}
+    assert sorted(by_id) == sorted(ids.tolist())  # every row keeps its own id, with its own text
+    assert all(by_id[r["source_id"]]["premise"] == r["premise"] for r in rows)
+    # the scores file is read in source_id order (rows with their own ids are split in that order)
+    assert all(by_id[int(sid)]["score"] == scores[k] for k, sid in enumerate(np.sort(ids)))
+    assert "rows are split in source_id order" in (out / "README.md").read_text()

@@ -307,6 +307,8 @@ def read_predictions(path, *, model: str | None = None):
     from loading_scripts.tables import arrow_table
 
     path = Path(path)
+    if path.is_dir():
+        raise SourceLoadError(f"predictions file {str(path)!r} is a folder; give the file of predictions")
     if not path.is_file():
         raise SourceLoadError(f"predictions file {str(path)!r} does not exist")
     try:
@@ -343,6 +345,9 @@ def _frame(frame, *, where: str, model: str, first_line: int = 1):
                                     "(optional: split, model)")
     if frame.empty:
         raise InvalidParameterError(f"{where} holds no predictions")
+    for column in ("config", "phenomenon", "split", "model", *REQUIRED):
+        if column in columns:  # plain Python values (Arrow-backed text is slow to walk row by row)
+            frame[column] = frame[column].astype(object)
     frame["line"] = np.arange(len(frame)) + first_line
     if "config" not in columns:
         frame["config"] = frame["phenomenon"]
@@ -351,9 +356,10 @@ def _frame(frame, *, where: str, model: str, first_line: int = 1):
         if empty.any():
             raise InvalidParameterError(f"{where} line {int(frame['line'][empty].iloc[0])}: no {column} "
                                         f"({int(empty.sum())} row(s) without one)")
-    frame["config"] = frame["config"].astype(str).str.strip()
+    frame["config"] = _each_distinct(frame["config"], lambda c: str(c).strip())
     if "phenomenon" in columns and "config" in columns:
-        parsed = frame["config"].map(lambda c: _parse_config(c)[0] if _known(c) else None)
+        parsed = pd.Series(_each_distinct(frame["config"], lambda c: _parse_config(c)[0] if _known(c) else None),
+                           index=frame.index, dtype=object)
         wrong = parsed.notna() & (parsed != frame["phenomenon"].astype(str).str.strip())
         if wrong.any():
             row = frame[wrong].iloc[0]
@@ -361,12 +367,27 @@ def _frame(frame, *, where: str, model: str, first_line: int = 1):
                                         f"of phenomenon {row['phenomenon']!r}")
     if "split" not in columns:
         frame["split"] = None
-    frame["split"] = [None if _missing(s) else str(s).strip() for s in frame["split"]]
+    frame["split"] = _each_distinct(frame["split"], lambda s: None if _missing(s) else str(s).strip())
     if "model" not in columns:
         frame["model"] = model
-    frame["model"] = [model if _missing(m) else str(m).strip() for m in frame["model"]]
+    frame["model"] = _each_distinct(frame["model"], lambda m: model if _missing(m) else str(m).strip())
     frame["where"] = where
     return pd.DataFrame(frame[["model", "config", "split", "prediction", "label", "line", "where"]])
+
+
+def _each_distinct(values, function) -> list:
+    """``function(value)`` for every value of a column, computed once per distinct value."""
+    done: dict = {}
+    out = []
+    for value in (values.to_numpy(dtype=object) if hasattr(values, "to_numpy") else values):  # one C pass
+        try:
+            key = (type(value), value) if value == value else (type(value), "nan")  # NaN is not equal to itself
+            if key not in done:
+                done[key] = function(value)
+            out.append(done[key])
+        except (TypeError, ValueError):  # unhashable (a list in a JSON cell): no cache
+            out.append(function(value))
+    return out
 
 
 def _missing(value) -> bool:
@@ -424,12 +445,18 @@ def curriculum_report(predictions, *, model: str | None = None) -> CurriculumRep
     import pandas as pd
 
     frame = _as_frame(predictions, model=model)
-    parsed = [_parse_config(c, where=w, line=ln) for c, w, ln in zip(frame["config"], frame["where"], frame["line"])]
-    frame["phenomenon"] = [p for p, _, _ in parsed]
-    frame["kind"] = [k for _, k, _ in parsed]
-    frame["size"] = [s for _, _, s in parsed]
-    frame["split"] = [_check_split(split, kind, config, where, line) for split, kind, config, where, line in
-                      zip(frame["split"], frame["kind"], frame["config"], frame["where"], frame["line"])]
+    first = frame.drop_duplicates("config")  # each distinct config parsed once, named by its first line
+    parsed = {c: _parse_config(c, where=w, line=ln)
+              for c, w, ln in zip(first["config"].tolist(), first["where"].tolist(), first["line"].tolist())}
+    configs = frame["config"].tolist()
+    frame["phenomenon"] = [parsed[c][0] for c in configs]
+    frame["kind"] = [parsed[c][1] for c in configs]
+    frame["size"] = pd.Series([parsed[c][2] for c in configs], index=frame.index, dtype=object)
+    first = frame.drop_duplicates(["config", "split"])
+    given = lambda split: None if _missing(split) else split  # noqa: E731 (None, NaN: no split given)
+    checked = {(c, given(s)): _check_split(given(s), k, c, w, ln) for c, s, k, w, ln in
+               zip(*(first[column].tolist() for column in ("config", "split", "kind", "where", "line")))}
+    frame["split"] = [checked[(c, given(s))] for c, s in zip(configs, frame["split"].tolist())]
     notes: list[str] = []
     parts = []
     for phenomenon, rows in frame.groupby("phenomenon", sort=False):
@@ -524,20 +551,23 @@ def _value(value):
 def _normalised(rows, phenomenon: str, notes: list):
     """One phenomenon's labels and predictions in one vocabulary: class ids as they are; names in the
     phenomenon's label set (3-way names folded on a 2-way phenomenon), counted in ``notes``."""
+    import pandas as pd
+
     from loading_scripts.curriculum import infer_label_set
     from loading_scripts.recast import normalise_label
 
     rows = rows.copy()
     converted = {}
     for column in ("label", "prediction"):
-        values = rows[column].map(_value)
+        values = pd.Series(_each_distinct(rows[column], _value), index=rows.index, dtype=object)
         bad = values.isna()
         if bad.any():
             row = rows[bad].iloc[0]
-            raise InvalidParameterError(f"{row['where']} line {int(row['line'])}: {column} {row[column]!r} is neither a "
+            shown = row[column].tolist() if hasattr(row[column], "tolist") else row[column]
+            raise InvalidParameterError(f"{row['where']} line {int(row['line'])}: {column} {shown!r} is neither a "
                                         "label name nor a class id")
         converted[column] = values
-    kinds = {type(v) for column in converted.values() for v in column}
+    kinds = {type(v) for column in converted.values() for v in dict.fromkeys(column)}
     if kinds == {int, str}:
         raise InvalidParameterError(f"{rows['where'].iloc[0]}: phenomenon {phenomenon!r} mixes label names and class "
                                     "ids; give labels and predictions both as names or both as ids")
@@ -565,7 +595,7 @@ def _normalised(rows, phenomenon: str, notes: list):
                     f"({', '.join(label_set)})" + ("; a 3-way phenomenon cannot take 2-way names"
                                                    if len(label_set) == 3 else "")) from None
         rows[column] = values.map(mapping)
-        folded[column] = int(sum(mapping[v] != v for v in values))
+        folded[column] = int((rows[column] != values).sum())
     if phenomenon == MONOTONICITY:
         notes.append(f"{MONOTONICITY}: its released train split is labelled entailment/neutral and its validation "
                      "split entailed/not-entailed; resplit reads the phenomenon as 2-way (entailment -> entailed, "
@@ -602,8 +632,8 @@ def _score(model: str, config: str, split: str, rows, notes: list) -> Score:
 def _array(column) -> np.ndarray:
     """Class ids as int64, label names as str (a column of several phenomena is object-typed, which
     scikit-learn would not read as class labels)."""
-    values = column.tolist()
-    return np.asarray(values, dtype=np.int64 if all(isinstance(v, int) for v in values) else str)
+    values = column.to_numpy(dtype=object)
+    return values.astype(np.int64 if all(isinstance(v, int) for v in values) else str)
 
 
 def _kind_rank(kind: str, size) -> tuple:

@@ -317,9 +317,11 @@ def curriculum_configs(phenomena, *, hypothesis_only: bool = True, inoculation_s
                                        parameters=params, rows=p.rows.remove_columns("premise"),
                                        description=f"{p.name} without the premise (hypothesis-only baseline)"))
         if inoculation_sizes:
+            # Only what re-deriving needs beside the splitter's parameters: the phenomenon config holds the rest
+            # (every config's provenance is parsed whenever a config of the release is loaded).
             labels, released = _labels_and_splits(p)
             configs += inoculation_configs(labels, released, sizes=inoculation_sizes, random_state=random_state,
-                                           parameters=params, rows=p.rows, prefix=p.name + "_")
+                                           parameters={"phenomenon": p.name}, rows=p.rows, prefix=p.name + "_")
     return configs
 
 

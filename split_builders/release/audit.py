@@ -9,7 +9,9 @@ For every validation and test row, the audit asks whether train holds
    normalised text) has a Jaccard similarity of at least ``threshold`` (0.8 by default) with the row's.
    Candidates come from ``datasketch``'s MinHash (``NUM_PERM`` permutations) and MinHashLSH, with its
    bands chosen so that a pair exactly at the threshold becomes a candidate with probability
-   >= ``COLLISION_AT_THRESHOLD``; every candidate is confirmed with the exact Jaccard of the n-gram sets.
+   >= ``COLLISION_AT_THRESHOLD``; a candidate pair of a text some config evaluates and one some config
+   trains on, whose MinHash estimate is not four standard errors below the threshold, is confirmed with
+   the exact Jaccard of the n-gram sets.
    An exact duplicate has Jaccard 1, so it is a near-duplicate too: ``exact <= near_duplicate``;
 3. the same value of each text field (``shared.<field>``, e.g. the same premise), and of the release's
    group field (``--group-field``) when it records one: the value as it is, byte for byte, the
@@ -56,6 +58,12 @@ TEXT_NAMES = ("premise", "hypothesis", "question", "passage", "context", "senten
               "input", "query", "utterance", "document", "claim", "evidence", "answer_text")
 SHARING_NOTE = 0.10  # an ungrouped build names a field shared by at least this share of a test split
 _CHUNK = 20_000  # distinct texts shingled and MinHashed per batch (bounds memory)
+_MEDIUM_BUCKET = 32  # an LSH bucket with more keys is compared block by block, not pair by pair
+_BLOCK_BYTES = 1 << 25  # signature comparisons per block of a large bucket
+
+
+class NoTextError(InvalidParameterError):
+    """The rows have no column the audit can compare as text."""
 
 
 def check_threshold(value) -> float:
@@ -159,7 +167,7 @@ def infer_fields(pool, record: dict | None = None, *, fields=None, where: str = 
     from split_builders.errors import FieldError
 
     record = record or {}
-    columns = list(pool.column_names)
+    columns = [c for c in pool.column_names if c != "__rows__"]
     present = lambda names: [n for n in names if n in columns]  # noqa: E731
     program = next(iter(present(_named(record, "signal.fields.target", "parameters.target_field"))), None)
     if program is None and "target" in columns and (_named(record, "signal.target_language")
@@ -182,8 +190,8 @@ def infer_fields(pool, record: dict | None = None, *, fields=None, where: str = 
         text = [c for c in columns if c not in excluded and _is_text(pool.schema.field(c).type)
                 and (c in TEXT_NAMES or not _categorical(pool.column(c)))]
     if not text:
-        raise InvalidParameterError(f"{where} has no text field to audit (columns: {', '.join(columns)}); "
-                                    "name them with --fields a,b")
+        raise NoTextError(f"{where} has no text field to audit (columns: {', '.join(columns) or 'none'}); "
+                          "name them with --fields a,b")
     return AuditFields(text, program, group)
 
 
@@ -266,6 +274,13 @@ def _base_table(table, rows, columns):
     return pa.table(arrays, names=names)
 
 
+def _distinct(values) -> np.ndarray:
+    """The sorted distinct values of an int64 array (a sort: numpy 2's ``np.unique`` of many distinct
+    integers, without ``return_*``, is a hash table many times slower)."""
+    values = np.sort(np.asarray(values, dtype=np.int64).reshape(-1))
+    return values[np.concatenate([[True], values[1:] != values[:-1]])] if values.size else values
+
+
 def _codes(column, *, values: bool = False):
     """One int64 code per row, equal for equal values (nulls: -1), numbered in order of first
     appearance; with ``values``, also the distinct values (code ``k`` is ``values[k]``)."""
@@ -293,7 +308,7 @@ class _Pool:
     def __init__(self, parts: dict, columns: list):
         import pyarrow as pa
 
-        bases, offsets, positions = {}, [], {}
+        bases, positions = {}, {}
         tables = []
         total = 0
         for config, splits in parts.items():
@@ -304,7 +319,7 @@ class _Pool:
                 bases[key][1].append((config, split, part))
         for key, (table, members) in bases.items():
             used = [m[2].rows for m in members]
-            rows = None if any(r is None for r in used) else np.unique(np.concatenate(used).astype(np.int64))
+            rows = None if any(r is None for r in used) else _distinct(np.concatenate(used))
             tables.append(_base_table(table, rows, columns))
             for config, split, part in members:
                 local = (np.arange(table.num_rows, dtype=np.int64) if part.rows is None
@@ -426,11 +441,22 @@ def minhash_lsh(texts: list, *, threshold: float, num_perm: int = NUM_PERM, prog
     return signatures, lsh
 
 
-def _candidate_pairs(lsh) -> np.ndarray:
-    """Every pair ``(u, v)``, ``u < v``, of keys sharing a bucket in some band (read through
-    datasketch's storage interface: ``itemcounts`` and ``get`` of each band's hash table), sorted,
-    without repeats."""
-    pairs, small = [], []
+def _estimate_margin(threshold: float, num_perm: int) -> float:
+    """How far below the threshold a MinHash estimate may fall and the pair still be checked exactly:
+    four standard errors at the threshold."""
+    return max(4.0 * math.sqrt(threshold * (1.0 - threshold) / num_perm), 2.0 / num_perm)
+
+
+def _candidate_pairs(lsh, signatures, *, floor: float, left=None, right=None) -> np.ndarray:
+    """Pairs ``(u, v)``, ``u < v``, of keys that share a bucket in some band of the index (read through
+    datasketch's storage interface: ``itemcounts`` and ``get`` of each band's hash table) and whose
+    MinHash estimate is at least ``floor``; with ``left`` / ``right`` (a boolean per key), only pairs
+    with one side in ``left`` and the other in ``right`` (evaluation and train rows somewhere).
+
+    Sorted, without repeats. A bucket is compared in blocks (bounded memory); a bucket of templated
+    texts can hold thousands of keys whose pairs are mostly below the threshold, so its pairs are
+    never all materialised."""
+    small, medium, large = [], [], []
     for table in lsh.hashtables:
         counts = table.itemcounts()
         sizes = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
@@ -444,40 +470,94 @@ def _candidate_pairs(lsh) -> np.ndarray:
                 small.extend(members)
             else:
                 members = np.sort(np.fromiter(members, dtype=np.int64, count=len(members)))
-                u, v = np.triu_indices(members.size, 1)
-                pairs.append(np.stack([members[u], members[v]], axis=1))
-    if small:
-        pairs.append(np.sort(np.asarray(small, dtype=np.int64).reshape(-1, 2), axis=1))
-    if not pairs:
-        return np.empty((0, 2), dtype=np.int64)
-    return np.unique(np.concatenate(pairs), axis=0)
+                (medium if members.size <= _MEDIUM_BUCKET else large).append(members)
+    n = np.int64(len(signatures))
+    pairs = [np.asarray(small, dtype=np.int64).reshape(-1, 2)]
+    for members in medium:
+        u, v = np.triu_indices(members.size, 1)
+        pairs.append(np.stack([members[u], members[v]], axis=1))
+    pairs = np.concatenate(pairs)
+    u, v = np.minimum(pairs[:, 0], pairs[:, 1]), np.maximum(pairs[:, 0], pairs[:, 1])
+    keys = _distinct(u * n + v)  # a pair sharing buckets in several bands once
+    u, v = keys // n, keys % n
+    if left is not None:
+        wanted = (left[u] & right[v]) | (left[v] & right[u])
+        u, v = u[wanted], v[wanted]
+    keep = np.zeros(len(u), dtype=bool)
+    for start in range(0, len(u), 200_000):
+        a, b = u[start:start + 200_000], v[start:start + 200_000]
+        keep[start:start + len(a)] = (signatures[a] == signatures[b]).mean(axis=1) >= floor
+    keys = [u[keep] * n + v[keep]]
+    for members in large:
+        keys.append(_bucket_pairs(members, signatures, floor=floor, left=left, right=right))
+    keys = _distinct(np.concatenate(keys))
+    return np.stack([keys // n, keys % n], axis=1)
 
 
-def near_duplicate_pairs(texts: list, *, threshold: float, num_perm: int = NUM_PERM, progress: bool = False):
-    """Pairs of ``texts`` whose character n-gram sets have a Jaccard similarity >= ``threshold``:
-    ``(u, v, jaccard)`` with ``u < v`` (positions in ``texts``), from the LSH candidates, each confirmed
-    with the exact Jaccard. Candidates whose MinHash estimate is more than four standard errors below
-    the threshold are dropped before the exact check."""
-    signatures, lsh = minhash_lsh(texts, threshold=threshold, num_perm=num_perm, progress=progress)
-    pairs = _candidate_pairs(lsh)
-    margin = max(4.0 * math.sqrt(threshold * (1.0 - threshold) / num_perm), 2.0 / num_perm)
-    keep = np.zeros(len(pairs), dtype=bool)
-    for start in range(0, len(pairs), 200_000):
-        chunk = pairs[start:start + 200_000]
-        estimate = (signatures[chunk[:, 0]] == signatures[chunk[:, 1]]).mean(axis=1)
-        keep[start:start + len(chunk)] = estimate >= threshold - margin
-    pairs = pairs[keep]
-    involved = np.unique(pairs)
+def _bucket_pairs(members, signatures, *, floor: float, left=None, right=None) -> np.ndarray:
+    """The pairs of one large bucket with a MinHash estimate >= ``floor``, compared block by block
+    (each of ``rows`` against every one of ``columns``: evaluation against train keys when masks are
+    given), as keys ``u * n + v`` with ``u < v``."""
+    rows = members if left is None else members[left[members]]
+    columns = members if right is None else members[right[members]]
+    n = np.int64(len(signatures))
+    if not rows.size or not columns.size:
+        return np.empty(0, dtype=np.int64)
+    against = signatures[columns]
+    block = max(1, _BLOCK_BYTES // (columns.size * signatures.shape[1]))
+    out = []
+    for start in range(0, rows.size, block):
+        mine = rows[start:start + block]
+        estimate = (signatures[mine][:, None, :] == against[None, :, :]).mean(axis=2)
+        i, j = np.nonzero(estimate >= floor)
+        u, v = mine[i], columns[j]
+        different = u != v
+        u, v = u[different], v[different]
+        out.append(np.minimum(u, v) * n + np.maximum(u, v))
+    return np.concatenate(out)
+
+
+def exact_jaccard(texts: list, pairs) -> np.ndarray:
+    """The exact Jaccard similarity of the character n-gram sets of each pair of ``texts``: the
+    texts' shingle sets as rows of a binary sparse matrix, the pairs' intersections as the row sums
+    of elementwise products (scipy), in chunks."""
+    from scipy import sparse
+
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    involved = _distinct(pairs.reshape(-1))
     values, offsets = shingle_hashes([texts[k] for k in involved])
-    sets = {int(k): set(values[offsets[i]:offsets[i + 1]].tolist()) for i, k in enumerate(involved)}
-    jaccard = np.empty(len(pairs))
-    for i, (u, v) in enumerate(pairs.tolist()):
-        a, b = sets[u], sets[v]
-        common = len(a & b)
-        jaccard[i] = common / (len(a) + len(b) - common)
+    columns = np.unique(values, return_inverse=True)[1].reshape(-1)
+    rows = np.repeat(np.arange(involved.size), np.diff(offsets))
+    matrix = sparse.csr_matrix((np.ones(values.size, dtype=np.int32), (rows, columns)),
+                               shape=(involved.size, int(columns.max(initial=-1)) + 1))
+    matrix.sum_duplicates()
+    matrix.data[:] = 1  # sets, not bags
+    matrix.sort_indices()
+    sizes = np.diff(matrix.indptr)
+    u, v = np.searchsorted(involved, pairs[:, 0]), np.searchsorted(involved, pairs[:, 1])
+    common = np.zeros(len(pairs), dtype=np.int64)
+    for start in range(0, len(pairs), 200_000):
+        a, b = u[start:start + 200_000], v[start:start + 200_000]
+        common[start:start + len(a)] = np.asarray(matrix[a].multiply(matrix[b]).sum(axis=1)).reshape(-1)
+    return common / np.maximum(sizes[u] + sizes[v] - common, 1)
+
+
+def near_duplicate_pairs(texts: list, *, threshold: float, num_perm: int = NUM_PERM, progress: bool = False,
+                         left=None, right=None):
+    """Pairs of ``texts`` whose character n-gram sets have a Jaccard similarity >= ``threshold``:
+    ``(u, v, jaccard, search)`` with ``u < v`` (positions in ``texts``), from the LSH candidates, each
+    confirmed with the exact Jaccard. Candidates whose MinHash estimate is more than four standard
+    errors below the threshold are dropped before the exact check. ``left`` / ``right`` (booleans per
+    text) keep only pairs of a ``left`` text and a ``right`` one (evaluation and train rows)."""
+    signatures, lsh = minhash_lsh(texts, threshold=threshold, num_perm=num_perm, progress=progress)
+    bands, rows = lsh.b, lsh.r
+    pairs = _candidate_pairs(lsh, signatures, floor=threshold - _estimate_margin(threshold, num_perm),
+                             left=left, right=right)
+    del lsh
+    jaccard = exact_jaccard(texts, pairs)
     found = jaccard >= threshold
-    return pairs[found, 0], pairs[found, 1], jaccard[found], {"candidates": int(len(keep)),
-                                                               "bands": lsh.b, "rows_per_band": lsh.r}
+    return pairs[found, 0], pairs[found, 1], jaccard[found], {"candidates": int(len(pairs)), "bands": bands,
+                                                               "rows_per_band": rows}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -515,7 +595,13 @@ def audit(parts: dict, fields: AuditFields | None = None, *, record: dict | None
     if fields is None:
         fields = infer_fields(pool.table, record, fields=requested, where=where)
     columns = _columns(pool.table, fields)
-    near_u, near_v, near_j, search = near_duplicate_pairs(columns.texts, threshold=threshold, progress=progress)
+    # only pairs of a text evaluated somewhere and a text trained on somewhere can count
+    evaluated, trained = (np.zeros(len(columns.texts), dtype=bool) for _ in range(2))
+    for (config, split), rows in pool.rows.items():
+        texts = columns.text[rows]
+        (trained if split == "train" else evaluated)[texts[texts >= 0]] = True
+    near_u, near_v, near_j, search = near_duplicate_pairs(columns.texts, threshold=threshold, progress=progress,
+                                                          left=evaluated, right=trained)
     bands, rows_per_band = search["bands"], search["rows_per_band"]
     report = {
         "threshold": threshold, "ngram": NGRAM, "num_perm": NUM_PERM, "bands": bands, "rows_per_band": rows_per_band,
@@ -523,7 +609,7 @@ def audit(parts: dict, fields: AuditFields | None = None, *, record: dict | None
         "fields": list(fields.text), "program_field": fields.program, "group_field": fields.group,
         "method": method_description(threshold, fields),
         "distinct_rows": int(pool.table.num_rows), "distinct_texts": len(columns.texts),
-        "candidate_pairs": search["candidates"], "near_duplicate_pairs": int(len(near_u)),
+        "checked_pairs": search["candidates"], "near_duplicate_pairs": int(len(near_u)),
         "configs": {},
     }
     # both directions, sorted by the first: a text's near-duplicates are one slice
@@ -672,10 +758,13 @@ def method_description(threshold: float, fields: AuditFields) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def audit_build(rows, configs, *, record: dict, threshold: float = DEFAULT_THRESHOLD, progress: bool = False) -> dict:
+def audit_build(rows, configs, *, record: dict, threshold: float = DEFAULT_THRESHOLD,
+                progress: bool = False) -> dict | None:
     """The audit of the configs a build releases: ``rows`` (a ``datasets.Dataset``, or None) and
     ``configs`` (``ConfigSplit``, with positions into ``rows`` or their own ``rows``); ``record`` is
-    the release's ``resplit:`` provenance (which fields are text, the program, the group field)."""
+    the release's ``resplit:`` provenance (which fields are text, the program, the group field).
+    None when the rows have no text column to audit (the card then counts duplicates by the
+    method's row keys, as before)."""
     from loading_scripts.tables import arrow_table
 
     tables = {}
@@ -687,7 +776,10 @@ def audit_build(rows, configs, *, record: dict, threshold: float = DEFAULT_THRES
         table = tables[id(data)]
         parts[config.name] = {split: Part(table, np.sort(np.asarray(config.indices[split], dtype=np.int64)))
                               for split in config.splits}
-    return audit(parts, record=record, threshold=threshold, progress=progress)
+    try:
+        return audit(parts, record=record, threshold=threshold, progress=progress)
+    except NoTextError:
+        return None
 
 
 def audit_release(released, *, fields=None, threshold: float = DEFAULT_THRESHOLD, progress: bool = False) -> dict:
