@@ -336,9 +336,11 @@ def _labels_and_splits(p) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _rederive_inoculation(released, configs: dict) -> dict:
-    """Inoculation configs drawn again from their phenomenon's released rows: the labels and splits of
-    the ``<phenomenon>`` config (or its hypothesis-only variant), train rows in ``source_id`` order as
-    the build saw them. A phenomenon without either config in the release is left out (not checked)."""
+    """Inoculation configs drawn again from their phenomenon's released rows: the labels of the
+    ``<phenomenon>`` config (or its hypothesis-only variant) and the split of each row from the sizes the
+    card records (so a row moved in the phenomenon's files is reported there, not in every subset), train
+    rows in ``source_id`` order as the build saw them. A phenomenon without either config in the release
+    is left out (not checked)."""
     from split_builders.release.folder import row_ids
 
     by_phenomenon: dict = {}
@@ -351,6 +353,9 @@ def _rederive_inoculation(released, configs: dict) -> dict:
         if base is None:
             continue
         table, splits = released.rows(base)
+        sizes = (configs[base].get("parameters") or {}).get("released_rows")
+        if sizes is not None:  # the released split of each row, from the card (as the phenomenon's own check)
+            splits = np.where(row_ids(table) < int(sizes["train"]), "train", "validation").astype(object)
         out.update(rederive_inoculation(table.column("label").to_numpy(zero_copy_only=False), splits,
                                         row_ids(table), {name: configs[name]["parameters"] for name in members}))
     return out
