@@ -308,6 +308,7 @@ def _search_groups(name, units, atoms, compounds, parsed, inputs, targets, targe
     positions among the parseable rows, parameters, description)."""
     from collections import Counter
 
+    from split_builders.splitters.groups import Groups, group_codes
     from split_builders.splitters.tmcd import TMCDSplitter
 
     # The share of groups that train, so that train holds about n_train rows.
@@ -344,12 +345,10 @@ def _search_groups(name, units, atoms, compounds, parsed, inputs, targets, targe
         graph = coo_matrix((np.ones(parsed.size), (units.codes, n_units + templates)),
                            shape=(n_units + templates.max() + 1,) * 2)
         _, component = connected_components(graph, directed=False)
-        from split_builders.splitters.groups import Groups
-
-        merged = Groups(np.unique(component[units.codes], return_inverse=True)[1].reshape(-1))
-        order = np.arange(merged.n_groups)
-        random.Random(random_state).shuffle(order_list := order.tolist())
-        order = np.asarray(order_list, dtype=np.int64)
+        merged = Groups(group_codes(component[units.codes]))
+        order = list(range(merged.n_groups))  # components shuffled as the template split shuffles templates
+        random.Random(random_state).shuffle(order)
+        order = np.asarray(order, dtype=np.int64)
         train = _fill(order, merged, n_train)
         parameters = {"train_size": n_train, "target_language": target_language, "random_state": random_state,
                       "components": merged.n_groups}

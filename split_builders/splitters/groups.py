@@ -24,7 +24,6 @@ from __future__ import annotations
 import numpy as np
 
 from split_builders.errors import FieldError, InvalidParameterError
-from split_builders.splitters.partition import encode_labels
 
 
 def group_codes(values) -> np.ndarray:
@@ -33,20 +32,12 @@ def group_codes(values) -> np.ndarray:
     import pandas as pd
 
     values = np.asarray(values, dtype=object).reshape(-1)
-    missing = np.asarray(pd.isna(values), dtype=bool) | (values == "")
-    codes, _ = encode_labels(np.where(missing, None, values), order="first")
-    if missing.any():
-        present = np.flatnonzero(~missing)
-        codes = codes.copy()
-        if present.size:
-            _, codes[present] = np.unique(codes[present], return_inverse=True)
-        start = int(codes[present].max()) + 1 if present.size else 0
-        codes[missing] = start + np.arange(int(missing.sum()))
-        # Renumber in order of first appearance.
-        _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-        rank = np.empty(first.size, dtype=np.int64)
-        rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-        codes = rank[inverse.reshape(-1)]
+    missing = np.flatnonzero(np.asarray(pd.isna(values), dtype=bool) | (values == ""))
+    if missing.size:
+        values = values.copy()
+        for row in missing.tolist():  # a key no present value can equal: a group of one row
+            values[row] = ("resplit: missing group value", row)
+    codes, _ = pd.factorize(values)
     return codes.astype(np.int64)
 
 
