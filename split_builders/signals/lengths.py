@@ -209,10 +209,11 @@ def quantile_buckets(lengths, n_buckets: int) -> np.ndarray:
     edges = _edges(lengths, n_buckets)
     if np.unique(edges).size != edges.size:
         if lengths.size < n_buckets:  # too few rows, whatever their lengths (a class of one row, say)
+            most = max_buckets(lengths, min(n_buckets - 1, lengths.size))
             raise InvalidParameterError(
                 f"{n_buckets} equal-frequency length buckets need at least {n_buckets} rows; the rows bucketed "
-                f"together (one class, when buckets are formed per class) number only {lengths.size}; use fewer "
-                "buckets, or a label field whose classes have more rows")
+                f"together (one class, when buckets are formed per class) number only {lengths.size}, so at most "
+                f"{most} are possible here; use fewer buckets, or a label field whose classes have more rows")
         most = max_buckets(lengths, n_buckets - 1)
         possible = (f"at most {most} are possible here" if most else "every row has the same length")
         raise InvalidParameterError(
