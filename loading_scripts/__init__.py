@@ -110,7 +110,7 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
                          source=f"{name}: pass --query-field")
     return Source(dataset, name=name, prompt_field=prompt_field, query_field=query_field,
                   label_field=label_field, target_field=target_field, revision=revision,
-                  source_id_note=note)
+                  source_id_note=note, hub_id=None if path.exists() else source)
 
 
 def load_compositional(source: str) -> CompositionalSource:

@@ -75,7 +75,7 @@ def from_jsonl(path: str | Path, *, name: str | None = None) -> Source:
     return Source(dataset, name=name or str(path), task="boolq", prompt_field="passage",
                   query_field="question", label_field="label",
                   source_id_note="0-based line number in the BoolQ jsonl file",
-                  license=LICENSE, citation=CITATION)
+                  license=LICENSE, citation=CITATION, language=("en",), hub_id=HUB_ID)
 
 
 def from_hub(repo_id: str = HUB_ID, *, splits: list[str] | None = None,
@@ -90,4 +90,4 @@ def from_hub(repo_id: str = HUB_ID, *, splits: list[str] | None = None,
                   label_field="label", revision=revision,
                   source_id_note="0-based row number in the Hub splits concatenated in order "
                                  "(train, validation); source_split names the split",
-                  license=LICENSE, citation=CITATION)
+                  license=LICENSE, citation=CITATION, language=("en",), hub_id=HUB_ID)

@@ -38,7 +38,7 @@ def load(folder) -> CompositionalSource:
     source = CompositionalSource(
         rows_dataset([r[0] for r, _ in rows], [r[1] for r, _ in rows], distribution=[r[2] for r, _ in rows],
                      origin=[name for _, name in rows]),
-        name=str(folder), target_language="cogs", license="mit",
+        name=str(folder), target_language="cogs", license="mit", language=("en",),
         source_id_note="0-based row of COGS train, dev, test and gen concatenated in that order")
     start, positions = 0, {}
     for name in FILES:

@@ -35,6 +35,8 @@ class CompositionalSource:
     published: dict = field(default_factory=dict)
     published_from: dict = field(default_factory=dict)
     license: str | None = None
+    language: tuple | None = None  # ISO 639-1 codes of the inputs, where the dataset is known
+    hub_id: str | None = None  # the original dataset's Hub id, where known
     dropped_published: list = field(default_factory=list)  # published splits left out, with the reason
 
     def __len__(self) -> int:

@@ -21,5 +21,6 @@ def load(path) -> CompositionalSource:
     folder, file = (path, path / "geoquery_nqg.tsv") if path.is_dir() else (path.parent, path)
     pairs = read_pairs(file)
     source = CompositionalSource(rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=str(file),
-                                 target_language="funql", source_id_note=SOURCE_ID_NOTE, license=None)
+                                 target_language="funql", source_id_note=SOURCE_ID_NOTE, license=None,
+                                 language=("en",))
     return attach_nqg_splits(source, folder, PUBLISHED)

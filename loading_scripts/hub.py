@@ -57,7 +57,7 @@ def compositional_from_hub(repo_id: str, *, revision: str | None = None) -> Comp
         return CompositionalSource(
             rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=repo_id, target_language="sql",
             source_id_note=f"0-based row of the NQG-format Spider built from {repo_id} (splits {order})",
-            license=None)
+            license=None, hub_id=repo_id)
     pair = next(((i, t) for i, t in COMPOSITIONAL_COLUMNS if {i, t} <= set(columns)), None)
     if pair is None:
         raise SourceLoadError(
@@ -72,4 +72,5 @@ def compositional_from_hub(repo_id: str, *, revision: str | None = None) -> Comp
     targets = [text for _, part in parts for text in part[pair[1]]]
     return CompositionalSource(rows_dataset(inputs, targets), name=repo_id,
                                target_language=guess_target_language(targets),
-                               source_id_note=f"0-based row of {repo_id}'s splits concatenated in order ({order})")
+                               source_id_note=f"0-based row of {repo_id}'s splits concatenated in order ({order})",
+                               hub_id=repo_id)

@@ -73,7 +73,7 @@ def load(folder) -> CompositionalSource:
     pairs = read_tasks(tasks)
     source = CompositionalSource(rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=str(folder),
                                  target_language="scan", source_id_note="0-based line of SCAN tasks.txt",
-                                 license="bsd-3-clause")
+                                 license="bsd-3-clause", language=("en",))
     for name, pattern in TEXT_SPLITS.items():
         files = {split: _find(folder, pattern.format(split)) for split in ("train", "test")}
         if None in files.values():

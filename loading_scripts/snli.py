@@ -83,7 +83,8 @@ def _canonical(columns: dict, labels, *, name: str, features, **source) -> Sourc
                                fingerprint=f"resplit-snli-{len(table)}")  # no hashing of the rows
     return Source(dataset, name=name, task="snli", prompt_field="premise", query_field="hypothesis",
                   label_field="label", filtered={reason: int(rows.size) for reason, rows in dropped.items()},
-                  dropped_ids=dropped, license=LICENSE, citation=CITATION, **source)
+                  dropped_ids=dropped, license=LICENSE, citation=CITATION, language=("en",), hub_id=HUB_ID,
+                  **source)
 
 
 def pc_index_in(labels, names) -> pa.Array:

@@ -26,6 +26,7 @@ from datasets.table import InMemoryTable
 
 from loading_scripts.tables import arrow_column, arrow_table
 from loading_scripts.errors import EmptyTextError, FieldError, InvalidParameterError
+from loading_scripts.labels import check_label_name
 
 MISSING_LABEL = "no label"
 """The filter reason of rows dropped because their label is missing (the same in every family)."""
@@ -74,6 +75,8 @@ class Source:
     revision: str | None = None
     license: str | None = None
     citation: str | None = None
+    language: tuple | None = None  # ISO 639-1 codes of the text, where the dataset is known
+    hub_id: str | None = None  # the original dataset's Hub id, where known
     filtered: dict = field(default_factory=dict)
     dropped_ids: dict = field(default_factory=dict, repr=False)
 
@@ -192,7 +195,8 @@ def check_field_types(dataset: datasets.Dataset, *, name: str, text_fields=(), l
     per row, naming the field, what it holds and what to do.
 
     ``text_fields`` is ``{role: field}`` (prompt, query, target) or a list of fields (role "text").
-    A text field may hold text (or nothing at all); a label field text, integers, booleans or numbers.
+    A text field may hold text (or nothing at all); a label field text, integers, booleans or numbers,
+    and no other column may be named ``label`` (the label field is released under that name).
     """
     schema = arrow_table(dataset).schema
     roles = text_fields.items() if isinstance(text_fields, dict) else (("text", f) for f in text_fields)
@@ -210,6 +214,8 @@ def check_field_types(dataset: datasets.Dataset, *, name: str, text_fields=(), l
         if _nested(data_type) or pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type):
             raise InvalidParameterError(f"label field {label_field!r} of {name} holds {_describe(data_type)}; a label "
                                         "is one value per row (text or a number): give another --label-field")
+        # released as ``label`` (loading_scripts.labels): refused before anything is computed
+        check_label_name(schema.names, label_field, name=name)
 
 
 def missing_labels(dataset: datasets.Dataset, label_field: str) -> np.ndarray:

@@ -58,5 +58,5 @@ def load(folder) -> CompositionalSource:
     source = CompositionalSource(
         rows, name=str(folder), target_language="sql",
         source_id_note="0-based row of Shaw et al.'s NQG-format Spider (train then dev, SSP databases)",
-        license="cc-by-sa-4.0")
+        license="cc-by-sa-4.0", language=("en",))
     return attach_nqg_splits(source, folder, PUBLISHED)

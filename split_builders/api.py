@@ -290,6 +290,21 @@ class CommonOptions:
     group_field: str | None = option(None, "rows that share this field's value (e.g. premise) are kept in one split "
                                            "of every config (default: per example, as the papers)", group="common",
                                      metavar="FIELD")
+    license: str | None = option(None, "the release's license in the card (a Hub license id, e.g. cc-by-4.0; default: "
+                                       "the source's where resplit knows it, else 'unknown', which push refuses)",
+                                 group="output", record=False, metavar="ID")
+    language: tuple[str, ...] | None = option(None, "comma-separated language codes of the text, e.g. en (default: "
+                                                    "the source's where resplit knows it)", group="output",
+                                              record=False, metavar="CODES")
+    org: str | None = option(None, "the Hub organisation the release is for: the card's load snippet names "
+                                   "ORG/<--out folder name> (push fills in the repository it uploads to)",
+                             group="output", record=False, metavar="ORG")
+    null_splits: int = option(200, "random splits of the same sizes each config's diagnostics are set against "
+                                   "(default 200; 0: no diagnostics in the card)", group="evidence", integer=True,
+                              minimum=0, maximum=100_000, record=False, metavar="N")
+    probe: bool = option(False, "train a quick baseline on each config's train split and add its accuracy, "
+                                "interval and error increase over the random split to the card", group="evidence",
+                         record=False)
 
     def __post_init__(self):
         self._normalise_lists()
@@ -478,6 +493,95 @@ class SourceInfo:
     source_id: str = "0-based row number in the input file"
     license: str | None = None
     citation: str | None = None
+    language: tuple | None = None  # ISO 639-1 codes of the source's text (the card's ``language``)
+    hub_id: str | None = None  # the Hub id of the original dataset, where known (the card's ``source_datasets``)
+
+    def __post_init__(self):
+        self.name = self.public_name(self.name)
+        if isinstance(self.language, str):
+            self.language = (self.language,)
+        self.language = tuple(self.language) if self.language else None
+
+    @staticmethod
+    def public_name(text) -> str:
+        """``text`` with every local path in it (absolute, ``~/...``, or relative and existing here) replaced
+        by its file name: a release names its source by file name (and sha256), never by where it was on
+        the builder's machine. Hub ids (``org/name``) and URLs are kept."""
+        import os
+        import re
+
+        def file_name(match) -> str:
+            path = match.group(0)
+            local = path.startswith(("/", "~", "./", "../")) or os.path.exists(path)
+            return os.path.basename(path.rstrip("/")) or path if local else path
+
+        return re.sub(r"(?<![\w:/.-])(?:~?/|\.{1,2}/|[\w.-]+/)[^\s'\"`,;()]*", file_name, str(text))
+
+
+TASKS = ("classification", "semantic_parsing", "behavioural", "text")
+
+
+@dataclass
+class Fields:
+    """What the columns of a method's released rows are, for the shared code that reads them
+    (the leakage audit, diagnostics, the baseline probe, harness tasks, the card's Hub metadata).
+
+    A method declares it with :meth:`SplitMethod.fields`; the build records it as ``resplit.fields``.
+
+    Attributes
+    ----------
+    task : str
+        ``classification`` (a label to predict from text), ``semantic_parsing`` (a target program
+        from an input), ``behavioural`` (CheckList test cases) or ``text`` (text only).
+    text : tuple of str
+        The text columns of one example, in prompt order (premise, hypothesis; passage, question).
+    query : str or None
+        The one text column a query-only baseline reads (the hypothesis, the question, the input).
+    label : str or None
+        The label column.
+    label_names : tuple of str or None
+        The label's class names in class order (a ``ClassLabel``'s names).
+    target : str or None
+        The target program column.
+    group : str or None
+        The ``--group-field`` column.
+    """
+
+    task: str
+    text: tuple = ()
+    query: str | None = None
+    label: str | None = None
+    label_names: tuple | None = None
+    target: str | None = None
+    group: str | None = None
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {', '.join(TASKS)}; got {self.task!r}")
+        self.text = tuple(dict.fromkeys(f for f in self.text if f))
+        if self.label_names is not None:
+            self.label_names = tuple(str(name) for name in self.label_names)
+
+    def record(self) -> dict:
+        """The ``resplit.fields`` mapping (plain types, YAML-ready)."""
+        return {"task": self.task, "text": list(self.text), "query": self.query, "label": self.label,
+                "label_names": list(self.label_names) if self.label_names is not None else None,
+                "target": self.target, "group": self.group}
+
+    @classmethod
+    def from_record(cls, record: dict | None) -> "Fields | None":
+        """The fields a release's provenance (``resplit:``) records; None for releases without them."""
+        value = (record or {}).get("fields")
+        if not isinstance(value, dict) or value.get("task") not in TASKS:
+            return None
+        return cls(task=value["task"], text=tuple(value.get("text") or ()), query=value.get("query"),
+                   label=value.get("label"), label_names=value.get("label_names"), target=value.get("target"),
+                   group=value.get("group"))
+
+    @property
+    def columns(self) -> list:
+        """Every column named here, once, in order."""
+        return list(dict.fromkeys(c for c in (*self.text, self.query, self.label, self.target, self.group) if c))
 
 
 @dataclass
@@ -614,6 +718,12 @@ class SplitMethod:
         brings its own rows."""
         raise NotImplementedError
 
+    def fields(self, loaded: Loaded, signal: Signal, options) -> Fields | None:
+        """What the released rows' columns are (:class:`Fields`: text, query, label and its names,
+        target, group), recorded as ``resplit.fields`` for the audit, diagnostics, probe, harness
+        tasks and Hub metadata. None: shared code infers them from the column types."""
+        return None
+
     def card(self, loaded: Loaded, signal: Signal, configs: list, options):
         """A :class:`split_builders.release.card.CardSpec`: text and figure specifications."""
         raise NotImplementedError
@@ -642,7 +752,7 @@ class SplitMethod:
         return {}
 
 
-HOOKS = ("check", "load", "row_keys", "select_rows", "check_loaded", "groups", "signal", "configs", "rows", "card",
+HOOKS = ("check", "load", "row_keys", "select_rows", "check_loaded", "groups", "signal", "configs", "rows", "fields", "card",
          "pretty_name", "report", "rederive", "config_statistics")
 """A method's hooks in the order :func:`split_builders.build` calls them (``row_keys`` and
 ``select_rows`` for ``--dedupe``, before the sizes are checked), then those ``verify`` and ``diff``

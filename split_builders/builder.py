@@ -122,7 +122,8 @@ def input_paths(options) -> list[Path]:
 
 
 def build(method, options: CommonOptions | None = None, /, *, progress: bool = True, verbose: bool = False,
-          log=print, license: str | None = None, citation: str | None = None, **values) -> BuildResult:
+          log=print, license: str | None = None, citation: str | None = None, pretty_name: str | None = None,
+          language=None, repo_id: str | None = None, **values) -> BuildResult:
     """Build a release folder with a registered split method.
 
     Parameters
@@ -136,8 +137,12 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
     verbose : bool
         Also the libraries' own reports (Trainer logs, weight-loading reports).
     license, citation : str, optional
-        The release's license and the BibTeX its card shows, where a recipe states them (else the
-        source's own).
+        The release's license and the BibTeX its card shows, where a recipe states them (else
+        ``--license`` or the source's own; a license nobody states is ``unknown``, which push refuses).
+    pretty_name, language, repo_id : optional
+        A recipe's title, language codes and Hub repository (else the method's title, ``--language``
+        or the source's, and ``--org``/<out folder name>): the card's ``pretty_name``, ``language`` and
+        load snippet.
 
     Returns
     -------
@@ -151,7 +156,8 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
     if not isinstance(options, method.Options):
         raise InvalidParameterError(f"{method.name} takes {method.Options.__name__}, got {type(options).__name__}")
     context = Context(progress=progress, verbose=verbose, log=log)
-    card_overrides = {"license": license, "citation": citation}
+    card_overrides = {"license": license, "citation": citation, "pretty_name": pretty_name, "language": language,
+                      "repo_id": repo_id}
 
     inputs = input_paths(options)
     out = check_output(options.out, overwrite=options.overwrite, inputs=inputs)
@@ -193,18 +199,52 @@ def _build(method, options, context, out, overrides) -> BuildResult:
         spec.how_built = [*spec.how_built, "Read from the source: " + "; ".join(notes) + "."]
     if overrides.get("citation"):
         spec.citation = overrides["citation"]
-    if overrides.get("license"):
-        loaded.info.license = overrides["license"]
+    loaded.info.license = overrides.get("license") or options.license or loaded.info.license or cards.UNKNOWN_LICENSE
+    language = overrides.get("language") or options.language or loaded.info.language
+    pretty_name = overrides.get("pretty_name") or method.pretty_name(loaded)
+    spec.title = overrides.get("pretty_name") or spec.title
+    spec.repo_id = overrides.get("repo_id") or (f"{options.org}/{Path(out).name}" if options.org else None)
     record = provenance(method, options, loaded.info, signal)
-    spec.audit = audit_build(rows, configs, record=record, progress=context.progress)  # the card's and the YAML's
+    fields = declared_fields(method, loaded, signal, options)
+    if fields is not None:
+        record["fields"] = fields.record()
+    spec.labels = cards.label_view(fields, (rows if rows is not None else configs[0].rows).features)
+    hub = cards.hub_metadata(method=method, info=loaded.info, fields=fields, sizes=sizes,
+                             license=loaded.info.license, language=[language] if isinstance(language, str) else language,
+                             pretty_name=pretty_name)
+    if spec.repo_id:
+        record["repo_id"] = spec.repo_id  # harness tasks name it as their dataset_path
+    # The evidence of what the splits test, each in the card and the YAML (resplit.<name>, resplit.configs.<c>.<name>).
+    spec.audit = audit_build(rows, configs, record=record, progress=context.progress)
+    if options.null_splits:
+        from split_builders.evidence.diagnostics import diagnose_build
+
+        spec.diagnostics = diagnose_build(rows, configs, record=record, null_splits=options.null_splits,
+                                          progress=context.progress)
+    if options.probe:
+        from split_builders.evidence.probe import probe_build
+
+        spec.probe = probe_build(rows, configs, record=record, progress=context.progress)
     written_out = write_release(
-        out, rows, configs, provenance=record, audit=spec.audit,
+        out, rows, configs, provenance=record,
+        evidence={"audit": spec.audit, "diagnostics": spec.diagnostics, "probe": spec.probe},
         render_card=lambda staging, written: cards.render(spec, method=method, info=loaded.info,
                                                           configs=configs, written=written, staging=staging),
-        license=loaded.info.license, pretty_name=method.pretty_name(loaded), overwrite=options.overwrite,
+        license=loaded.info.license, pretty_name=pretty_name, hub=hub, overwrite=options.overwrite,
         progress=context.progress)
     _wait_for_everyone()
     return BuildResult(written_out, method, options, loaded, signal, configs, sizes)
+
+
+def declared_fields(method, loaded, signal, options):
+    """The method's :class:`~split_builders.api.Fields`, with the ``--group-field`` column as the group
+    where the configs keep groups whole (None where the method declares none)."""
+    import dataclasses
+
+    fields = method.fields(loaded, signal, options)
+    if fields is not None and fields.group is None and loaded.groups is not None and options.group_field:
+        fields = dataclasses.replace(fields, group=options.group_field)
+    return fields
 
 
 def _load(method, options, context) -> tuple[Loaded, list[str]]:

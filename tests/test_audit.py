@@ -148,7 +148,7 @@ def geo_release(shared, tmp_path_factory):
     source = root / "geoquery.tsv"  # without the published splits beside it: only the `length` config
     source.write_text((shared / "data" / "geoquery" / "geoquery_nqg.tsv").read_text())
     assert main(["tmcd", "--source", str(source), "--train-size", "440", "--configs", "length", "--out",
-                 str(root / "geo"), "--no-progress"]) == 0
+                 str(root / "geo"), "--no-progress", "--license", "gpl-2.0"]) == 0
     return root / "geo"
 
 
@@ -264,6 +264,115 @@ def test_the_audit_is_deterministic_and_counts_exact_within_near():
     assert first == audit(parts, AuditFields(["text"]))
     entry = first["configs"]["c"]["test"]
     assert (entry["rows"], entry["exact"], entry["near_duplicate"], entry["shared"]["text"]) == (3, 1, 2, 0)
+
+
+def _varied_texts(shared) -> list:
+    """A few hundred texts of every kind the audit meets: empty, shorter than a shingle, exactly one
+    shingle, Unicode (accents, CJK, emoji, combining marks), repeated characters, long (whole SNLI
+    premises joined), and real SNLI sentences."""
+    import gzip
+
+    with gzip.open(shared / "data" / "snli" / "snli_1.0_dev.jsonl.gz", "rt", encoding="utf-8") as handle:
+        sentences = [json.loads(line)["sentence1"] for _, line in zip(range(300), handle)]
+    odd = ["", "a", "ab", "abcd", "abcde", "abcdef", "     ", "ééééé", "naïve café", "漢字かなカナ", "🙂🙃🙂🙃🙂🙃",
+           "e\u0301e\u0301e\u0301", "x" * 5, "x" * 4000, "\n".join(sentences[:40]), " ".join(sentences) * 2]
+    return odd + sentences[:250] + [s.upper() for s in sentences[250:]]
+
+
+def test_chunk_signatures_equal_datasketch_minhash_of_each_text(shared):
+    """The whole-column signatures (numpy, a chunk at a time) are exactly what datasketch's own
+    ``MinHash.update_batch`` gives for each text's shingle hashes: the independent reference."""
+    import operator
+
+    from datasketch import MinHash
+
+    from split_builders.release.audit import (MINHASH_SCHEME, MINHASH_SEED, NUM_PERM, minhash_signatures,
+                                              shingle_hashes)
+
+    texts = _varied_texts(shared)
+    values, offsets = shingle_hashes(texts)
+    permutations = MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED, scheme=MINHASH_SCHEME).permutations
+    signatures = minhash_signatures(values, offsets, permutations)
+    assert signatures.shape == (len(texts), NUM_PERM) and signatures.dtype == np.uint32
+    for k, text in enumerate(texts):
+        reference = MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED, hashfunc=operator.index, scheme=MINHASH_SCHEME)
+        reference.update_batch(values[offsets[k]:offsets[k + 1]].tolist())
+        if text:
+            assert np.array_equal(signatures[k], reference.hashvalues), f"text {k} ({text[:30]!r})"
+        else:  # no shingles: datasketch's empty MinHash, and a row of zeros here (never indexed)
+            assert reference.is_empty() and not signatures[k].any()
+    # a single permutation per block (the tightest memory bound) gives the same rows
+    import split_builders.release.audit as audit_module
+
+    saved, audit_module._PERMUTATION_BYTES = audit_module._PERMUTATION_BYTES, 1
+    try:
+        assert np.array_equal(minhash_signatures(values, offsets, permutations), signatures)
+    finally:
+        audit_module._PERMUTATION_BYTES = saved
+
+
+def test_the_lsh_index_holds_what_datasketch_inserts_per_text(shared):
+    """``minhash_lsh`` (chunks of texts, one carrier MinHash) builds the same MinHashLSH as
+    inserting each text's own datasketch MinHash: the same buckets, and the same answer to every
+    query; empty texts are not indexed."""
+    import operator
+
+    from datasketch import MinHash, MinHashLSH
+
+    import split_builders.release.audit as audit_module
+    from split_builders.release.audit import MINHASH_SCHEME, MINHASH_SEED, NUM_PERM, minhash_lsh, shingle_hashes
+
+    texts = _varied_texts(shared)
+    texts += [t.replace("a", "o", 1) for t in texts[20:120]]  # near-duplicates, so that buckets are shared
+    saved, audit_module._CHUNK = audit_module._CHUNK, 37  # several chunks, one ending inside the texts
+    try:
+        signatures, lsh = minhash_lsh(texts, threshold=0.8)
+    finally:
+        audit_module._CHUNK = saved
+    reference = MinHashLSH(threshold=0.8, num_perm=NUM_PERM, params=lsh_parameters(0.8))
+    minhashes = {}
+    for k, text in enumerate(texts):
+        values, _ = shingle_hashes([text])
+        if values.size:
+            minhashes[k] = MinHash(num_perm=NUM_PERM, seed=MINHASH_SEED, hashfunc=operator.index,
+                                   scheme=MINHASH_SCHEME)
+            minhashes[k].update_batch(values.tolist())
+            reference.insert(k, minhashes[k])
+    assert lsh.get_counts() == reference.get_counts()
+    assert max(max(counts.values()) for counts in lsh.get_counts()) >= 2
+    for k, minhash in minhashes.items():
+        assert np.array_equal(signatures[k], minhash.hashvalues)
+        assert set(lsh.query(minhash)) == set(reference.query(minhash))
+    assert all((k in lsh) == bool(texts[k]) for k in range(len(texts)))
+
+
+def test_configs_that_share_no_rows_are_searched_apart_with_the_same_counts():
+    """Two configs over different rows (CURRICULUM's phenomena) are two groups, each searched with its own
+    LSH index: each config's counts equal those of auditing it alone, and a near-duplicate of one
+    config's test row in the other config's train split counts for neither (as before)."""
+    import pyarrow as pa
+
+    from split_builders.release.audit import _columns, _Pool, _text_groups
+
+    sleeping = "A man is sleeping on a bench in the park."
+    a = pa.table({"text": [sleeping, "Two dogs run on the beach.", "a man is sleeping on a bench in the parks.",
+                           "Nothing alike at all here."], "source_id": np.arange(4)})
+    b = pa.table({"text": ["Two dogs run on the beaches.", "A woman reads a book at home.", "A man is sleeping on a "
+                           "bench in the park!", "a woman reads a book at home"], "source_id": np.arange(10, 14)})
+    parts = {"a": {"train": Part(a, np.array([0, 1])), "test": Part(a, np.array([2, 3]))},
+             "b": {"train": Part(b, np.array([0, 1])), "test": Part(b, np.array([2, 3]))}}
+    fields = AuditFields(["text"])
+    together = audit(parts, fields)
+    pool = _Pool(parts, fields.columns)
+    groups = _text_groups(pool, _columns(pool.table, fields))
+    assert len(set(groups.tolist())) == 2 and groups[:4].tolist() == [groups[0]] * 4
+    for name in ("a", "b"):
+        alone = audit({name: parts[name]}, fields)
+        assert together["configs"][name] == alone["configs"][name]
+    # by hand: a/test "...parks." is a near-duplicate of a/train's first row; b/test's "...park!" only of a's
+    assert together["configs"]["a"]["test"]["near_duplicate"] == 1
+    assert together["configs"]["b"]["test"]["near_duplicate"] == 1  # "a woman reads a book at home", not "park!"
+    assert _jaccard(_normalised(b["text"][2].as_py()), _normalised(sleeping)) >= 0.8
 
 
 def test_lsh_bands_reach_the_recall_they_promise():

@@ -506,10 +506,11 @@ def test_rows_without_a_label_are_dropped_and_counted_in_the_card_never_a_class(
         config, label = "boolean", "label"
     else:
         assert "Rows dropped while reading the source: no label: 2." in card
-        config, label = ("ll_split" if builder == "likelihood" else "simple_to_hard"), "gold_label"
+        config, label = ("ll_split" if builder == "likelihood" else "simple_to_hard"), "label"  # was gold_label
     loaded = datasets.load_dataset(str(out), config, cache_dir=hf_cache)
     ids = [i for split in loaded.values() for i in split["source_id"]]
     labels = {value for split in loaded.values() for value in split[label]}
+    assert -1 not in labels  # a ClassLabel's "no label"
     if builder != "curriculum":
         assert not {4, 7} & set(ids) and len(ids) == (298 if builder == "likelihood" else 98)
     assert None not in labels and "" not in labels
@@ -524,7 +525,8 @@ def test_labels_of_mixed_types_are_read_as_text_with_a_note_in_the_card(defects,
     assert "Read from the source: field 'gold_label' of mixed.jsonl mixes integer and text values" in (
         out / "README.md").read_text()
     rows = datasets.load_dataset(str(out), "ll_split", split="test", cache_dir=hf_cache)
-    assert set(rows["gold_label"]) == {"0", "1"}  # 1 and "1" are one class
+    # 1 and "1" are one class (released as the ClassLabel `label`)
+    assert rows.features["label"].names == ["0", "1"] and set(rows["label"]) == {0, 1}
 
 
 def _recipe(tmp_path, name, **options):

@@ -82,11 +82,12 @@ def test_the_card_counts_evaluation_rows_with_a_duplicate_in_train(duplicated_ta
     _build(source, scores, out)
     _, text = _card(out)
     assert "Exact duplicates: 20 row(s) repeat an earlier row" in text
-    # Count by hand from the released rows: evaluation rows whose (premise, hypothesis, label) is in train.
-    key = lambda frame: set(zip(frame.premise, frame.hypothesis, frame.gold_label))  # noqa: E731
+    # Count by hand from the released rows: evaluation rows whose (premise, hypothesis, label) is in train
+    # (the gold_label is released as the ClassLabel `label`: its class ids are one per label).
+    key = lambda frame: set(zip(frame.premise, frame.hypothesis, frame.label))  # noqa: E731
     train = _parquet(out, "ll_split", "train")
     evaluation = pd.concat([_parquet(out, "ll_split", s) for s in ("validation", "test")])
-    expected = sum(k in key(train) for k in zip(evaluation.premise, evaluation.hypothesis, evaluation.gold_label))
+    expected = sum(k in key(train) for k in zip(evaluation.premise, evaluation.hypothesis, evaluation.label))
     assert expected > 0
     row = next(line for line in text.splitlines() if line.startswith("| `ll_split` |"))
     assert row.split("|")[5].strip() == str(expected)

@@ -39,7 +39,7 @@ def _build(reference, out, seed):
     return build("likelihood", source=str(inputs / "all_examples.csv"), out=out,
                  scores=str(inputs / "all_examples__False_loglikelihoods.npy"), prompt_field="premise",
                  query_field="hypothesis", label_field="gold_label", validation_size=200, test_size=200,
-                 length_buckets=4, seed=seed, progress=False)
+                 length_buckets=4, seed=seed, progress=False, license="cc-by-sa-4.0")
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,8 @@ def test_dry_run_checks_the_folder(tmp_path, capsys):
     assert "has no README.md" in capsys.readouterr().err
     rows = datasets.Dataset.from_dict({"source_id": [0, 1, 2], "text": list("abc")})
     out = write_release(tmp_path / "rel", rows, [ConfigSplit("c", {"train": [0], "validation": [1], "test": [2]},
-                                                             method="m")], provenance={}, render_card=lambda s, w: "")
+                                                             method="m")], provenance={}, render_card=lambda s, w: "",
+                        license="mit")
     assert main(out, "org/name", "--version", "1.0", "--dry-run") == 2
     assert "version must look like 1.2.3" in capsys.readouterr().err
     assert main(out, "org/name", "--version", "1.0.0", "--dry-run") == 0
@@ -175,7 +176,8 @@ def test_resplit_push_is_the_same_command(tmp_path, capsys):
 def _tiny_release(folder, ids=(0, 1, 2)):
     rows = datasets.Dataset.from_dict({"source_id": list(ids), "text": list("abc")})
     return write_release(folder, rows, [ConfigSplit("c", {"train": [0], "validation": [1], "test": [2]},
-                                                    method="m")], provenance={}, render_card=lambda s, w: "")
+                                                    method="m")], provenance={}, render_card=lambda s, w: "",
+                         license="mit")
 
 
 def _edit_card(folder, edit):

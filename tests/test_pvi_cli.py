@@ -49,9 +49,13 @@ def test_contract_configs_and_float_pvi_column(release, hf_cache):
     rows = loaded["simple_to_hard"]
     assert np.allclose(rows["test"]["pvi"], np.asarray(rows["test"]["h_yb"]) - np.asarray(rows["test"]["h_yx"]))
     # label balance of the median rule: each label splits in half between simple and hard
+    # (the text gold_label is released as the ClassLabel `label`, names sorted)
+    names = loaded["simple"]["train"].features["label"].names
+    assert names == ["contradiction", "entailment", "neutral"]
     for label in ("entailment", "neutral", "contradiction"):
-        n_simple = sum(y == label for s in ("train", "validation") for y in loaded["simple"][s]["gold_label"])
-        n_hard = sum(y == label for s in ("train", "validation") for y in loaded["hard"][s]["gold_label"])
+        label = names.index(label)
+        n_simple = sum(y == label for s in ("train", "validation") for y in loaded["simple"][s]["label"])
+        n_hard = sum(y == label for s in ("train", "validation") for y in loaded["hard"][s]["label"])
         assert n_simple - n_hard in (0, 1)
     assert np.mean(rows["train"]["pvi"]) > np.mean(rows["test"]["pvi"])
     assert "I_V = **" in (release / "README.md").read_text()

@@ -222,3 +222,47 @@ def test_every_family_keeps_groups_whole_or_refuses_group_field_in_one_line(fami
                  "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "'no_such_field' not found" in err and f"'{field}'" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_release_declares_what_its_columns_are(family, releases):
+    """``resplit.fields`` (the method's :class:`Fields`) names columns the released rows have: the query,
+    label and target in every config, each text field in some config (CURRICULUM's hypothesis-only
+    variants drop the premise), and the label's names in its ``ClassLabel`` order where it is one."""
+    import pyarrow.parquet as pq
+
+    from split_builders.api import Fields
+
+    meta = front_matter(releases[family])["resplit"]
+    fields = Fields.from_record(meta)
+    assert fields is not None and fields.text and fields.query in fields.text
+    seen = set()
+    for config in meta["configs"]:
+        path = sorted((releases[family] / config).glob("train-*.parquet"))[0]
+        names = set(pq.read_schema(path).names)
+        seen |= names
+        assert {c for c in (fields.query, fields.label, fields.target) if c} <= names, (config, names)
+        features = datasets.Features.from_arrow_schema(pq.read_schema(path))
+        label = features.get(fields.label) if fields.label else None
+        if isinstance(label, datasets.ClassLabel):
+            assert list(fields.label_names) == label.names, config
+    assert set(fields.text) <= seen
+
+
+def test_show_ends_on_the_rows_at_both_ends_of_the_signal(releases, capsys):
+    """``resplit show FOLDER CONFIG`` of a release with a per-row signal prints, per split, the rows of
+    lowest and highest signal, and ends on the test split's highest."""
+    import re
+
+    assert main(["show", str(releases["likelihood"]), "ll_split", "--rows", "2"]) == 0
+    out = capsys.readouterr().out
+    blocks = re.findall(r"\n(\w+): 2 rows of (lowest|highest) score\n((?:  .*\n?)+)", out)
+    assert [(b[0], b[1]) for b in blocks] == [(s, e) for s in ("train", "validation", "test")
+                                               for e in ("lowest", "highest")]
+    values = {(s, e): [float(v) for v in re.findall(r"score=(-?[\d.]+)", text)] for s, e, text in blocks}
+    for split in ("train", "validation", "test"):
+        low, high = values[(split, "lowest")], values[(split, "highest")]
+        assert low == sorted(low) and high == sorted(high, reverse=True) and max(low) <= min(high)
+    assert out.rstrip().splitlines()[-1].startswith("  score=") and blocks[-1][:2] == ("test", "highest")
+    # Only the declared text, label and signal: no source_id or length columns in the shown rows.
+    assert "length_bucket" not in blocks[-1][2]

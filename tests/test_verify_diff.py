@@ -22,7 +22,8 @@ def toy_release(toy_method, tmp_path):
 
     def build(name, seed):
         out = tmp_path / name
-        assert main(["toy-shortest", "--source", str(source), "--out", str(out), "--seed", str(seed)]) == 0
+        assert main(["toy-shortest", "--source", str(source), "--out", str(out), "--seed", str(seed),
+                     "--license", "mit"]) == 0
         return out
 
     return build

@@ -26,10 +26,14 @@ TOOL_MODULES = (
     "split_builders.cli.publish",
     "split_builders.cli.evaluate",
     "split_builders.cli.audit",
+    "split_builders.cli.diagnose",
+    "split_builders.cli.probe",
     "split_builders.cli.curriculum",
+    "split_builders.cli.export",
 )
 GROUP_TITLES = {"common": "common options", "source": "source", "signal": "signal", "split": "split",
-                "method": "method options", "output": "output"}
+                "method": "method options", "output": "output",
+                "evidence": "evidence in the card (diagnostics against random splits, baseline probe)"}
 
 
 def _field_parser(spec, hints):

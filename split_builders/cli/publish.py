@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--dry-run", action="store_true", help="validate the folder and send nothing")
     parser.add_argument("--allow-extra", action="store_true",
                         help="also publish files the card does not name (refused otherwise: every file is sent)")
+    parser.add_argument("--license", metavar="ID",
+                        help="the license the published card states, e.g. cc-by-4.0 (needed when the build could not "
+                             "tell it: the card says 'unknown'); the local folder is not changed")
     return parser
 
 
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     """Push as the arguments say; a ResplitError becomes one line on stderr and exit code 2."""
     from split_builders.release.publish import push_metric, push_release
 
-    extra = {} if args.metric else {"allow_extra": args.allow_extra}
+    extra = {} if args.metric else {"allow_extra": args.allow_extra, "license": args.license}
     push = push_metric if args.metric else push_release
     try:
         push(args.folder, args.repo_id, args.version, message=args.message, private=args.private,

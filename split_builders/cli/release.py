@@ -75,8 +75,7 @@ def run_release(args) -> int:
         overrides.update(lm=recipe.model["hub"], lm_revision=recipe.model.get("revision"))
     out = Path(args.out or Path("out") / recipe.name)
     options = recipe.method_options(source=source, out=out, overwrite=args.overwrite, settings=settings, **overrides)
-    citation = "\n".join(recipe.citation.get(k, "").strip() for k in ("method", "source") if recipe.citation.get(k))
-    result = build(recipe.method, options, progress=not args.no_progress, license=recipe.license, citation=citation)
+    result = build(recipe.method, options, progress=not args.no_progress, **recipe.card_overrides(args.org))
     if result.out is None:
         return 0
     print(f"built {recipe.name}: {len(result.configs)} configs in {result.out}")

@@ -1,11 +1,14 @@
 """``resplit list`` (every split method, its paper and configs) and ``resplit show FOLDER [CONFIG]``
-(a release of any family: its provenance, its configs and a few rows of one)."""
+(a release of any family: its provenance, its configs and, of one config, the rows at both ends of
+its signal (the least and most likely, the hardest and easiest), or its first rows where it has none)."""
 
 from __future__ import annotations
 
 import sys
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 
 def run_list(args) -> int:
@@ -47,11 +50,68 @@ def run_show(args) -> int:
         loaded = datasets.load_dataset(str(folder), args.config, cache_dir=cache)
         print(f"\nload_dataset({str(folder)!r}, {args.config!r}):")
         print(loaded)
-        for split, part in loaded.items():
-            print(f"\n{split}: first rows")
-            for row in part.select(range(min(args.rows, len(part)))):
-                print("  " + _short(row))
+        signal = _signal_column(resplit, loaded)
+        shown = _shown_columns(resplit, loaded, signal)
+        if signal is None:
+            for split, part in loaded.items():
+                print(f"\n{split}: first rows")
+                for row in part.select(range(min(args.rows, len(part)))).select_columns(shown):
+                    print("  " + _short(row))
+            return 0
+        # What makes the split: the rows at both ends of the signal, train first and the evaluation splits last.
+        order = [s for s in ("train", "validation", "test") if s in loaded]
+        for split in order:
+            part = loaded[split]
+            values = np.asarray(part.data.column(signal).to_numpy(zero_copy_only=False), dtype=float)
+            ranked = np.argsort(values, kind="stable")
+            k = min(args.rows, len(part))
+            for title, picked in ((f"lowest {signal}", ranked[:k]), (f"highest {signal}", ranked[::-1][:k])):
+                print(f"\n{split}: {k} rows of {title}")
+                for row in part.select(picked.tolist()).select_columns(shown):
+                    print("  " + _ranked(row, signal, part.features))
     return 0
+
+
+def _signal_column(resplit: dict, loaded) -> str | None:
+    """The method's per-row signal column (an LM score, PVI) that the rows carry, if any."""
+    from split_builders.api import registry
+
+    method = registry().get(resplit.get("method"))
+    columns = set(next(iter(loaded.values())).column_names) if loaded else set()
+    numeric = [c for c in (method.signal_columns if method else ()) if c in columns]
+    for name in numeric:
+        kind = next(iter(loaded.values())).features[name]
+        if getattr(kind, "dtype", "").startswith(("float", "int")) and name != "functionality_id":
+            return name
+    return None
+
+
+def _shown_columns(resplit: dict, loaded, signal: str | None) -> list:
+    """The columns a row is shown by: its declared text, label and target (``resplit.fields``) and the
+    signal, else every column."""
+    from split_builders.api import Fields
+
+    columns = next(iter(loaded.values())).column_names if loaded else []
+    fields = Fields.from_record(resplit)
+    if fields is None:
+        return columns
+    wanted = [c for c in (*fields.text, fields.target, fields.label, signal) if c and c in columns]
+    return list(dict.fromkeys(wanted)) or columns
+
+
+def _ranked(row: dict, signal: str, features, width: int = 200) -> str:
+    """A row at one end of the signal: the signal, the label by name, then the texts in full (as far as
+    ``width`` allows)."""
+    import datasets
+
+    cells = [f"{signal}={row.pop(signal):.3f}"]
+    for key, value in list(row.items()):
+        if isinstance(features.get(key), datasets.ClassLabel) and isinstance(value, int) and value >= 0:
+            cells.append(f"{key}={features[key].int2str(value)}")
+            row.pop(key)
+    cells += [str(value) for value in row.values()]
+    line = "  ".join(cells)
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 def _short(row: dict, width: int = 160) -> str:
@@ -68,8 +128,9 @@ def add_parsers(subparsers) -> None:
     parser.set_defaults(func=run_list)
     parser = subparsers.add_parser("show", help="a release folder of any family: provenance, configs, rows")
     parser.add_argument("folder", help="a release folder")
-    parser.add_argument("config", nargs="?", help="a config to load and print a few rows of")
-    parser.add_argument("--rows", type=int, default=3, help="rows to print per split (default 3)")
+    parser.add_argument("config", nargs="?", help="a config to load and print the rows at both ends of its "
+                                                       "signal of (else its first rows)")
+    parser.add_argument("--rows", type=int, default=3, help="rows to print at each end per split (default 3)")
     parser.set_defaults(func=run_show)
 
 

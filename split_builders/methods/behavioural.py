@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import SPLITS, CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.api import SPLITS, CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.behavioural import BELUGA_SEED, behavioural_configs, resolve_names
 
@@ -139,7 +139,7 @@ class BehaviouralMethod(SplitMethod):
         info = SourceInfo(
             name=f"CheckList {suite.name} suite ({Path(suite.source).name})", rows=len(rows),
             content_sha256=content_sha256(rows), filters=filters, source_id=SOURCE_ID,
-            license="mit", citation=CHECKLIST_CITATION)
+            license="mit", citation=CHECKLIST_CITATION, language=("en",))
         return Loaded(SuiteRows(suite, rows), info)
 
     def check_loaded(self, loaded, options) -> None:
@@ -172,6 +172,10 @@ class BehaviouralMethod(SplitMethod):
 
     def rows(self, loaded, signal, configs):
         return loaded.data.rows
+
+    def fields(self, loaded, signal, options) -> Fields:
+        """A test case's examples are its text; its labels (one per example, where the test has them)."""
+        return Fields("behavioural", text=("examples",), query="examples", label="labels")
 
     def card(self, loaded, signal, configs, options):
         return _card(loaded.data.suite, loaded.data.rows, configs, options)
@@ -314,6 +318,10 @@ def _card(suite, rows, configs, options):
         "`source_id` its position in the whole suite.",
         "Labels: " + ("BELUGA's relabelling is applied where a test has one (`beluga_label_override`)."
                       if options.beluga_labels else "CheckList's own labels."),
+        "Columns: `examples` is a list of examples, each the list of its text fields; `labels`, `meta` and "
+        "`expectation` are JSON text (decode each with `json.loads`): their shape differs from test to test (one "
+        "label per test case, one per example, an answer text, or none; free-form metadata; the expectation "
+        "function and its arguments), and the `pass_rate` metric reads them as they are.",
     ]
     if options.limit is not None:
         how_built.append(f"Quick build: only the first {options.limit} test cases of each functionality.")

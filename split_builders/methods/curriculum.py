@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from split_builders.api import CommonOptions, ConfigSplit, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.api import CommonOptions, ConfigSplit, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.pvi.columns import pvi_figure, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir
@@ -131,7 +131,7 @@ class CurriculumMethod(SplitMethod):
                                     limit=options.limit)
         info = SourceInfo(name=f"CURRICULUM (Chen & Gao 2022) released zips: {options.source}",
                           rows=sum(len(p.rows) for p in phenomena), content_sha256=content_sha256(phenomena),
-                          source_id=SOURCE_ID, license=LICENSE, citation=CITATION)
+                          source_id=SOURCE_ID, license=LICENSE, citation=CITATION, language=("en",))
         return Loaded(phenomena, info)
 
     def check_loaded(self, loaded, options) -> None:
@@ -205,6 +205,13 @@ class CurriculumMethod(SplitMethod):
 
     def rows(self, loaded, signal, configs):
         return None
+
+    def fields(self, loaded, signal, options) -> Fields:
+        """Premise and hypothesis (the query of the hypothesis-only baseline) and the recast label,
+        whose names are those of the phenomena's ``ClassLabel`` in order of first appearance."""
+        names = tuple(dict.fromkeys(name for p in loaded.data for name in p.label_set))
+        return Fields("classification", text=("premise", "hypothesis"), query="hypothesis", label="label",
+                      label_names=names)
 
     def card(self, loaded, signal, configs, options):
         from split_builders.release.card import CardSpec, Figure, Panel, Section

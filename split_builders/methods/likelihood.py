@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from loading_scripts import TASKS
-from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, check_number, check_size,
-                                option, parse_size)
+from split_builders.api import (CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, check_number,
+                                check_size, option, parse_size)
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.given import given_scores_record
 from split_builders.signals.lm.prompts import NAMED_TEMPLATES
@@ -276,7 +276,7 @@ class LikelihoodMethod(SplitMethod):
                                 length_buckets=options.buckets or DEFAULT_LENGTH_BUCKETS, input_rows=input_rows)
         info = SourceInfo(name=src.name, rows=len(src), content_sha256=src.content_hash(), revision=src.revision,
                           filters=dict(src.filtered), source_id=src.source_id_note, license=src.license,
-                          citation=src.citation)
+                          citation=src.citation, language=src.language, hub_id=src.hub_id)
         return Loaded(data, info)
 
     def row_keys(self, loaded: Loaded):
@@ -362,12 +362,27 @@ class LikelihoodMethod(SplitMethod):
         return configs
 
     def rows(self, loaded: Loaded, signal: Signal, configs: list):
+        from loading_scripts.labels import release_rows
+
         data, values = loaded.data, signal.values
         columns = {"score": values.scores, "length": data.lengths}
         if values.finetuned is not None:
             columns.update(score_finetuned=values.finetuned_scores, fold=np.asarray(values.finetuned.folds))
         columns["length_bucket"] = _info_buckets(data.lengths, data.labels, data.length_buckets)
-        return _with_columns(data.source.dataset, columns)
+        # the one label policy: the label field as the ClassLabel `label`, text as `string`
+        return _with_columns(release_rows(data.source.dataset, label_field=data.source.label_field), columns)
+
+    def fields(self, loaded: Loaded, signal: Signal, options: LikelihoodOptions) -> Fields:
+        """The prompt and query fields are the text, the query is the scored field; the label's
+        names are its ``ClassLabel``'s, else its values sorted; a target field makes it semantic parsing."""
+        from loading_scripts.labels import LABEL, label_names
+
+        src = loaded.data.source
+        task = "semantic_parsing" if src.target_field else "classification" if src.label_field else "text"
+        return Fields(task, text=(src.prompt_field, src.query_field), query=src.query_field,
+                      label=LABEL if src.label_field else None,
+                      label_names=label_names(src.dataset, src.label_field) if src.label_field else None,
+                      target=src.target_field)
 
     def card(self, loaded: Loaded, signal: Signal, configs: list, options: LikelihoodOptions):
         from split_builders.release.card import CardSpec, Section, config_section, split_histograms
@@ -382,7 +397,8 @@ class LikelihoodMethod(SplitMethod):
             # config_section's own heading and description are the Section's title and first line.
             text = config_section(config.name, config.description, stats[config.name], signal="score", figure=None)
             sections.append(Section(f"`{config.name}`", text.split("\n", 2)[2], [figure]))
-        balanced = (f"balanced over `{src.label_field}`" if src.label_field and options.train_size is None
+        label = "`label`" + (f" (the source's `{src.label_field}`)" if src.label_field != "label" else "")
+        balanced = (f"balanced over {label}" if src.label_field and options.train_size is None
                     else "not label-balanced" + (" (no label field)" if not src.label_field else ""))
         how_built = [
             _signal_paragraph(src, signal.provenance),
@@ -416,6 +432,7 @@ class LikelihoodMethod(SplitMethod):
         split in): ``score`` (``score_finetuned`` for the fine-tuned setting), ``length``, the label
         column and, under the atom constraint, the atoms of the target column, each config split by
         the splitter its recorded parameters build (:func:`~split_builders.splitters.likelihood.config_split`)."""
+        from loading_scripts.labels import label_column
         from split_builders.release.folder import row_ids
         from split_builders.signals.programs.atoms import atoms_by_row
         from split_builders.splitters.groups import group_codes
@@ -427,7 +444,9 @@ class LikelihoodMethod(SplitMethod):
         rows = released.all_rows()
         ids = row_ids(rows)
         column = lambda name: rows.column(name).to_numpy(zero_copy_only=False)
-        labels = None if fields.get("label") is None else np.asarray(column(fields["label"]), dtype=object)
+        # the recorded label field, released as `label` since the one label policy (label_column reads both)
+        labels = None if fields.get("label") is None else np.asarray(
+            column(label_column(rows, fields["label"]) or fields["label"]), dtype=object)
         lengths = np.asarray(column("length"), dtype=np.int64)
         constraint = signal.get("atom_constraint")
         groups = {}  # group numbers by group field, read once
@@ -652,3 +671,4 @@ def _atom_lines(src, configs, atoms, unparseable) -> list[str]:
         more = f"; and {len(unparseable) - 20} more" if len(unparseable) > 20 else ""
         lines.append(f"Excluded: {len(unparseable)} row(s) whose program does not parse ({shown}{more}).")
     return lines
+

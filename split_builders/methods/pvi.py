@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.api import CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
 from split_builders.errors import FieldError, InvalidParameterError, SourceLoadError
 from split_builders.signals.pvi.columns import pvi_figure, pvi_summary, summary_markdown, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir
@@ -111,7 +111,8 @@ class PVIMethod(SplitMethod):
         info = SourceInfo(name=name, rows=len(dataset), content_sha256=content_sha256(dataset),
                           revision=getattr(src, "revision", None), filters=filters,
                           source_id=getattr(src, "source_id_note", SourceInfo.source_id),
-                          license=getattr(src, "license", None), citation=getattr(src, "citation", None))
+                          license=getattr(src, "license", None), citation=getattr(src, "citation", None),
+                          language=getattr(src, "language", None), hub_id=getattr(src, "hub_id", None))
         return Loaded(PVIRows(dataset, text_fields, label_field, group_field, labels, label_names.tolist()), info)
 
     def row_keys(self, loaded):
@@ -184,7 +185,20 @@ class PVIMethod(SplitMethod):
                                   groups=loaded.groups, group_field=options.group_field)
 
     def rows(self, loaded, signal, configs):
-        return with_pvi_columns(loaded.data.dataset, signal.values, _simple_mask(loaded, configs))
+        from loading_scripts.labels import release_rows
+
+        # the one label policy: the label field as the ClassLabel `label`, text as `string`
+        released = release_rows(loaded.data.dataset, label_field=loaded.data.label_field)
+        return with_pvi_columns(released, signal.values, _simple_mask(loaded, configs))
+
+    def fields(self, loaded, signal, options) -> Fields:
+        """The text fields in order (the last one is the query of a query-only baseline) and the
+        label with its classes in id order."""
+        from loading_scripts.labels import LABEL, label_names
+
+        rows = loaded.data
+        return Fields("classification", text=tuple(rows.text_fields), query=rows.text_fields[-1],
+                      label=LABEL, label_names=label_names(rows.dataset, rows.label_field))
 
     def card(self, loaded, signal, configs, options):
         from split_builders.release.card import CardSpec, Figure, Panel, Section

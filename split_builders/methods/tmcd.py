@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (CommonOptions, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
+from split_builders.api import (CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
                                 parse_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.compositional import BUILT
@@ -105,7 +105,8 @@ class TMCDMethod(SplitMethod):
             filters[f"beyond --limit {options.limit}"] = len(src) - options.limit
             src = src.head(options.limit)
         info = SourceInfo(name=src.name, rows=len(src), content_sha256=content_sha256(src.rows), filters=filters,
-                          source_id=src.source_id_note, license=src.license)
+                          source_id=src.source_id_note, license=src.license, language=src.language,
+                          hub_id=src.hub_id)
         return Loaded(CompositionalRows(src, options.target_language or src.target_language, input_rows), info)
 
     def row_keys(self, loaded: Loaded):
@@ -189,11 +190,14 @@ class TMCDMethod(SplitMethod):
                                      group_field=options.group_field)
 
     def rows(self, loaded: Loaded, signal: Signal, configs: list):
-        """The source rows with ``variant`` = original, then one wug-word copy per kind."""
+        """The source rows with ``variant`` = original, then one wug-word copy per kind (text as
+        ``string``: :func:`loading_scripts.labels.release_rows`)."""
         import datasets
 
+        from loading_scripts.labels import release_rows
+
         src = loaded.data.source
-        rows = src.rows.add_column("variant", ["original"] * len(src))
+        rows = release_rows(src.rows).add_column("variant", ["original"] * len(src))
         if signal.values.scores is not None:  # what the ll_split* configs were split by
             rows = rows.add_column("score", np.asarray(signal.values.scores, dtype=np.float64))
         if not signal.values.wugs:
@@ -205,6 +209,10 @@ class TMCDMethod(SplitMethod):
                            variant=[kind] * len(src))
             variants.append(datasets.Dataset.from_dict(columns, features=rows.features))
         return datasets.concatenate_datasets(variants)
+
+    def fields(self, loaded: Loaded, signal: Signal, options: TMCDOptions) -> Fields:
+        """An input utterance and its target program."""
+        return Fields("semantic_parsing", text=("input",), query="input", target="target")
 
     def card(self, loaded: Loaded, signal: Signal, configs: list, options: TMCDOptions):
         from split_builders.release.card import CardSpec, Figure, Panel, Section
@@ -232,7 +240,7 @@ class TMCDMethod(SplitMethod):
             configs=sections, columns=divergence_columns(configs), extra=maps)
 
     def pretty_name(self, loaded: Loaded) -> str:
-        return f"{Path(loaded.data.source.name).name} compositional splits"
+        return f"Compositional splits of {Path(loaded.data.source.name).name}"
 
     def report(self, result) -> list[str]:
         values = result.signal.values

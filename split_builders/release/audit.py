@@ -21,7 +21,9 @@ For every validation and test row, the audit asks whether train holds
 
 The work is done on whole columns, once per release: the rows of every config are reduced to the
 distinct rows (a row repeats across configs), each distinct text is normalised, shingled and
-MinHashed once, the LSH index is built once over all of them and its candidate pairs confirmed once;
+MinHashed once (datasketch's MinHash, computed for a chunk of texts at a time on whole columns), one
+LSH index is built over the texts of each group of configs that share rows (all of them when every
+config splits the same rows; one per phenomenon in CURRICULUM) and its candidate pairs confirmed once;
 each config then only marks its train rows (numpy) and counts its evaluation rows. The result is
 deterministic (fixed hash functions and MinHash seed).
 
@@ -39,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from split_builders.api import check_number
+from split_builders.api import Fields, check_number
 from split_builders.errors import InvalidParameterError, InvalidReleaseError
 
 DEFAULT_THRESHOLD = 0.8
@@ -60,6 +62,7 @@ SHARING_NOTE = 0.10  # an ungrouped build names a field shared by at least this 
 _CHUNK = 20_000  # distinct texts shingled and MinHashed per batch (bounds memory)
 _MEDIUM_BUCKET = 32  # an LSH bucket with more keys is compared block by block, not pair by pair
 _BLOCK_BYTES = 1 << 25  # signature comparisons per block of a large bucket
+_PERMUTATION_BYTES = 1 << 25  # permuted shingle hashes held at once while MinHashing a chunk
 
 
 class NoTextError(InvalidParameterError):
@@ -155,8 +158,9 @@ def _method_signal_columns(record: dict) -> tuple:
 def infer_fields(pool, record: dict | None = None, *, fields=None, where: str = "the release") -> AuditFields:
     """The audited columns of ``pool`` (a ``pyarrow.Table`` of the distinct rows).
 
-    ``fields`` (``--fields``) names the text fields; otherwise the release's provenance does where it
-    records them (likelihood's prompt and query fields, PVI's text fields), and otherwise they are the
+    ``fields`` (``--fields``) names the text fields; otherwise the method's declaration does
+    (``resplit.fields``: :class:`~split_builders.api.Fields`), or for older releases the provenance
+    where it records them (likelihood's prompt and query fields, PVI's text fields), and otherwise they are the
     string columns (and lists of strings) less ``source_id``, the label columns, the method's signal
     columns, the target program and the group field, and less categories (a column with few distinct
     values, such as TMCD's ``variant`` or a string label, or of serialised JSON), except that a column
@@ -181,6 +185,13 @@ def infer_fields(pool, record: dict | None = None, *, fields=None, where: str = 
                 raise FieldError(name, texts, role="text", source=where)
         text = [f for f in dict.fromkeys(fields) if f != program]
         return AuditFields(text, program, group)
+    declared = Fields.from_record(record)
+    if declared is not None:  # the method's own declaration (resplit.fields)
+        program = declared.target if declared.target in columns else None
+        group = declared.group if declared.group in columns else group
+        text = [f for f in present(declared.text) if f != program and _is_text(pool.schema.field(f).type)]
+        if text:
+            return AuditFields(text, program, group)
     text = present(_named(record, "signal.fields.prompt", "signal.fields.query", "signal.text_fields",
                           "parameters.text_fields", "parameters.prompt_field", "parameters.query_field"))
     text = [f for f in text if f != program and _is_text(pool.schema.field(f).type)]
@@ -410,33 +421,75 @@ def shingle_hashes(texts: list, n: int = NGRAM):
     return (value >> np.uint64(32)).astype(np.uint32), offsets
 
 
+def _fmix32(values: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 32-bit finaliser (``fmix32``) of each value: the bijection datasketch's
+    ``affine32`` scheme applies to every input hash before its permutations."""
+    with np.errstate(over="ignore"):
+        values = values ^ (values >> np.uint32(16))
+        values *= np.uint32(0x85EBCA6B)
+        values ^= values >> np.uint32(13)
+        values *= np.uint32(0xC2B2AE35)
+        values ^= values >> np.uint32(16)
+    return values
+
+
+def minhash_signatures(values: np.ndarray, offsets: np.ndarray, permutations) -> np.ndarray:
+    """The MinHash signature of each text whose shingle hashes are ``values[offsets[k]:offsets[k + 1]]``
+    (as :func:`shingle_hashes` returns them): one uint32 row per text, equal to what datasketch's
+    ``MinHash(scheme="affine32")`` with these ``permutations`` (its ``(a, b)``) holds after
+    ``update_batch`` of the text's hashes (``hashfunc=operator.index``). An empty text's row is zeros.
+
+    Whole columns: each hash is finalised once (:func:`_fmix32`), then for a block of permutations
+    at a time (bounded memory) ``a * h + b`` modulo 2**32 of every hash and the minimum over each
+    text's hashes (``np.minimum.reduceat`` over the non-empty texts' starts)."""
+    a, b = (np.asarray(p, dtype=np.uint32) for p in permutations)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    signatures = np.zeros((len(offsets) - 1, a.size), dtype=np.uint32)
+    filled = np.flatnonzero(np.diff(offsets) > 0)
+    if not filled.size:
+        return signatures
+    hashed = _fmix32(np.asarray(values, dtype=np.uint32))
+    starts = offsets[filled]
+    block = int(np.clip(_PERMUTATION_BYTES // (4 * hashed.size), 1, a.size))
+    work = np.empty((block, hashed.size), dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for first in range(0, a.size, block):
+            k = slice(first, min(first + block, a.size))
+            part = work[: k.stop - k.start]
+            np.multiply(a[k, None], hashed[None, :], out=part)
+            np.add(part, b[k, None], out=part)
+            signatures[filled, k] = np.minimum.reduceat(part, starts, axis=1).T
+    return signatures
+
+
 def minhash_lsh(texts: list, *, threshold: float, num_perm: int = NUM_PERM, progress: bool = False):
     """The MinHash signature of every text (rows of a uint32 matrix) and the MinHashLSH index over
     the non-empty ones (keys: positions in ``texts``).
 
-    One ``MinHash`` is cleared and updated per text (``update_batch`` of the text's shingle hashes,
-    taken as they are: ``hashfunc=operator.index``, the shingles are hashed already by
-    :func:`shingle_hashes`): the index keeps each text's band hashes, not the object."""
+    The signatures are datasketch's ``MinHash`` (``NUM_PERM`` permutations, ``MINHASH_SEED``, scheme
+    ``affine32``) of each text's shingle hashes, taken as they are (the shingles are hashed already by
+    :func:`shingle_hashes`), computed a chunk of ``_CHUNK`` texts at a time on whole columns
+    (:func:`minhash_signatures`, with the permutations of that ``MinHash``). Each is inserted into
+    datasketch's ``MinHashLSH`` through one ``MinHash`` that carries the row: the index keeps each
+    text's band hashes, not the object."""
     from datasketch import MinHash, MinHashLSH
 
     from split_builders.progress import progress_bar
 
     bands, rows = lsh_parameters(threshold, num_perm)
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, params=(bands, rows))
-    minhash = MinHash(num_perm=num_perm, seed=MINHASH_SEED, hashfunc=operator.index, scheme=MINHASH_SCHEME)
+    carrier = MinHash(num_perm=num_perm, seed=MINHASH_SEED, hashfunc=operator.index, scheme=MINHASH_SCHEME)
     signatures = np.zeros((len(texts), num_perm), dtype=np.uint32)
     bar = progress_bar(total=len(texts), description="audit: MinHash", unit="text",
                        enabled=progress and len(texts) > 5 * _CHUNK)
     with bar, lsh.insertion_session(buffer_size=_CHUNK) as session:
         for start in range(0, len(texts), _CHUNK):
             values, offsets = shingle_hashes(texts[start:start + _CHUNK])
-            shingles = np.split(values, offsets[1:-1]) if len(offsets) > 1 else []
-            for k, row in enumerate(shingles):
-                if row.size:
-                    minhash.clear()
-                    minhash.update_batch(row.tolist())
-                    signatures[start + k] = minhash.hashvalues
-                    session.insert(start + k, minhash, check_duplication=False)
+            chunk = minhash_signatures(values, offsets, carrier.permutations)
+            signatures[start:start + len(chunk)] = chunk
+            for k in (start + np.flatnonzero(np.diff(offsets) > 0)).tolist():
+                carrier.hashvalues = signatures[k]
+                session.insert(k, carrier, check_duplication=False)
             bar.update(len(offsets) - 1)
     return signatures, lsh
 
@@ -543,12 +596,19 @@ def exact_jaccard(texts: list, pairs) -> np.ndarray:
 
 
 def near_duplicate_pairs(texts: list, *, threshold: float, num_perm: int = NUM_PERM, progress: bool = False,
-                         left=None, right=None):
+                         left=None, right=None, groups=None):
     """Pairs of ``texts`` whose character n-gram sets have a Jaccard similarity >= ``threshold``:
     ``(u, v, jaccard, search)`` with ``u < v`` (positions in ``texts``), from the LSH candidates, each
     confirmed with the exact Jaccard. Candidates whose MinHash estimate is more than four standard
     errors below the threshold are dropped before the exact check. ``left`` / ``right`` (booleans per
-    text) keep only pairs of a ``left`` text and a ``right`` one (evaluation and train rows)."""
+    text) keep only pairs of a ``left`` text and a ``right`` one (evaluation and train rows).
+
+    ``groups`` (an integer per text, :func:`_text_groups`) keeps only pairs within one group: each group
+    is searched on its own, with its own LSH index (whose memory, a few KiB per text, is then bounded by
+    the largest group), and a group without both a ``left`` and a ``right`` text is not searched."""
+    if groups is not None:
+        return _grouped_pairs(texts, np.asarray(groups), threshold=threshold, num_perm=num_perm,
+                              progress=progress, left=left, right=right)
     signatures, lsh = minhash_lsh(texts, threshold=threshold, num_perm=num_perm, progress=progress)
     bands, rows = lsh.b, lsh.r
     pairs = _candidate_pairs(lsh, signatures, floor=threshold - _estimate_margin(threshold, num_perm),
@@ -558,6 +618,49 @@ def near_duplicate_pairs(texts: list, *, threshold: float, num_perm: int = NUM_P
     found = jaccard >= threshold
     return pairs[found, 0], pairs[found, 1], jaccard[found], {"candidates": int(len(pairs)), "bands": bands,
                                                                "rows_per_band": rows}
+
+
+def _grouped_pairs(texts: list, groups: np.ndarray, *, threshold: float, num_perm: int, progress: bool,
+                   left=None, right=None):
+    """:func:`near_duplicate_pairs` group by group (in the order of the group numbers), the pairs put
+    back into positions of ``texts``; ``search["candidates"]`` sums the groups'."""
+    bands, rows = lsh_parameters(threshold, num_perm)
+    found, candidates = [], 0
+    order = np.argsort(groups, kind="stable")  # each group's texts in their order in ``texts``
+    bounds = np.flatnonzero(np.diff(groups[order])) + 1
+    for members in np.split(order, bounds):
+        if members.size < 2 or (left is not None and not left[members].any()) \
+                or (right is not None and not right[members].any()):
+            continue
+        u, v, jaccard, search = near_duplicate_pairs(
+            [texts[k] for k in members.tolist()], threshold=threshold, num_perm=num_perm, progress=progress,
+            left=None if left is None else left[members], right=None if right is None else right[members])
+        found.append((members[u], members[v], jaccard))
+        candidates += search["candidates"]
+    u, v, jaccard = (np.concatenate(parts) for parts in zip(*found)) if found else \
+        (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
+    return u, v, jaccard, {"candidates": candidates, "bands": bands, "rows_per_band": rows}
+
+
+def _text_groups(pool, columns) -> np.ndarray:
+    """A group number per distinct text (``columns.texts``; ``columns.text`` numbers each pool row's): the connected
+    components of the graph that links each text to the configs that hold it. A near-duplicate counts
+    only between an evaluation row and a train row of one config, so two texts of different groups are
+    never compared (CURRICULUM's phenomena share no rows: each is its own group)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    text, n = columns.text, len(columns.texts)
+    configs = {config: k for k, config in enumerate(dict.fromkeys(config for config, _ in pool.rows))}
+    links = []
+    for (config, _), rows in pool.rows.items():
+        held = _distinct(text[rows])
+        held = held[held >= 0]
+        links.append(np.stack([held, np.full(held.size, n + configs[config], dtype=np.int64)]))
+    links = np.concatenate(links, axis=1) if links else np.zeros((2, 0), dtype=np.int64)
+    size = n + len(configs)
+    graph = coo_matrix((np.ones(links.shape[1], dtype=np.int8), (links[0], links[1])), shape=(size, size))
+    return connected_components(graph, directed=False)[1][:n].astype(np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -601,7 +704,8 @@ def audit(parts: dict, fields: AuditFields | None = None, *, record: dict | None
         texts = columns.text[rows]
         (trained if split == "train" else evaluated)[texts[texts >= 0]] = True
     near_u, near_v, near_j, search = near_duplicate_pairs(columns.texts, threshold=threshold, progress=progress,
-                                                          left=evaluated, right=trained)
+                                                          left=evaluated, right=trained,
+                                                          groups=_text_groups(pool, columns))
     bands, rows_per_band = search["bands"], search["rows_per_band"]
     report = {
         "threshold": threshold, "ngram": NGRAM, "num_perm": NUM_PERM, "bands": bands, "rows_per_band": rows_per_band,
@@ -811,9 +915,24 @@ def audit_target(target: str, *, work, revision: str | None = None, fields=None,
     at ``revision`` or ``org/name@revision``), downloaded into ``work``."""
     from pathlib import Path
 
-    from split_builders.release.folder import Released, front_matter, resolve_target
+    from split_builders.release.folder import Released
 
     threshold = check_threshold(threshold)
+    path, is_release = locate_target(target, work=work, revision=revision)
+    if is_release:
+        return audit_release(Released(path), fields=fields, threshold=threshold, progress=progress)
+    return audit_splits(read_splits(path, Path(work) / "datasets-cache"), fields=fields, threshold=threshold,
+                        progress=progress, where=str(target))
+
+
+def locate_target(target: str, *, work, revision: str | None = None):
+    """``(folder, is_release)`` of ``target``: a folder here, or a Hub dataset id (``org/name``, at
+    ``revision`` or ``org/name@revision``) downloaded into ``work``; ``is_release`` when its README's
+    YAML has ``resplit:`` provenance and ``configs:`` (shared by ``resplit audit`` and ``resplit diagnose``)."""
+    from pathlib import Path
+
+    from split_builders.release.folder import front_matter, resolve_target
+
     path = Path(target).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -830,10 +949,8 @@ def audit_target(target: str, *, work, revision: str | None = None, fields=None,
             raise InvalidParameterError(f"{target!r} is no folder here, and as a Hub id: {error}") from None
     readme = path / "README.md"
     metadata = front_matter(readme)[0] if readme.is_file() else None
-    if isinstance(metadata, dict) and isinstance(metadata.get("resplit"), dict) and metadata.get("configs"):
-        return audit_release(Released(path), fields=fields, threshold=threshold, progress=progress)
-    return audit_splits(read_splits(path, Path(work) / "datasets-cache"), fields=fields, threshold=threshold,
-                        progress=progress, where=str(target))
+    return path, bool(isinstance(metadata, dict) and isinstance(metadata.get("resplit"), dict)
+                      and metadata.get("configs"))
 
 
 def read_splits(folder, cache_dir) -> dict:

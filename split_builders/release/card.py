@@ -9,6 +9,11 @@ specifications (no I/O); :func:`render` draws the figures into the release and w
 Helpers for the statistics cards show: per split rows, label shares, mean signal and length, the
 two-sample Kolmogorov-Smirnov statistic of the signal and of the length between train and test,
 and the total-variation distance of the label distributions.
+
+:func:`hub_metadata` is the card's Hub metadata (the YAML keys the Hub's search and filters read):
+``pretty_name``, ``license``, ``language``, ``task_categories`` and ``task_ids`` (from the method's
+:class:`~split_builders.api.Fields`, in the Hub's own vocabulary), ``size_categories`` (the Hub's
+buckets), ``source_datasets`` and ``tags``.
 """
 
 from __future__ import annotations
@@ -17,12 +22,26 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import re
+
 import numpy as np
 
 from split_builders.api import SPLITS
 from split_builders.release import audit as audit_view
 
 SPLIT_COLOURS = {"train": "#4c72b0", "validation": "#dd8452", "test": "#c44e52"}
+UNKNOWN_LICENSE = "unknown"  # the Hub's own id for "not stated"; push refuses it
+# The load snippet's dataset before the Hub repository is known (push fills in the one it uploads to).
+REPO_PLACEHOLDER = "ORG/NAME"
+# The Hub's size buckets (upper bounds, exclusive) for ``size_categories``.
+SIZE_BUCKETS = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"),
+                (10_000_000_000, "1B<n<10B"), (100_000_000_000, "10B<n<100B"), (1_000_000_000_000, "100B<n<1T"))
+# CheckList suites by a word of their name: (task category, task id) in the Hub's vocabulary.
+SUITE_TASKS = {"sentiment": ("text-classification", "sentiment-classification"),
+               "qqp": ("text-classification", "semantic-similarity-classification"),
+               "squad": ("question-answering", "extractive-qa")}
+NLI_LABELS = {"entailment", "contradiction", "neutral", "not_entailment", "non-entailment"}
 
 
 def ks_statistic(a, b) -> float:
@@ -103,6 +122,95 @@ def config_section(name: str, description: str, summary: dict, *, signal: str, f
 
 
 # ---------------------------------------------------------------------------------------------
+# Hub metadata
+# ---------------------------------------------------------------------------------------------
+
+
+def size_category(rows: int) -> str:
+    """The Hub's ``size_categories`` bucket of a dataset of ``rows`` examples (``n<1K``, ``1K<n<10K``, ...)."""
+    for bound, name in SIZE_BUCKETS:
+        if rows < bound:
+            return name
+    return "n>1T"
+
+
+def hub_tasks(fields, *, hint: str = "") -> tuple[list, list]:
+    """``task_categories`` and ``task_ids`` (the Hub's vocabulary) of rows a method declares as ``fields``.
+
+    Semantic parsing is ``text-generation`` / ``text2text-generation``; classification is
+    ``text-classification``, with ``natural-language-inference`` for premise/hypothesis pairs or NLI
+    labels, else ``multi-class-classification`` for more than two classes, and
+    ``multi-input-text-classification`` for more than one text column; a CheckList suite's task comes
+    from its name (``hint``: sentiment, QQP, SQuAD). Nothing for text-only rows or undeclared fields.
+    """
+    if fields is None or fields.task not in ("classification", "semantic_parsing", "behavioural"):
+        return [], []
+    if fields.task == "semantic_parsing":
+        return ["text-generation"], ["text2text-generation"]
+    if fields.task == "behavioural":
+        found = next((task for word, task in SUITE_TASKS.items() if word in hint.lower()), None)
+        return ([found[0]], [found[1]]) if found else (["text-classification"], [])
+    names = {str(name).lower() for name in fields.label_names or ()}
+    ids = []
+    if {"premise", "hypothesis"} <= set(fields.text) or len(names & NLI_LABELS) >= 2:
+        ids.append("natural-language-inference")
+    elif len(names) > 2:
+        ids.append("multi-class-classification")
+    if len(fields.text) > 1:
+        ids.append("multi-input-text-classification")
+    return ["text-classification"], ids
+
+
+def source_datasets(info) -> list[str]:
+    """``source_datasets``: the source's Hub id where known (``extended|org/name``: resplit adds columns
+    and splits), else ``extended|other-<name>`` (the Hub's form for a dataset that is not on it)."""
+    if info.hub_id:
+        return [f"extended|{info.hub_id}"]
+    name = re.split(r" \(|: ", str(info.name))[0].rsplit("/", 1)[-1].split(".")[0]
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return [f"extended|other-{slug}"] if slug else []
+
+
+def label_view(fields, features) -> dict | None:
+    """The label column and its class names in class order, for the card's load section:
+    ``{"column", "names", "class_label"}`` from the column's ``ClassLabel``, else from the declared
+    ``Fields.label_names`` (a column of names); None when there is no label with names. The declared
+    label column is looked up as declared, then as ``label`` (the name a label is released under)."""
+    import datasets
+
+    if features is None:
+        return None
+    declared = [fields.label, "label"] if fields is not None and fields.label else []
+    column = next((name for name in declared if name in features), None) if fields is not None else next(
+        (name for name, feature in features.items() if isinstance(feature, datasets.ClassLabel)), None)
+    if column is None:
+        return None
+    if isinstance(features[column], datasets.ClassLabel):
+        return {"column": column, "names": list(features[column].names), "class_label": True}
+    if fields is not None and fields.label_names:
+        return {"column": column, "names": list(fields.label_names), "class_label": False}
+    return None
+
+
+def hub_metadata(*, method, info, fields, sizes: dict, license: str | None = None, language=None,
+                 pretty_name: str | None = None) -> dict:
+    """The card's Hub metadata, in the order the Hub shows it (keys without a value are left out).
+
+    ``sizes`` is ``{config: {split: rows}}``: ``size_categories`` is the bucket of the largest config;
+    ``license`` defaults to ``unknown`` (which push refuses); ``tags`` are ``resplit`` and the method.
+    """
+    categories, ids = hub_tasks(fields, hint=str(info.name))
+    rows = max((sum(splits.values()) for splits in sizes.values()), default=0)
+    tags = ["resplit", method.name, *({"semantic_parsing": ["semantic-parsing"],
+                                       "behavioural": ["checklist"]}.get(getattr(fields, "task", None), []))]
+    metadata = {"pretty_name": pretty_name, "license": license or UNKNOWN_LICENSE,
+                "language": list(language) if language else None, "task_categories": categories,
+                "task_ids": ids, "size_categories": [size_category(rows)], "source_datasets": source_datasets(info),
+                "tags": tags}
+    return {key: value for key, value in metadata.items() if value}
+
+
+# ---------------------------------------------------------------------------------------------
 # The card skeleton and figure specifications
 # ---------------------------------------------------------------------------------------------
 
@@ -121,6 +229,7 @@ class Panel:
     kind: str = "hist"
     categories: list | None = None
     ylabel: str | None = None
+    markers: dict | None = None  # {label: x}: a vertical line at x per label (a config's value over a null)
 
 
 @dataclass
@@ -176,6 +285,10 @@ class CardSpec:
     citation: str | None = None
     duplicates: dict | None = None  # filled by the builder (builder.duplicate_report)
     audit: dict | None = None  # filled by the builder (release.audit.audit_build): the leakage audit
+    diagnostics: dict | None = None  # filled by the builder (evidence.diagnostics.diagnose_build), unless --null-splits 0
+    probe: dict | None = None  # filled by the builder with --probe (evidence.probe.probe_build)
+    repo_id: str | None = None  # filled by the builder: the Hub repository, where known (--org, a recipe)
+    labels: dict | None = None  # filled by the builder (label_view): the label column and its class names
 
 
 def render_figure(path: Path, figure: Figure) -> None:
@@ -226,6 +339,9 @@ def _draw_panel(ax, panel: Panel) -> None:
                 ax.hist(data, bins=bins, density=True, histtype="step", linewidth=1.6, color=_colour(label, i),
                         label=f"{label} ({data.size})")
         ax.set_ylabel(panel.ylabel or "density")
+    palette = ["#c44e52", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd"]
+    for i, (label, x) in enumerate((panel.markers or {}).items()):
+        ax.axvline(float(x), color=palette[i % len(palette)], linestyle="--", linewidth=1.4, label=str(label))
     ax.set_xlabel(panel.xlabel)
     if panel.series:
         ax.legend(fontsize=8)
@@ -233,14 +349,9 @@ def _draw_panel(ax, panel: Panel) -> None:
 
 def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> str:
     """The card's Markdown in the shared skeleton; figures are drawn under ``staging``."""
-    first = configs[0].name
     lines = [f"# {spec.title}", "", spec.intro.strip(), "",
-             f"Built with [resplit](https://github.com/resplit/resplit) (`resplit {method.name}`).", "",
-             "## How to load it", "", "```python", "from datasets import load_dataset",
-             f'ds = load_dataset("PATH_OR_HUB_ID", "{first}")', "```", "",
-             "Every row keeps `source_id` "
-             f"({info.source_id}), so any split can be joined back to the source.", "",
-             "## Configs", ""]
+             f"Built with resplit (`resplit {method.name}`).", "",
+             *load_section(spec, configs[0].name, info), "## Configs", ""]
     columns = dict(spec.columns)
     if spec.audit is not None:  # evaluation rows with an exact / near-duplicate in train (## Leakage audit)
         columns.update(audit_view.table_columns(spec.audit))
@@ -275,12 +386,41 @@ def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> 
         lines += _figures(section.figures, staging)
     if spec.audit is not None:
         lines += audit_view.card_lines(spec.audit)
+    if spec.diagnostics is not None:
+        from split_builders.evidence import diagnostics as diagnostics_view  # evidence imports release.audit
+
+        lines += diagnostics_view.card_lines(spec.diagnostics)
+        lines += _figures(diagnostics_view.figures(spec.diagnostics), staging)
+    if spec.probe is not None:
+        from split_builders.evidence import probe as probe_view
+
+        lines += probe_view.card_lines(spec.probe)
     lines += ["## Source and citation", "",
               f"Source: {info.name}" + (f", license {info.license}." if info.license else "."), ""]
     if spec.citation or info.citation:
         lines += ["```bibtex", (spec.citation or info.citation).strip(), "```", ""]
     lines += [f"Method: {method.paper}"]
     return "\n".join(lines)
+
+
+def load_section(spec: CardSpec, first: str, info) -> list[str]:
+    """"How to load it": the snippet (the Hub repository where known, else a placeholder that push
+    fills in), where ``source_id`` comes from, and the label's class names in class order."""
+    repo = spec.repo_id or REPO_PLACEHOLDER
+    lines = ["## How to load it", "", "```python", "from datasets import load_dataset", "",
+             f'ds = load_dataset("{repo}", "{first}")', "```", ""]
+    if not spec.repo_id:
+        lines += [f"`{REPO_PLACEHOLDER}` stands for the Hub repository this release is published under (`resplit "
+                  "push` writes it here in the copy it uploads), or the path of this folder to load it locally.", ""]
+    lines += [f"Every row keeps `source_id` ({info.source_id}), so any split can be joined back to the source.", ""]
+    labels = spec.labels
+    if labels:
+        names = ", ".join(f"{i} `{name}`" for i, name in enumerate(labels["names"]))
+        lines += ([f"`{labels['column']}` is a `ClassLabel`; its classes in order: {names} "
+                   f"(`ds[\"train\"].features[\"{labels['column']}\"].names`)."] if labels["class_label"] else
+                  [f"`{labels['column']}` holds the class names as text; in class order: "
+                   + ", ".join(f"`{name}`" for name in labels["names"]) + "."]) + [""]
+    return lines
 
 
 def _grouping(configs) -> list[str]:

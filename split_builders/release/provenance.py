@@ -10,19 +10,29 @@
       seed: 42
       parameters: {every recorded option}
       source: {name, rows, content_sha256 and/or revision, filters: {reason: rows}, source_id,
-               location: the source as given to the build (a path or Hub id; verify --rescore reads it)}
+               location: a Hub id or bundled sample as given, or a local file's or folder's name,
+               sha256: of a local source file}
       signal: {kind, model, model_revision, dtype, ...: what rebuilding the configs needs}
       environment: {python, numpy, torch, datasets, transformers}
       configs:
         <config>: {method, parameters, rows: {split: n}, sha256: {split: sha256 of the data file}}
 
 The writer adds ``version`` and ``configs`` (it knows the files); everything else comes from here.
+
+No local path of the builder's machine is recorded: a local source is named by its file (or folder)
+name and a file by its sha256 too. Where a local source was is remembered on the machine that built
+the release instead (``$RESPLIT_CACHE/sources/``, :func:`remember_source`), so that ``verify --rescore``
+there finds it again without ``--source`` (:func:`locate_source`, which also looks beside the release).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import platform
 from importlib import metadata
+from pathlib import Path
 
 SCHEMA = 1
 PACKAGES = ("numpy", "torch", "datasets", "transformers")
@@ -51,17 +61,90 @@ def source_record(info) -> dict:
     return record
 
 
+def file_sha256(path) -> str:
+    """The sha256 of a file's bytes (read in blocks)."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def source_location(source) -> tuple[dict, Path | None]:
+    """What a release records of where its source is, and the local path (None when not local).
+
+    A Hub id or a bundled sample's name is recorded as given (``{"location": "org/name"}``); a
+    local file by its name and sha256 (``{"location": "train.csv", "sha256": ...}``); a local folder by
+    its name. Never the path: it is the builder machine's, and cards get published."""
+    if source is None:
+        return {}, None
+    path = Path(str(source)).expanduser()
+    if not path.exists():
+        return {"location": str(source)}, None
+    path = path.resolve()
+    return ({"location": path.name, "sha256": file_sha256(path)} if path.is_file() else {"location": path.name}), path
+
+
+def _index_file(record: dict) -> Path:
+    """The file of this machine's source index that remembers where the source of ``record`` (a
+    ``resplit.source`` mapping) was read from: one per location, file sha256 and content hash."""
+    from loading_scripts.files import cache_root
+
+    key = json.dumps([record.get(k) for k in ("location", "sha256", "content_sha256", "revision")])
+    return Path(cache_root()) / "sources" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+
+def remember_source(record: dict, path: Path) -> None:
+    """Remember on this machine that the source of ``record`` is at ``path`` (best effort: a cache that
+    cannot be written only means ``verify --rescore`` needs ``--source``)."""
+    index = _index_file(record)
+    try:
+        index.parent.mkdir(parents=True, exist_ok=True)
+        partial = index.with_name(f".{index.name}.{os.getpid()}")
+        partial.write_text(json.dumps({"path": str(path)}), encoding="utf-8")
+        os.replace(partial, index)
+    except OSError:
+        pass
+
+
+def locate_source(record: dict, folder=None, given=None) -> str | None:
+    """Where ``verify --rescore`` reads the source of a release whose ``resplit.source`` is ``record``.
+
+    In order: ``given`` (``--source``); a location recorded as an absolute path (releases built
+    before locations were names); where this machine's build read it (:func:`remember_source`); a file
+    or folder of the recorded name beside the release ``folder`` or in its parent folder; else the
+    location as recorded (a Hub id, a bundled sample, or a name relative to the working folder)."""
+    if given is not None:
+        return str(given)
+    location = record.get("location") or record.get("name")
+    if not location or Path(location).is_absolute():
+        return location
+    try:
+        remembered = json.loads(_index_file(record).read_text(encoding="utf-8")).get("path")
+    except (OSError, ValueError, AttributeError):
+        remembered = None
+    if remembered and Path(remembered).exists():
+        return remembered
+    if folder is not None and "/" not in location:
+        for place in (Path(folder), Path(folder).parent):
+            if (place / location).exists():
+                return str(place / location)
+    return location
+
+
 def provenance(method, options, info, signal) -> dict:
-    """The ``resplit:`` mapping of a release, less ``version`` and ``configs`` (the writer's)."""
+    """The ``resplit:`` mapping of a release, less ``version`` and ``configs`` (the writer's).
+    A local source is remembered on this machine (:func:`remember_source`)."""
     if not (info.content_sha256 or info.revision):
         raise ValueError(f"method {method.name!r} gave no content hash or revision for its source")
+    where, local = source_location(options.source)
+    source = {**source_record(info), **where}
+    if local is not None:
+        remember_source(source, local)
     return {
         "schema": SCHEMA,
         "method": method.name,
         "paper": method.paper,
         "seed": int(options.seed),
         "parameters": options.recorded(),
-        "source": {**source_record(info), **({"location": str(options.source)} if options.source is not None else {})},
+        "source": source,
         "signal": signal.provenance,
         "environment": environment(),
     }

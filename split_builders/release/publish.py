@@ -4,9 +4,11 @@ One version is one commit (every file of the folder, sent sequentially in a sing
 plus deletions of files the previous version had and this one has not) and one tag ``vX.Y.Z`` on it.
 Before anything is sent the folder is checked: every config loads with ``datasets``, no ``source_id``
 is in two splits of one config, and row counts and file hashes match the card's
-``resplit.configs.<name>.rows/sha256``. The pushed copy (never the local folder) gets
-``resplit.release_version`` in its card and a CHANGELOG.md section that counts, per config, the rows
-that moved between splits since the previous tagged version.
+``resplit.configs.<name>.rows/sha256``, and the card states a license (a build that could not tell
+wrote ``license: unknown``: push refuses it until ``--license`` gives one). The pushed copy (never the
+local folder) gets ``resplit.release_version`` in its card, the repository in its load snippet (and the
+``--license`` given), and a CHANGELOG.md section that counts, per config, the rows that moved between
+splits since the previous tagged version.
 
 Failures leave the remote unchanged (the commit is atomic and sent with ``parent_commit``, so a
 concurrent push gives a 412 instead of a mixed state) or resumable (a commit without its tag is found
@@ -124,6 +126,32 @@ def validate_release(folder, *, allow_extra: bool = False) -> dict:
     return {c: {s: released.source_ids(c, s).tolist() for s in released.files[c]} for c in released.configs}
 
 
+def check_license(folder, license: str | None = None) -> str:
+    """The license the published card states: ``license`` (``--license``) where given, else the card's;
+    refuses a card without one or with ``unknown`` (a build that could not tell the license)."""
+    if license is not None:
+        if not str(license).strip() or str(license).strip() == "unknown":
+            raise InvalidReleaseError(f"--license {license!r} is not a license; give a Hub license id (e.g. cc-by-4.0)")
+        return str(license).strip()
+    stated = (read_card(Path(folder))[0] or {}).get("license")
+    if not stated or stated == "unknown" or stated == ["unknown"]:
+        raise InvalidReleaseError(f"{folder}: the card's license is unknown; give it with --license ID (e.g. "
+                                  "cc-by-4.0), or rebuild with --license")
+    return stated
+
+
+def card_for_repo(metadata: dict, body: str, repo_id: str, license: str | None = None) -> tuple[dict, str]:
+    """The card as published to ``repo_id``: the load snippet names the repository (instead of the
+    placeholder or another repository), and ``license`` (``--license``) replaces the card's."""
+    from split_builders.release.card import REPO_PLACEHOLDER
+
+    body = re.sub(r'(load_dataset\()"[^"]*"', lambda m: f'{m.group(1)}"{repo_id}"', body)
+    body = re.sub(rf"`{re.escape(REPO_PLACEHOLDER)}` stands for the Hub repository[^\n]*\n\n", "", body)
+    if license is not None:
+        metadata = {**metadata, "license": license}
+    return metadata, body
+
+
 # -- change report --------------------------------------------------------------------------------
 def changelog_section(tag: str, previous_tag: str | None, current: dict, moves: dict) -> str:
     """The Markdown CHANGELOG section of one version."""
@@ -221,10 +249,14 @@ def fetch_split_ids(api, repo_id: str, revision: str, cache_dir: str) -> tuple[d
     return ids, changelog
 
 
-def stage_release(folder: Path, staging: Path, version: str, section: str, old_changelog: str) -> Path:
-    """Copy ``folder`` to ``staging`` with the card's version and the CHANGELOG updated."""
+def stage_release(folder: Path, staging: Path, version: str, section: str, old_changelog: str, *,
+                  repo_id: str | None = None, license: str | None = None) -> Path:
+    """Copy ``folder`` to ``staging`` with the card's version and the CHANGELOG updated, and the card
+    made for ``repo_id`` (:func:`card_for_repo`)."""
     shutil.copytree(folder, staging)
     metadata, body = read_card(staging)
+    if repo_id is not None:
+        metadata, body = card_for_repo(metadata, body, repo_id, license)
     # Beside the resplit ``version`` that built it, where a reader of the card looks first.
     resplit = {k: v for k, v in metadata["resplit"].items() if k != "release_version"}
     keys = list(resplit)
@@ -287,7 +319,8 @@ def _load_line(repo_id: str, tag: str, config: str | None, *, metric: bool) -> s
 
 
 def push_release(folder, repo_id: str, version: str, *, message: str | None = None, private: bool = False,
-                 dry_run: bool = False, allow_extra: bool = False, log=print) -> PushResult:
+                 dry_run: bool = False, allow_extra: bool = False, license: str | None = None,
+                 log=print) -> PushResult:
     """Validate ``folder`` and publish it as version ``version`` of dataset ``repo_id``.
 
     Parameters
@@ -306,6 +339,8 @@ def push_release(folder, repo_id: str, version: str, *, message: str | None = No
         Validate the folder and say what would be pushed; nothing is sent (no token needed).
     allow_extra : bool
         Publish files the card does not name too (refused without it: every file of the folder is sent).
+    license : str, optional
+        The license the published card states (``--license``): needed when the card's is ``unknown``.
     log : callable
         Where progress lines go (``print``); never receives the token.
 
@@ -316,6 +351,7 @@ def push_release(folder, repo_id: str, version: str, *, message: str | None = No
     folder = Path(folder)
     tag = f"v{'.'.join(map(str, parse_version(version)))}"
     current = validate_release(folder, allow_extra=allow_extra)
+    stated = check_license(folder, license)
     first_config = next(iter(current))
     if dry_run:
         log(f"{folder} is valid: {len(current)} configs; would push it to {repo_id} and tag {tag}")
@@ -329,7 +365,8 @@ def push_release(folder, repo_id: str, version: str, *, message: str | None = No
         if previous_tag:
             previous, old_changelog = fetch_split_ids(api, repo_id, previous_tag, str(Path(tmp) / "cache"))
         section = changelog_section(tag, previous_tag, current, count_moves(previous, current))
-        staged = stage_release(folder, Path(tmp) / "release", version, section, old_changelog)
+        staged = stage_release(folder, Path(tmp) / "release", version, section, old_changelog, repo_id=repo_id,
+                               license=stated if license is not None else None)
         commit = commit_folder(api, repo_id, "dataset", staged, head, message or f"resplit release {tag}")
         log(f"commit {commit}")
         api.create_tag(repo_id, tag=tag, revision=commit, repo_type="dataset", tag_message=f"resplit release {tag}")

@@ -14,6 +14,8 @@ BibTeX of the method's paper and of the source dataset. ::
       files: [{path: geoquery_nqg.tsv, sha256: ...}]   # or {url: ..., sha256: ...}
       local: [../shared/data/geoquery]
     license: gpl-2.0
+    language: en                                       # or a list of codes
+    pretty_name: GeoQuery compositional splits         # the card's title (default: the method's)
     citation: {method: "@inproceedings{...}", source: "@inproceedings{...}"}
 
 Options are validated by the method's options dataclass when the recipe is read: an unknown or
@@ -35,16 +37,20 @@ from split_builders.errors import InvalidParameterError
 
 ORG_ENV = "RESPLIT_ORG"
 KEYS = {"repo", "method", "seed", "options", "source", "model", "license", "citation", "description", "kind",
-        "space", "pretty_name"}
+        "space", "pretty_name", "language"}
 # The type of each top-level key (``options`` are typed by the method's Options dataclass).
 KEY_TYPES = {"repo": (str, "text (e.g. \"{org}/name\")"), "method": (str, "a method name (resplit list)"),
              "kind": (str, "'dataset' or 'metric'"), "options": (dict, "a mapping of option: value"),
              "source": (dict, "a mapping (hub, revision, files, local)"),
              "model": (dict, "a mapping (hub, revision)"), "license": (str, "text (a license id)"),
              "citation": (dict, "a mapping (method, source) of BibTeX"), "description": (str, "text"),
-             "space": (str, "a folder (e.g. metrics/g_score)"), "pretty_name": (str, "text")}
+             "space": (str, "a folder (e.g. metrics/g_score)"), "pretty_name": (str, "text"),
+             "language": ((str, list), "a language code or a list of them (e.g. en)")}
 # Keys of ``options`` that a recipe sets elsewhere (or that only make sense on a command line).
-RESERVED_OPTIONS = {"source", "out", "overwrite", "seed"}
+RESERVED_OPTIONS = {"source", "out", "overwrite", "seed", "license", "language", "org"}
+# Where a recipe sets each reserved option instead.
+RESERVED_WHERE = {"seed": "top-level seed", "license": "top-level license", "language": "top-level language",
+                  "org": "repo (and --org)"}
 
 
 @dataclass
@@ -64,6 +70,7 @@ class Recipe:
     citation: dict = field(default_factory=dict)
     space: str | None = None
     pretty_name: str | None = None
+    language: tuple | None = None
 
     def repo_id(self, org: str | None = None) -> str:
         """The Hub repository, with the organisation filled in (``--org`` or ``$RESPLIT_ORG``)."""
@@ -72,6 +79,21 @@ class Recipe:
             raise InvalidParameterError(f"recipe {self.name}: repo {self.repo!r} needs an organisation: pass --org "
                                         f"or set ${ORG_ENV}")
         return self.repo.replace("{org}", org or "")
+
+    def known_repo_id(self, org: str | None = None) -> str | None:
+        """The Hub repository where it can be told (:meth:`repo_id`), else None (no organisation given):
+        what a build's card names in its load snippet."""
+        try:
+            return self.repo_id(org)
+        except InvalidParameterError:
+            return None
+
+    def card_overrides(self, org: str | None = None) -> dict:
+        """What a build of this recipe passes to :func:`split_builders.builder.build` for its card:
+        license, BibTeX (method's, then source's), title, language codes and Hub repository."""
+        citation = "\n".join(self.citation.get(k, "").strip() for k in ("method", "source") if self.citation.get(k))
+        return {"license": self.license, "citation": citation or None, "pretty_name": self.pretty_name,
+                "language": self.language, "repo_id": self.known_repo_id(org)}
 
     def local_source(self) -> Path | None:
         """The first local copy of the source that exists (paths relative to the recipe's repository
@@ -109,6 +131,17 @@ class Recipe:
             raise InvalidParameterError(f"recipe {self.name}: {where}{error}") from None
 
 
+def _languages(name: str, value) -> tuple | None:
+    """A recipe's ``language``: one code or a list of codes (text), as a tuple."""
+    if value is None:
+        return None
+    codes = [value] if isinstance(value, str) else value
+    if not codes or not all(isinstance(code, str) and code.strip() for code in codes):
+        raise InvalidParameterError(f"recipe {name}: language must be a language code or a list of them (e.g. en), "
+                                    f"got {value!r}")
+    return tuple(code.strip() for code in codes)
+
+
 def parse_settings(settings: list[str] | None) -> dict:
     """``--set KEY=VALUE`` arguments as a dict of option overrides; each value is read as YAML, so
     ``train_size=400`` is a number and ``phenomena=[verbnet,boolean]`` a list."""
@@ -132,7 +165,7 @@ def _check_option_keys(name: str, method_name: str, options: dict) -> None:
     for key in options:
         if key in RESERVED_OPTIONS:
             raise InvalidParameterError(f"recipe {name}: options.{key} is set by the recipe itself "
-                                        f"({'top-level seed' if key == 'seed' else 'the source block or the command line'})")
+                                        f"({RESERVED_WHERE.get(key, 'the source block or the command line')})")
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -166,7 +199,7 @@ def load_recipe(path) -> Recipe:
                     seed=data.get("seed", 42), options=dict(data.get("options") or {}),
                     source=dict(data.get("source") or {}), model=data.get("model"), license=data.get("license"),
                     citation=dict(data.get("citation") or {}), space=data.get("space"),
-                    pretty_name=data.get("pretty_name"))
+                    pretty_name=data.get("pretty_name"), language=_languages(name, data.get("language")))
     if kind == "metric":
         if not recipe.space:
             raise InvalidParameterError(f"recipe {name}: a metric recipe needs 'space' (its folder, e.g. metrics/g_score)")

@@ -83,6 +83,7 @@ def check_integrity(released: Released, report: Report, *, load: bool = True, al
         report.add(1, "(folder)", None, False, f"{describe_extra(extra)}; remove them, or pass --allow-extra to "
                                                "accept them")
     recorded = released.record.get("configs") or {}
+    plan = _load_plan(released) if load else None
     with tempfile.TemporaryDirectory(prefix="resplit-verify-") as cache:
         for config, files in released.files.items():
             card = recorded.get(config) or {}
@@ -111,17 +112,60 @@ def check_integrity(released: Released, report: Report, *, load: bool = True, al
                 seen.update((int(i), split) for i in ids)
                 report.add(1, config, split, not problems, "; ".join(problems))
             if load:
-                _check_loads(released.folder, config, cache, report)
+                _check_loads(released.folder, config, cache, report, plan)
 
 
-def _check_loads(folder: Path, config: str, cache: str, report: Report) -> None:
+def _load_plan(released: Released) -> dict | None:
+    """What :func:`_check_loads` needs from the README, read once: the first config (loaded through the
+    README), and per config its ``configs:`` entry and its ``dataset_info`` (``datasets``'
+    ``DatasetInfosDict``). None when ``datasets`` cannot read the ``dataset_info`` entries (then every
+    config is loaded through the README, which reports the problem)."""
+    from datasets.info import DatasetInfosDict
+
+    try:
+        infos = DatasetInfosDict.from_dataset_card_data(released.metadata)
+    except Exception:  # noqa: BLE001  (malformed dataset_info: load_dataset(folder, config) says what)
+        return None
+    entries = {entry.get("config_name"): entry for entry in released.metadata.get("configs") or []
+               if isinstance(entry, dict)}
+    return {"first": next(iter(released.files), None), "entries": entries, "infos": infos}
+
+
+def _check_loads(folder: Path, config: str, cache: str, report: Report, plan: dict | None = None) -> None:
+    """``config`` loads with ``datasets``; else one finding: the config and the first line of the error.
+
+    ``datasets.load_dataset(folder, config)`` re-reads the whole README on every call (the YAML of
+    every config with pure-Python PyYAML, then a hash of every config: about 80% and 15% of a call), so
+    loading each config that way takes time quadratic in the configs (a CURRICULUM release with its
+    inoculation configs: minutes). So only the first config of ``plan`` (:func:`_load_plan`) is loaded
+    that way (the README path a user takes); every other config is loaded by ``datasets`` as that
+    README tells it to: the data files of its ``configs:`` entry resolved against the folder
+    (``DataFilesDict.from_patterns``), read by the ``parquet`` builder with the features of its
+    ``dataset_info`` entry, and the split sizes that entry records checked (``verify_splits``), which are
+    the checks ``load_dataset(folder, config)`` makes. Without a plan, or for a config whose files are
+    not all parquet or are given by ``data_dir``, the config is loaded through the README."""
     import datasets
+    from datasets.data_files import DataFilesDict, sanitize_patterns
+    from datasets.utils.info_utils import verify_splits
 
     from loading_scripts.tables import quiet_datasets
 
+    entry = (plan or {}).get("entries", {}).get(config) or {}
+    direct = plan is not None and config != plan["first"] and entry.get("data_files") and not entry.get("data_dir")
     try:
         with quiet_datasets():
-            datasets.load_dataset(str(folder), config, cache_dir=cache)
+            if not direct:
+                datasets.load_dataset(str(folder), config, cache_dir=cache)
+                return
+            files = DataFilesDict.from_patterns(sanitize_patterns(entry["data_files"]), base_path=str(folder))
+            if not all(str(f).endswith(".parquet") for paths in files.values() for f in paths):
+                datasets.load_dataset(str(folder), config, cache_dir=cache)
+                return
+            info = plan["infos"].get(config)
+            loaded = datasets.load_dataset("parquet", data_files=files, cache_dir=cache,
+                                           features=info.features if info is not None else None)
+            if info is not None and info.splits:
+                verify_splits(info.splits, next(iter(loaded.values())).info.splits)
     except Exception as error:  # any failure to load is what a user would meet
         report.add(1, config, "load", False, f"config {config!r} does not load: {str(error).splitlines()[0]}")
 
@@ -172,6 +216,7 @@ def check_rescored(released: Released, report: Report, work: Path, *, source=Non
     """Level 3: rebuild from the recorded options (source and model must be reachable) and compare:
     the source's content hash, every config's index sets, and the signal columns row by row."""
     from split_builders.builder import build
+    from split_builders.release.provenance import locate_source
 
     record = released.record
     method = get_method(record.get("method"))
@@ -181,7 +226,7 @@ def check_rescored(released: Released, report: Report, work: Path, *, source=Non
                                 "recompute; levels 1 and 2 check the rest")
         return
     recorded_source = record.get("source") or {}
-    source = source or recorded_source.get("location") or recorded_source.get("name")
+    source = locate_source(recorded_source, released.folder, source)  # --source, this machine's build, beside it
     fields = {f for f in method.Options.__dataclass_fields__}
     values = {k: v for k, v in (record.get("parameters") or {}).items() if k in fields}
     try:

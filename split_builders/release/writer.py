@@ -33,7 +33,8 @@ import numpy as np
 from loading_scripts.tables import arrow_table, quiet_datasets
 from split_builders._version import __version__
 from split_builders.api import ConfigSplit
-from split_builders.release.audit import yaml_record as audit_yaml
+from split_builders.evidence import evidence_records
+from split_builders.release.export import write_lm_eval
 from split_builders.progress import progress_bar
 from split_builders.errors import (InvalidParameterError, OutputExistsError, OutputLockedError, disk_full,
                                    is_disk_full)
@@ -80,13 +81,13 @@ def _write_config(rows: datasets.Dataset, config: ConfigSplit, staging: Path) ->
     return written
 
 
-def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, audit=None) -> dict:
+def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, evidence=None, hub=None) -> dict:
+    """The README's YAML: the Hub metadata first (``hub``: :func:`split_builders.release.card.hub_metadata`;
+    ``license`` and ``pretty_name`` where it has none; a license nobody stated is ``unknown``), then
+    ``configs`` and ``dataset_info`` (what ``datasets`` reads), then the ``resplit`` provenance."""
     features = rows.features._to_yaml_list if rows is not None else None
-    metadata = {}
-    if license:
-        metadata["license"] = license
-    if pretty_name:
-        metadata["pretty_name"] = pretty_name
+    metadata = {**({"pretty_name": pretty_name} if pretty_name else {}), "license": license or "unknown",
+                **(hub or {})}
     metadata["configs"] = [
         {"config_name": c.name, **({"default": True} if i == 0 else {}),
          "data_files": [{"split": s, "path": written[c.name][s].path} for s in c.splits]}
@@ -99,17 +100,17 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, 
                      "num_examples": written[c.name][s].num_examples} for s in c.splits]}
         for c in configs
     ]
-    # The leakage audit (release.audit): its settings, and per config its counts beside the config's files.
-    settings, counts = audit_yaml(audit) if audit is not None else (None, {})
+    # The evidence (audit, diagnostics, probe): its settings, and per config its numbers beside the config's files.
+    records = evidence_records(evidence or {})
     metadata["resplit"] = {
         "version": __version__,
         **provenance,
-        **({"audit": settings} if settings is not None else {}),
+        **{name: settings for name, (settings, _) in records.items()},
         "configs": {
             c.name: {"method": c.method, "parameters": c.parameters,
                      "rows": {s: written[c.name][s].num_examples for s in c.splits},
                      "sha256": {s: written[c.name][s].sha256 for s in c.splits},
-                     **({"audit": counts[c.name]} if c.name in counts else {})}
+                     **{name: per_config[c.name] for name, (_, per_config) in records.items() if c.name in per_config}}
             for c in configs
         },
     }
@@ -118,7 +119,8 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, 
 
 def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSplit], *, provenance: dict,
                   render_card, license: str | None = None, pretty_name: str | None = None,
-                  overwrite: bool = False, progress: bool = False, audit: dict | None = None) -> Path:
+                  overwrite: bool = False, progress: bool = False, evidence: dict | None = None,
+                  hub: dict | None = None) -> Path:
     """Write ``configs`` of ``rows`` as a Hub-style dataset folder at ``out_dir``.
 
     Parameters
@@ -136,9 +138,18 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
         figures under ``staging_dir``. ``written`` maps config -> split -> WrittenSplit.
     progress : bool
         A progress bar over the configs (stderr).
-    audit : dict, optional
-        The leakage audit (:func:`split_builders.release.audit.audit_build`): its settings are recorded
-        as ``resplit.audit`` and each config's counts as ``resplit.configs.<config>.audit``.
+    evidence : dict, optional
+        ``{name: report}`` of the evidence a build computed (``audit``, ``diagnostics``, ``probe``; None
+        where not computed): each report's settings are recorded as ``resplit.<name>`` and each config's
+        numbers as ``resplit.configs.<config>.<name>`` (:func:`split_builders.evidence.evidence_records`).
+        Harness tasks (``lm_eval/``, :func:`split_builders.release.export.write_lm_eval`) are written beside
+        the card, naming ``provenance["repo_id"]`` as their dataset where it is known.
+    license, pretty_name : str, optional
+        The card's license (``unknown`` when not given) and title.
+    hub : dict, optional
+        The card's Hub metadata (:func:`split_builders.release.card.hub_metadata`): license, language,
+        task categories and ids, size category, source datasets, tags; it wins over ``license`` and
+        ``pretty_name``.
     """
     from huggingface_hub import DatasetCard, DatasetCardData
 
@@ -168,11 +179,13 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
         step = "the card's figures"
         body = render_card(staging, written)
         metadata = _yaml_metadata(rows, configs, written, license=license, pretty_name=pretty_name,
-                                  provenance=provenance, audit=audit)
+                                  provenance=provenance, evidence=evidence, hub=hub)
         yaml_text = DatasetCardData(**metadata).to_yaml()
         card = DatasetCard(f"---\n{yaml_text}\n---\n\n{body.strip()}\n")  # parses the YAML back: a check
         step = "the card (README.md)"
         (staging / "README.md").write_text(str(card), encoding="utf-8")
+        step = "the harness tasks (lm_eval/)"
+        write_lm_eval(staging, repo_id=provenance.get("repo_id"))
         os.chmod(staging, _folder_mode())  # mkdtemp's folder is private (0700)
         _move_into_place(staging, out_dir)
     except OSError as error:

@@ -228,7 +228,9 @@ def rederive_configs(rows, parameters: dict) -> dict:
     ids = np.asarray(rows.column("source_id").to_numpy(), dtype=np.int64)
     out = {}
     for config, recorded in parameters.items():
-        labels, _ = encode_labels(rows.column(recorded.get("label_field") or "label").to_pylist())
+        # the recorded label field (releases before the one label policy), else `label` (after it)
+        field = recorded.get("label_field") or "label"
+        labels, _ = encode_labels(rows.column(field if field in rows.column_names else "label").to_pylist())
         splitter = DifficultySplitter(**{k: recorded[k] for k in DifficultySplitter._param_names()})
         field = recorded.get("grouped_by")
         groups = None if field is None else group_codes(rows.column(field).to_numpy(zero_copy_only=False))

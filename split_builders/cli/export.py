@@ -1,0 +1,51 @@
+"""``resplit export lm-eval FOLDER``: the lm-evaluation-harness tasks of an existing release
+(:mod:`split_builders.release.export`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def run_lm_eval(args) -> int:
+    from loading_scripts.files import looks_like_path
+    from split_builders.release.export import describe, export_lm_eval
+    from split_builders.release.folder import check_release_folder
+
+    folder = check_release_folder(args.folder)
+    repo_id = dataset_path = None
+    if args.dataset_path:
+        value = args.dataset_path
+        is_hub_id = value.count("/") == 1 and not Path(value).expanduser().exists() and not looks_like_path(value)
+        repo_id, dataset_path = (value, None) if is_hub_id else (None, value)
+    exported = export_lm_eval(folder, args.out, repo_id=repo_id, dataset_path=dataset_path)
+    for line in describe(exported):
+        print(line)
+    return 0
+
+
+def add_parsers(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "export", help="write a release's tasks for other tools (lm-eval: lm-evaluation-harness)",
+        description="Write a release's tasks for evaluation tools.")
+    tools = parser.add_subparsers(dest="tool", metavar="TOOL", required=True)
+    lm_eval = tools.add_parser(
+        "lm-eval", help="lm-evaluation-harness tasks: one group per release, one task per config",
+        description="Write lm-evaluation-harness tasks of the release FOLDER: one task per config (multiple choice "
+                    "over the label's class names in class order; generation with exact match for target programs; "
+                    "CheckList test cases with a label), one group per release, and utils.py. Run them with "
+                    "`lm_eval --include_path FOLDER/lm_eval --tasks GROUP`. Configs that fit no task are listed "
+                    "with the reason.")
+    lm_eval.add_argument("folder", metavar="FOLDER", help="a release folder (a build's --out)")
+    lm_eval.add_argument("--dataset-path", metavar="ID_OR_PATH",
+                         help="the tasks' dataset_path: a Hub id org/name (also names the group), or a path written "
+                              "as given (default: the Hub id the card records, else the release folder, found "
+                              "relative to the tasks' folder so that the tasks run from any working directory)")
+    lm_eval.add_argument("--out", metavar="DIR", help="folder for the tasks (default: FOLDER/lm_eval)")
+    lm_eval.set_defaults(func=run_lm_eval)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from split_builders.cli import main
+
+    sys.exit(main(["export", *sys.argv[1:]]))

@@ -1,0 +1,759 @@
+"""Diagnostics against chance: what each config's evaluation splits hold, set against random splits
+of the same sizes (the Likelihood Splits paper's Section 5 and Figure 3, for every release).
+
+For every config and evaluation split (validation, test) and every statistic, the report gives the
+split's value, the train split's, and the value's percentile among ``N`` random splits (200 by
+default) of the config's own rows with the same split sizes, drawn the way the config's baseline
+draws them: label-balanced where the config is stratified (each class keeps its number of rows in
+each split), whole groups where the config records ``grouped_by`` (groups in a seeded random order
+fill test, then validation, each until it has at least its size), plainly random otherwise. The
+draws are seeded (``seed``) and depend only on the config's rows (in ``source_id`` order), its split
+sizes and its strata or groups, so configs of the same rows and sizes share one null distribution.
+
+Statistics (text statistics of the query column, the one a query-only baseline reads: the
+hypothesis, the question, the input; :mod:`.text_stats` defines words, rare words, syllables):
+
+* ``length``: mean query length in words;
+* ``rare_word_fraction``: rare words (Zipf frequency < 3 in ``wordfreq``'s English list) / words;
+* ``unseen_word_rate``: words whose type occurs in no train query / words;
+* ``fk_grade``: mean Flesch-Kincaid grade of the queries (queries with words);
+* the method's own signal (its ``signal_columns`` present in the rows: ``score``, ``pvi``): the mean;
+* where rows carry a target program (semantic parsing): ``atom_divergence`` and ``compound_divergence``
+  from train (Chernoff coefficients 0.5 and 0.1 over ``signals.programs`` atoms and compounds, as the
+  TMCD cards compute them), ``unseen_compound_share`` (programs with a compound no train program
+  has) and ``unseen_template_share`` (programs whose template, literals anonymised, no train program
+  has); for SQL targets, Spider's hardness shares ``hardness_easy`` ... ``hardness_extra``
+  (:mod:`.sql_hardness`; shares of the queries that parse).
+
+The train value of a statistic that compares with train (unseen rates and shares, divergences) is
+0 by definition. A behavioural release (CheckList test cases) also gets, per config and evaluation
+split, the functionalities, capabilities and test types it holds that train does not (counts, no
+null needed).
+
+Whole columns: the per-row statistics are computed once over the distinct rows of the release;
+each block of random splits is an ``int8`` assignment matrix (rows x splits), sums are matrix
+products, and the unseen-word rate of all splits of a block is a product with the sparse row x
+vocabulary count matrix (seen = train column sums > 0).
+
+:func:`diagnose_build` (what a build is about to release), :func:`diagnose_release` (a release
+folder), :func:`diagnose_splits` (any dataset with splits) and :func:`diagnose_target` all go through
+:func:`diagnose`, so ``resplit diagnose`` on a release gives the numbers of its card.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from split_builders.api import check_number
+from split_builders.errors import InvalidParameterError
+
+DEFAULT_NULL_SPLITS = 200
+DEFAULT_SEED = 0
+EVALUATION_SPLITS = ("validation", "test")
+SPLIT_CODES = {"train": 0, "validation": 1, "test": 2}
+BLOCK = 16  # random splits per assignment block (bounds memory: rows x BLOCK float64 per split)
+PROGRESS_ROWS = 50_000  # a progress bar (per config) only for more distinct rows than this
+DIGITS = 6  # values are rounded to this many decimals (a build's card and a re-run agree exactly)
+HELD_OUT_COLUMNS = (("functionality", "functionalities"), ("capability", "capabilities"), ("test_type", "test types"))
+LABEL_NAMES = ("label", "labels", "gold_label")
+
+# How a statistic is shown: a phrase for the one-line summary, how a value is printed, its axis label.
+_PERCENT = lambda v: f"{100 * v:.1f}%"  # noqa: E731
+DISPLAY = {
+    "length": ("mean query length", lambda v: f"{v:.2f} words", "mean query length (words)"),
+    "rare_word_fraction": ("rare words", _PERCENT, "rare words (Zipf < 3)"),
+    "unseen_word_rate": ("words unseen in train", _PERCENT, "words unseen in train"),
+    "fk_grade": ("mean Flesch-Kincaid grade", lambda v: f"{v:.2f}", "mean Flesch-Kincaid grade"),
+    "atom_divergence": ("atom divergence", lambda v: f"{v:.3f}", "atom divergence from train"),
+    "compound_divergence": ("compound divergence", lambda v: f"{v:.3f}", "compound divergence from train"),
+    "unseen_compound_share": ("programs with a compound unseen in train", _PERCENT,
+                              "programs with an unseen compound"),
+    "unseen_template_share": ("programs with a template unseen in train", _PERCENT,
+                              "programs with an unseen template"),
+    "hardness_easy": ("easy SQL queries", _PERCENT, "easy queries (Spider)"),
+    "hardness_medium": ("medium SQL queries", _PERCENT, "medium queries (Spider)"),
+    "hardness_hard": ("hard SQL queries", _PERCENT, "hard queries (Spider)"),
+    "hardness_extra": ("extra-hard SQL queries", _PERCENT, "extra-hard queries (Spider)"),
+}
+
+
+def check_null_splits(value) -> int:
+    """The number of random splits: an integer >= 1."""
+    return check_number(value, "--null-splits", integer=True, minimum=1)
+
+
+def check_seed(value) -> int:
+    """The seed of the random splits: an integer >= 0."""
+    return check_number(value, "--seed", integer=True, minimum=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Which columns: query, target, label, signal, behaviour
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Columns:
+    """The columns the diagnostics read, and the task they make."""
+
+    task: str
+    query: str | None = None
+    target: str | None = None
+    label: str | None = None
+    signals: tuple = ()
+    behaviour: tuple = ()
+    target_language: str | None = None
+
+
+def _record_target_language(record: dict) -> str | None:
+    signal = (record or {}).get("signal") or {}
+    for value in (signal.get("target_language"), (signal.get("atom_constraint") or {}).get("target_language"),
+                  ((record or {}).get("parameters") or {}).get("target_language"),
+                  ((record or {}).get("parameters") or {}).get("atoms")):
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def choose_columns(pool, record: dict | None, *, where: str) -> Columns:
+    """The columns of ``pool`` (a ``pyarrow.Table``) to diagnose: the record's declared fields
+    (``resplit.fields``), else those the leakage audit infers (:func:`~split_builders.release.audit.infer_fields`)."""
+    from split_builders.api import Fields
+    from split_builders.release.audit import _is_text, _method_signal_columns, infer_fields
+
+    record = record or {}
+    names = pool.column_names
+    declared = Fields.from_record(record)
+    if declared is not None:
+        query = declared.query if declared.query in names else next((t for t in declared.text if t in names), None)
+        target = declared.target if declared.target in names else None
+        label = declared.label if declared.label in names else None
+        task = declared.task
+    else:
+        inferred = infer_fields(pool, record, where=where)
+        texts, target = list(inferred.text), inferred.program
+        if target is None:  # a plain dataset: a text column of SQL queries is the target program (Spider's `query`)
+            from split_builders.evidence.sql_hardness import looks_like_sql
+
+            target = next((t for t in texts if looks_like_sql(pool.column(t).slice(0, 400).to_pylist())), None)
+            texts = [t for t in texts if t != target]
+        query = (texts or [None])[0]
+        label = next((n for n in LABEL_NAMES if n in names), None)
+        task = ("behavioural" if record.get("method") == "behavioural" else "semantic_parsing" if target
+                else "classification" if label else "text")
+    if query is not None and not _is_text(pool.schema.field(query).type):
+        query = None
+    signals = tuple(c for c in _method_signal_columns(record) if c in names and task != "behavioural"
+                    and _numeric(pool.schema.field(c).type))
+    behaviour = tuple(c for c, _ in HELD_OUT_COLUMNS if c in names) if task == "behavioural" else ()
+    language = None
+    if target is not None:
+        from loading_scripts.compositional import guess_target_language
+
+        language = _record_target_language(record)
+        if language is None:
+            sample = [t for t in pool.column(target).slice(0, 200).to_pylist() if isinstance(t, str)]
+            language = guess_target_language(sample) if sample else None
+    return Columns(task, query, target, label, signals, behaviour, language)
+
+
+def _numeric(kind) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind)
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-row statistics of the distinct rows (computed once)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RowStatistics:
+    """Per distinct row: ``ratios`` ``{name: (numerator, denominator)}`` (a split's value is the ratio of
+    the sums), ``unseen`` ``{name: (counts matrix, per-row weights, kind)}`` (``tokens``: the share of
+    weighted entries unseen in train; ``rows``: the share of rows with one), ``divergences``
+    ``{name: (counts matrix, alpha)}``, ``categories`` ``{column: codes}`` (behavioural held-out counts)
+    and the order of the statistics."""
+
+    ratios: dict = field(default_factory=dict)
+    unseen: dict = field(default_factory=dict)
+    divergences: dict = field(default_factory=dict)
+    categories: dict = field(default_factory=dict)
+    order: list = field(default_factory=list)
+
+
+def _incidence(per_row: list):
+    """A CSR count matrix of per-row collections (sets or Counters; None: an empty row), columns
+    in sorted key order (so that sums run in the same order whatever the row order)."""
+    from scipy import sparse
+
+    keys = sorted({k for entry in per_row if entry for k in entry}, key=str)
+    index = {k: i for i, k in enumerate(keys)}
+    rows, cols, values = [], [], []
+    for r, entry in enumerate(per_row):
+        if not entry:
+            continue
+        for k in entry:
+            rows.append(r)
+            cols.append(index[k])
+            values.append(entry[k] if isinstance(entry, dict) else 1)
+    matrix = sparse.csr_matrix((np.asarray(values, dtype=np.float64), (np.asarray(rows, dtype=np.int64),
+                                np.asarray(cols, dtype=np.int64))), shape=(len(per_row), len(keys)))
+    matrix.sum_duplicates()
+    return matrix
+
+
+def _sorted_columns(matrix, vocabulary: list):
+    """``matrix`` with its columns reordered so that ``vocabulary`` is sorted."""
+    order = np.argsort(np.asarray(vocabulary, dtype=object).astype(str), kind="stable")
+    return matrix[:, order].tocsr()
+
+
+def row_statistics(pool, columns: Columns) -> RowStatistics:
+    """The per-row statistics of the distinct rows ``pool`` (a ``pyarrow.Table``)."""
+    from split_builders.evidence.text_stats import text_stats
+
+    stats = RowStatistics()
+    n = pool.num_rows
+    ones = np.ones(n, dtype=np.float64)
+    if columns.query is not None:
+        from split_builders.release.audit import _as_text
+
+        text = text_stats(_as_text(pool.column(columns.query)))
+        words = text.words.astype(np.float64)
+        grade = text.fk_grade
+        has_words = (text.words > 0).astype(np.float64)
+        stats.ratios["length"] = (words, ones)
+        stats.ratios["rare_word_fraction"] = (text.rare.astype(np.float64), words)
+        stats.unseen["unseen_word_rate"] = (_sorted_columns(text.counts.astype(np.float64), text.vocabulary), words,
+                                            "tokens")
+        stats.ratios["fk_grade"] = (np.where(has_words > 0, grade, 0.0), has_words)
+        stats.order += ["length", "rare_word_fraction", "unseen_word_rate", "fk_grade"]
+    for name in columns.signals:
+        values = np.asarray(pool.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
+        finite = np.isfinite(values)
+        stats.ratios[name] = (np.where(finite, values, 0.0), finite.astype(np.float64))
+        stats.order.append(name)
+    if columns.target is not None:
+        _program_statistics(stats, pool.column(columns.target).to_pylist(), columns.target_language)
+    for name in columns.behaviour:
+        from split_builders.release.audit import _codes
+
+        stats.categories[name] = _codes(pool.column(name))
+    return stats
+
+
+def _program_statistics(stats: RowStatistics, programs: list, language: str | None) -> None:
+    from split_builders.evidence.sql_hardness import HARDNESS, hardness_by_row
+    from split_builders.signals.programs.atoms import ATOM_FUNCTIONS, atoms_by_row
+    from split_builders.signals.programs.compounds import COMPOUND_FUNCTIONS, compounds_by_row
+    from split_builders.splitters.compositional import program_template
+    from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
+
+    n = len(programs)
+    if language in ATOM_FUNCTIONS and language in COMPOUND_FUNCTIONS:
+        atoms = atoms_by_row(programs, language).atoms
+        compounds = compounds_by_row(programs, language)
+        stats.divergences["atom_divergence"] = (_incidence(atoms), ATOM_ALPHA)
+        stats.divergences["compound_divergence"] = (_incidence(compounds), COMPOUND_ALPHA)
+        parsed = np.fromiter((c is not None for c in compounds), dtype=np.float64, count=n)
+        stats.unseen["unseen_compound_share"] = (stats.divergences["compound_divergence"][0], parsed, "rows")
+        stats.order += ["atom_divergence", "compound_divergence", "unseen_compound_share"]
+    templates = [None if not isinstance(p, str) else {program_template(p, language or ""): 1} for p in programs]
+    present = np.fromiter((t is not None for t in templates), dtype=np.float64, count=n)
+    stats.unseen["unseen_template_share"] = (_incidence(templates), present, "rows")
+    stats.order.append("unseen_template_share")
+    if language == "sql":
+        categories = hardness_by_row(programs)
+        parsed = np.fromiter((c is not None for c in categories), dtype=np.float64, count=n)
+        for name in HARDNESS:
+            share = np.fromiter((c == name for c in categories), dtype=np.float64, count=n)
+            stats.ratios[f"hardness_{name}"] = (share, parsed)
+            stats.order.append(f"hardness_{name}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Random splits (null distributions) and the statistics of many splits at once
+# ---------------------------------------------------------------------------------------------
+
+
+def null_assignments(strata: np.ndarray, counts: dict, *, groups=None, count: int, rng) -> np.ndarray:
+    """``count`` random splits of ``len(strata)`` rows as an ``int8`` matrix (rows x splits; 0 train,
+    1 validation, 2 test).
+
+    Without ``groups``: in every stratum (class) ``c`` a random ``counts[1][c]`` rows go to validation
+    and ``counts[2][c]`` to test (a random permutation of the rows, stably sorted by stratum). With
+    ``groups`` (a group code per row): groups in a random order fill test until it has at least
+    ``counts[2].sum()`` rows, then validation likewise; the rest is train."""
+    n = strata.size
+    out = np.zeros((n, count), dtype=np.int8)
+    n_test, n_validation = int(counts[2].sum()), int(counts[1].sum())
+    if groups is not None:
+        sizes = np.bincount(groups)
+        for j in range(count):
+            order = rng.permutation(sizes.size)
+            ends = np.cumsum(sizes[order])
+            starts = ends - sizes[order]
+            test = starts < n_test
+            taken = int(ends[test].max(initial=0))
+            validation = ~test & (starts < taken + n_validation)
+            code = np.zeros(sizes.size, dtype=np.int8)
+            code[order[validation]] = 1
+            code[order[test]] = 2
+            out[:, j] = code[groups]
+        return out
+    class_start = np.concatenate([[0], np.cumsum(np.bincount(strata, minlength=counts[1].size))[:-1]])
+    small = strata.astype(np.int16) if counts[1].size <= np.iinfo(np.int16).max else strata  # radix-sorted
+    for j in range(count):
+        shuffled = rng.permutation(n)
+        order = shuffled[np.argsort(small[shuffled], kind="stable")]  # by stratum, random within each
+        cls = strata[order]
+        position = np.arange(n) - class_start[cls]
+        code = np.where(position < counts[2][cls], 2, np.where(position < counts[2][cls] + counts[1][cls], 1, 0))
+        out[order, j] = code.astype(np.int8)
+    return out
+
+
+def evaluate(stats: RowStatistics, rows: np.ndarray, assignment: np.ndarray, splits) -> dict:
+    """``{split: {statistic: values}}`` (one value per column of ``assignment``) for the rows ``rows``
+    (positions among the distinct rows, one per config row) split as ``assignment`` says."""
+    masks = {s: (assignment == SPLIT_CODES[s]).astype(np.float64) for s in ("train", *splits)}
+    out = {s: {} for s in ("train", *splits)}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if stats.ratios:
+            names = list(stats.ratios)
+            numerators = np.stack([stats.ratios[k][0][rows] for k in names], axis=1)
+            denominators = np.stack([stats.ratios[k][1][rows] for k in names], axis=1)
+            for s, mask in masks.items():
+                values = (numerators.T @ mask) / (denominators.T @ mask)
+                for i, name in enumerate(names):
+                    out[s][name] = values[i]
+        for name, (matrix, weights, kind) in stats.unseen.items():
+            part = matrix[rows]
+            unseen = (part.T @ masks["train"] == 0).astype(np.float64)  # vocabulary x splits
+            hits = part @ unseen  # per row and split: its unseen entries
+            weight = weights[rows][:, None]
+            if kind == "rows":
+                hits = (hits > 0) * weight
+            for s in splits:
+                out[s][name] = (hits * masks[s]).sum(axis=0) / (weight * masks[s]).sum(axis=0)
+            out["train"][name] = np.zeros(assignment.shape[1])
+        for name, (matrix, alpha) in stats.divergences.items():
+            part = matrix[rows]
+            train = part.T @ masks["train"]
+            for s in splits:
+                out[s][name] = _chernoff(train, part.T @ masks[s], alpha)
+            out["train"][name] = np.zeros(assignment.shape[1])
+    return out
+
+
+def _chernoff(counts_1: np.ndarray, counts_2: np.ndarray, alpha: float) -> np.ndarray:
+    """``1 - sum_k p_k**alpha q_k**(1 - alpha)`` per column of two count matrices (keys x splits);
+    1 where one side is empty, 0 where both are (as
+    :func:`~split_builders.signals.programs.divergence.chernoff_divergence`)."""
+    total_1, total_2 = counts_1.sum(axis=0), counts_2.sum(axis=0)
+    p = counts_1 / np.where(total_1 > 0, total_1, 1)
+    q = counts_2 / np.where(total_2 > 0, total_2, 1)
+    value = 1.0 - (p ** alpha * q ** (1.0 - alpha)).sum(axis=0)
+    return np.where((total_1 > 0) & (total_2 > 0), value, np.where((total_1 > 0) | (total_2 > 0), 1.0, 0.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# The diagnostics
+# ---------------------------------------------------------------------------------------------
+
+
+def _number(value):
+    value = float(value)
+    return None if not math.isfinite(value) else round(value, DIGITS)
+
+
+def _percentile(null: np.ndarray, value: float):
+    """The percentile of ``value`` among the finite ``null`` values (ties count half), 0-100."""
+    from scipy.stats import percentileofscore
+
+    null = null[np.isfinite(null)]
+    if not null.size or not math.isfinite(value):
+        return None
+    return round(float(percentileofscore(null, value, kind="mean")), 2)
+
+
+@dataclass
+class _Config:
+    """One config's rows in ``source_id`` order (positions among the distinct rows), the split of
+    each, and how its random splits are drawn (strata, groups)."""
+
+    rows: np.ndarray
+    assignment: np.ndarray
+    strata: np.ndarray
+    groups: np.ndarray | None
+    splits: tuple
+
+    def counts(self) -> dict:
+        classes = int(self.strata.max(initial=-1)) + 1
+        return {code: np.bincount(self.strata[self.assignment[:, 0] == code], minlength=classes) for code in (1, 2)}
+
+    def key(self) -> str:
+        digest = hashlib.sha256(self.rows.tobytes())
+        for code, values in self.counts().items():
+            digest.update(f"|{code}:".encode() + np.asarray(values, dtype=np.int64).tobytes())
+        digest.update(b"|g" + (self.groups.tobytes() if self.groups is not None else b"-"))
+        digest.update(b"|s" + self.strata.tobytes())
+        return digest.hexdigest()
+
+
+def _config(pool, rows_of, ids_of, config: str, splits: dict, columns: Columns, parameters: dict) -> _Config:
+    present = [s for s in ("train", *EVALUATION_SPLITS) if s in splits and len(rows_of[(config, s)])]
+    rows = np.concatenate([rows_of[(config, s)] for s in present])
+    ids = np.concatenate([ids_of[(config, s)] for s in present])
+    assignment = np.concatenate([np.full(len(rows_of[(config, s)]), SPLIT_CODES[s], dtype=np.int8) for s in present])
+    order = np.lexsort((assignment, ids))  # source_id order: the same draws for the build and the release
+    rows, assignment = rows[order], assignment[order]
+    strata = np.zeros(rows.size, dtype=np.int64)
+    if columns.label is not None and columns.task == "classification" and parameters.get("train_size") is None:
+        from split_builders.release.audit import _codes
+
+        codes = _codes(pool.column(columns.label))[rows]
+        strata = np.unique(codes, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    groups = None
+    group_field = parameters.get("grouped_by")
+    if group_field and group_field in pool.column_names:
+        from split_builders.release.audit import _codes
+
+        codes = _codes(pool.column(group_field))[rows]
+        groups = np.unique(codes, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    evaluation = tuple(s for s in EVALUATION_SPLITS if s in present)
+    return _Config(rows, assignment[:, None], strata, groups, evaluation)
+
+
+def diagnose(parts: dict, *, record: dict | None = None, parameters: dict | None = None,
+             null_splits: int = DEFAULT_NULL_SPLITS, seed: int = DEFAULT_SEED, progress: bool = False,
+             where: str = "the release") -> dict:
+    """The diagnostics of ``parts`` (``{config: {split: release.audit.Part}}``, each config with a
+    ``train`` part); ``record`` is the release's provenance (its fields, method, target language),
+    ``parameters`` ``{config: parameters}`` (``grouped_by``, ``train_size``).
+
+    Returns ``{"null_splits", "seed", "task", "fields": {query, target, label, signals},
+    "configs": {config: {split: {statistic: {"value", "train", "percentile", "null_p05", "null_p95"}}}},
+    "null_distributions": {name: {"configs": [...], "splits": {split: {statistic: [values]}}}},
+    "held_out": {config: {split: {column: {"held_out", "of"}}}} (behavioural)}``.
+    """
+    from split_builders.progress import progress_bar
+    from split_builders.release.audit import _Pool
+
+    null_splits = check_null_splits(null_splits)
+    seed = check_seed(seed)
+    parameters = parameters or {}
+    configs = {c: s for c, s in parts.items() if "train" in s and any(e in s for e in EVALUATION_SPLITS)}
+    if not configs:
+        raise InvalidParameterError(f"{where} has no config with a train split and a validation or test split "
+                                    "to diagnose")
+    candidates = _candidate_columns(configs, record, parameters)
+    pool = _Pool(configs, candidates)
+    columns = choose_columns(pool.table, record, where=where)
+    stats = row_statistics(pool.table, columns)
+    report = {"null_splits": null_splits, "seed": seed, "task": columns.task,
+              "fields": {"query": columns.query, "target": columns.target, "label": columns.label,
+                         "signals": list(columns.signals), "target_language": columns.target_language},
+              "statistics": list(stats.order), "configs": {}, "null_distributions": {}}
+    nulls, owners = {}, {}
+    bar = progress_bar(total=len(configs), description="diagnostics", unit="config",
+                       enabled=progress and pool.table.num_rows > PROGRESS_ROWS)
+    with bar:
+        for config, splits in configs.items():
+            setup = _config(pool.table, pool.rows, pool.ids, config, splits, columns, parameters.get(config) or {})
+            observed = evaluate(stats, setup.rows, setup.assignment, setup.splits)
+            key = setup.key()
+            if key not in nulls:
+                nulls[key] = _null(stats, setup, null_splits, seed)
+                owners[key] = config
+                report["null_distributions"][config] = {"configs": [], "splits": {
+                    s: {k: [_number(v) for v in values] for k, values in per.items()} for s, per in nulls[key].items()}}
+            report["null_distributions"][owners[key]]["configs"].append(config)
+            report["configs"][config] = {
+                s: {k: _entry(observed[s][k][0], observed["train"][k][0], nulls[key][s][k]) for k in stats.order}
+                for s in setup.splits}
+            if stats.categories:
+                report.setdefault("held_out", {})[config] = _held_out(stats, setup)
+            bar.update(1)
+    return report
+
+
+def _null(stats: RowStatistics, setup: _Config, count: int, seed: int) -> dict:
+    """``{split: {statistic: values}}`` of ``count`` random splits drawn like ``setup``'s, in blocks."""
+    rng = np.random.default_rng(seed)
+    counts = setup.counts()
+    blocks = []
+    for start in range(0, count, BLOCK):
+        assignment = null_assignments(setup.strata, counts, groups=setup.groups, count=min(BLOCK, count - start),
+                                      rng=rng)
+        blocks.append(evaluate(stats, setup.rows, assignment, setup.splits))
+    return {s: {k: np.concatenate([b[s][k] for b in blocks]) for k in stats.order} for s in setup.splits}
+
+
+def _entry(value: float, train: float, null: np.ndarray) -> dict:
+    finite = null[np.isfinite(null)]
+    low, high = (np.percentile(finite, [5, 95]) if finite.size else (float("nan"), float("nan")))
+    return {"value": _number(value), "train": _number(train), "percentile": _percentile(null, float(value)),
+            "null_p05": _number(low), "null_p95": _number(high)}
+
+
+def _held_out(stats: RowStatistics, setup: _Config) -> dict:
+    out = {}
+    for s in setup.splits:
+        entry = {}
+        for column, codes in stats.categories.items():
+            mine = codes[setup.rows]
+            train = set(np.unique(mine[setup.assignment[:, 0] == 0]).tolist())
+            evaluated = set(np.unique(mine[setup.assignment[:, 0] == SPLIT_CODES[s]]).tolist())
+            entry[column] = {"held_out": len(evaluated - train), "of": len(evaluated)}
+        out[s] = entry
+    return out
+
+
+def _candidate_columns(parts: dict, record: dict | None, parameters: dict) -> list:
+    """Every column the diagnostics may read: text, the recorded fields, labels, signals, groups."""
+    from split_builders.api import Fields
+    from split_builders.release.audit import _candidate_columns as text_columns, _method_signal_columns
+
+    names = list(text_columns(parts, record, None))
+    declared = Fields.from_record(record)
+    wanted = [*(declared.columns if declared else ()), *LABEL_NAMES, *_method_signal_columns(record or {}),
+              *(c for c, _ in HELD_OUT_COLUMNS)]
+    wanted += [(v or {}).get("grouped_by") for v in parameters.values()]
+    present = {c for splits in parts.values() for part in splits.values() for c in part.table.column_names}
+    return list(dict.fromkeys([*names, *(c for c in wanted if c and c in present)]))
+
+
+# ---------------------------------------------------------------------------------------------
+# What is diagnosed: a build, a release folder, any dataset with splits, a target
+# ---------------------------------------------------------------------------------------------
+
+
+def diagnose_build(rows, configs, *, record: dict, null_splits: int = DEFAULT_NULL_SPLITS, seed: int = DEFAULT_SEED,
+                   progress: bool = False) -> dict | None:
+    """The diagnostics of the configs a build releases: ``rows`` (a ``datasets.Dataset``, or None) and
+    ``configs`` (``ConfigSplit``, positions into ``rows`` or their own ``rows``), as
+    :func:`~split_builders.release.audit.audit_build` takes them; ``record`` the release's
+    provenance. None when the rows have nothing to diagnose (no text, program or signal column)."""
+    from loading_scripts.tables import arrow_table
+    from split_builders.release.audit import NoTextError, Part
+
+    tables, parts = {}, {}
+    for config in configs:
+        data = config.rows if config.rows is not None else rows
+        if id(data) not in tables:
+            tables[id(data)] = arrow_table(data)
+        parts[config.name] = {split: Part(tables[id(data)], np.sort(np.asarray(config.indices[split], dtype=np.int64)))
+                              for split in config.splits}
+    try:
+        return diagnose(parts, record=record, parameters={c.name: dict(c.parameters or {}) for c in configs},
+                        null_splits=null_splits, seed=seed, progress=progress)
+    except NoTextError:
+        return None
+
+
+def diagnose_release(released, *, null_splits: int = DEFAULT_NULL_SPLITS, seed: int = DEFAULT_SEED,
+                     progress: bool = False) -> dict:
+    """The diagnostics of a release folder (a :class:`split_builders.release.folder.Released`)."""
+    from split_builders.release.audit import Part
+
+    parts = {config: {split: Part(released.table(config, split)) for split in released.files[config]}
+             for config in released.configs}
+    recorded = released.record.get("configs") or {}
+    parameters = {c: dict((recorded.get(c) or {}).get("parameters") or {}) for c in released.configs}
+    return diagnose(parts, record=released.record, parameters=parameters, null_splits=null_splits, seed=seed,
+                    progress=progress, where=str(released.folder))
+
+
+def diagnose_splits(datasets_by_config: dict, *, null_splits: int = DEFAULT_NULL_SPLITS, seed: int = DEFAULT_SEED,
+                    progress: bool = False, where: str = "the dataset") -> dict:
+    """The diagnostics of any dataset: ``{config: {split: datasets.Dataset or pyarrow.Table}}``."""
+    import pyarrow as pa
+
+    from loading_scripts.tables import arrow_table
+    from split_builders.release.audit import Part
+
+    parts = {config: {split: Part(data if isinstance(data, pa.Table) else arrow_table(data))
+                      for split, data in splits.items()}
+             for config, splits in datasets_by_config.items()}
+    return diagnose(parts, null_splits=null_splits, seed=seed, progress=progress, where=where)
+
+
+def diagnose_target(target: str, *, work, revision: str | None = None, null_splits: int = DEFAULT_NULL_SPLITS,
+                    seed: int = DEFAULT_SEED, progress: bool = False) -> dict:
+    """The diagnostics of ``target``: a release folder, a folder laid out as a Hub dataset, or a Hub
+    dataset id (at ``revision``), found as ``resplit audit`` finds it
+    (:func:`~split_builders.release.audit.locate_target`)."""
+    from pathlib import Path
+
+    from split_builders.release.audit import locate_target, read_splits
+    from split_builders.release.folder import Released
+
+    null_splits, seed = check_null_splits(null_splits), check_seed(seed)
+    path, is_release = locate_target(target, work=work, revision=revision)
+    if is_release:
+        return diagnose_release(Released(path), null_splits=null_splits, seed=seed, progress=progress)
+    return diagnose_splits(read_splits(path, Path(work) / "datasets-cache"), null_splits=null_splits, seed=seed,
+                           progress=progress, where=str(target))
+
+
+# ---------------------------------------------------------------------------------------------
+# How the diagnostics are shown: card, figures, YAML, terminal
+# ---------------------------------------------------------------------------------------------
+
+
+def _shown(name: str, value) -> str:
+    if value is None:
+        return "n/a"
+    return DISPLAY[name][1](value) if name in DISPLAY else f"{value:.4g}"
+
+
+def _phrase(name: str) -> str:
+    return DISPLAY[name][0] if name in DISPLAY else f"mean `{name}`"
+
+
+def _main_split(splits: dict) -> str:
+    return "test" if "test" in splits else next(iter(splits))
+
+
+def summary_sentence(config: str, splits: dict, null_splits: int, *, limit: int = 3) -> str:
+    """One plain sentence of what a config's numbers say: its main evaluation split's statistics
+    outside the 5th-95th percentiles of the random splits (the most extreme first, up to ``limit``)."""
+    split = _main_split(splits)
+    entries = [(name, e) for name, e in splits[split].items() if e["percentile"] is not None]
+    outside = sorted((abs(e["percentile"] - 50), name, e) for name, e in entries
+                     if e["percentile"] >= 95 or e["percentile"] <= 5)
+    if not outside:
+        return (f"`{config}` {split}: every statistic lies within the 5th-95th percentiles of {null_splits} random "
+                "splits of the same sizes, as a random split's would.")
+    parts = []
+    for _, name, e in sorted(outside, key=lambda t: (-t[0], t[1]))[:limit]:
+        value, low, high = (_shown(name, e[k]) for k in ("value", "null_p05", "null_p95"))
+        if e["percentile"] >= 100:
+            text = f"higher than in any of {null_splits} random splits, whose 95th percentile is {high}"
+        elif e["percentile"] <= 0:
+            text = f"lower than in any of {null_splits} random splits, whose 5th percentile is {low}"
+        elif e["percentile"] >= 95:
+            text = f"above {e['percentile']:.0f}% of {null_splits} random splits (95th percentile {high})"
+        else:
+            text = f"below {100 - e['percentile']:.0f}% of {null_splits} random splits (5th percentile {low})"
+        parts.append(f"{value} {_phrase(name)}, {text}" if DISPLAY.get(name, (None, None))[1] is _PERCENT
+                     else f"{_phrase(name)} {value}, {text}")
+    more = len(outside) - min(len(outside), limit)
+    return (f"`{config}` {split}: " + "; ".join(parts)
+            + (f"; and {more} more statistic(s) outside the 5th-95th percentiles" if more else "") + ".")
+
+
+def card_lines(report: dict) -> list[str]:
+    """The card's "Diagnostics against random splits" section (Markdown lines, heading included; the
+    figures, :func:`figures`, are drawn and linked by the card's renderer after these lines)."""
+    n = report["null_splits"]
+    fields = report["fields"]
+    lines = ["## Diagnostics against random splits", "",
+             f"For every config and evaluation split, each statistic's value is set against {n} random splits of "
+             f"the config's own rows with the same split sizes (seed {report['seed']}), drawn as the config's "
+             "baseline draws them (label-balanced where the config is, whole groups where it is grouped); "
+             "*percentile* is the value's percentile among them (ties count half), and the last column the "
+             "5th-95th percentile range of the random splits. "
+             + (f"Text statistics are of `{fields['query']}`: words are runs of letters and digits, rare words have "
+                "a Zipf frequency below 3 in `wordfreq`'s English list (under one per million words), the "
+                "Flesch-Kincaid grade counts syllables with `pyphen`. " if fields.get("query") else "")
+             + ("Program statistics compare with the train split's programs (`signals.programs` atoms and "
+                "compounds; divergences as Keysers et al.)"
+                + ("; hardness is Spider's (its evaluation script's rules). " if fields.get("target_language") == "sql"
+                   else ". ") if fields.get("target") else "")
+             + "The YAML header records these numbers under `resplit.configs.<config>.diagnostics`; "
+               f"`resplit diagnose FOLDER --null-splits {n} --seed {report['seed']} --json` recomputes them.", ""]
+    for config, splits in report["configs"].items():
+        lines += [f"### `{config}`", "", summary_sentence(config, splits, n), ""]
+        header = ["statistic", "train"]
+        for split in splits:
+            header += [split, "percentile", f"random {split} (5th-95th)"]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for name in report["statistics"]:
+            first = next(iter(splits.values()))[name]
+            cells = [_phrase(name), _shown(name, first["train"])]
+            for split, entries in splits.items():
+                e = entries[name]
+                cells += [_shown(name, e["value"]), "n/a" if e["percentile"] is None else f"{e['percentile']:.1f}",
+                          f"{_shown(name, e['null_p05'])} - {_shown(name, e['null_p95'])}"]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+        held = (report.get("held_out") or {}).get(config)
+        if held:
+            parts = [f"{split}: " + ", ".join(f"{c['held_out']} of its {c['of']} {dict(HELD_OUT_COLUMNS)[k]}"
+                                               for k, c in counts.items())
+                     for split, counts in held.items()]
+            lines += ["Held out from train (never in its train split): " + "; ".join(parts) + ".", ""]
+    return lines
+
+
+def figures(report: dict, *, folder: str = "figures") -> list:
+    """One :class:`~split_builders.release.card.Figure` per statistic: per evaluation split, the
+    random splits' values (a histogram per distinct null distribution) with each config's value marked."""
+    from split_builders.release.card import Figure, Panel
+
+    out = []
+    for name in report["statistics"]:
+        panels = []
+        for split in EVALUATION_SPLITS:
+            series, markers = {}, {}
+            for owner, null in report["null_distributions"].items():
+                values = [v for v in null["splits"].get(split, {}).get(name, []) if v is not None]
+                if values:
+                    label = ("random splits" if len(report["null_distributions"]) == 1
+                             else f"random, like `{owner}`")
+                    series[label] = values
+            for config, splits in report["configs"].items():
+                if split in splits and splits[split][name]["value"] is not None:
+                    markers[config] = splits[split][name]["value"]
+            if series:
+                panels.append(Panel(xlabel=f"{DISPLAY.get(name, (None, None, name))[2]}, {split}", series=series,
+                                    ylabel="random splits (density)", markers=markers))
+        if panels:
+            out.append(Figure(path=f"{folder}/diagnostics_{name}.png", title=f"{_phrase(name)} vs random splits",
+                              panels=panels, alt=f"{_phrase(name)} of each config against {report['null_splits']} "
+                                                 "random splits"))
+    return out
+
+
+def yaml_record(report: dict) -> tuple[dict, dict]:
+    """What the README's YAML records: the settings (``resplit.diagnostics``) and per config
+    ``{split: {statistic: {value, train, percentile, null_p05, null_p95}}}``
+    (``resplit.configs.<config>.diagnostics``; ``held_out`` beside the splits for behavioural releases)."""
+    settings = {"null_splits": report["null_splits"], "seed": report["seed"], "statistics": list(report["statistics"]),
+                "fields": dict(report["fields"])}
+    per_config = {config: {split: {k: dict(e) for k, e in entries.items()} for split, entries in splits.items()}
+                  for config, splits in report["configs"].items()}
+    for config, held in (report.get("held_out") or {}).items():
+        per_config.setdefault(config, {})["held_out"] = held
+    return settings, per_config
+
+
+def format_report(report: dict) -> list[str]:
+    """The terminal table of ``resplit diagnose``."""
+    fields = report["fields"]
+    out = [f"{report['null_splits']} random splits (seed {report['seed']}); query: {fields.get('query') or '-'}"
+           + (f"; program: {fields['target']}" if fields.get("target") else "")
+           + (f"; signal: {', '.join(fields['signals'])}" if fields.get("signals") else "")]
+    header = ["config", "split", "statistic", "train", "value", "pct", "random 5-95"]
+    table = []
+    for config, splits in report["configs"].items():
+        for split, entries in splits.items():
+            for name, e in entries.items():
+                table.append([config, split, name, _shown(name, e["train"]), _shown(name, e["value"]),
+                              "n/a" if e["percentile"] is None else f"{e['percentile']:.1f}",
+                              f"{_shown(name, e['null_p05'])} - {_shown(name, e['null_p95'])}"])
+    widths = [max(len(str(r[i])) for r in [header, *table]) for i in range(len(header))]
+    line = lambda cells: "  ".join(str(c).ljust(w) if i < 3 else str(c).rjust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    out += [line(header), *(line(r) for r in table)]
+    for config, splits in report["configs"].items():
+        out.append(summary_sentence(config, splits, report["null_splits"]).replace("`", ""))
+    return out

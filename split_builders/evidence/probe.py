@@ -1,0 +1,544 @@
+"""The baseline probe: a fast, deterministic baseline trained on each config's train split and scored on its
+validation and test splits, with a bootstrap interval and the relative error increase over the release's
+``random`` (or ``standard``) config, as the Likelihood Splits paper reports its models' (Godbole & Jia, 2023).
+
+What is trained depends on the task the release's ``fields`` record (:class:`split_builders.api.Fields`):
+
+- **classification** (likelihood NLI / QA, pvi, curriculum): scikit-learn's ``TfidfVectorizer`` over word
+  1-2-grams and a multinomial ``LogisticRegression`` (saga, ``MAX_ITER`` epochs at most, ``random_state`` =
+  the seed) on the whole input (every text field in prompt order, each its own block of features, so a
+  premise's words are not a hypothesis's), and the same on the query field alone (``query_only_accuracy``:
+  the hypothesis-only baseline of Poliak et al. 2018 and CURRICULUM);
+- **semantic parsing** (rows with a target program): nearest-neighbour retrieval, the target of the train
+  input most similar by TF-IDF cosine (word 1-2-grams; the first such train row in ``source_id`` order on a
+  tie), scored by exact match of the whitespace-normalised program (``accuracy``);
+- **behavioural** (CheckList test cases): the pass rate of the suite's own predictions where the rows carry
+  one outcome per test case (a boolean ``passed`` column); skipped with a reason where they do not.
+
+Accuracy's 95% interval is ``scipy.stats.bootstrap``'s percentile interval of the mean of the per-row 0/1
+outcomes (``RESAMPLES`` resamples, seeded from the seed, the config and the split). The relative error
+increase of a split is ``(err - err_ref) / err_ref`` with ``err = 1 - accuracy`` and ``err_ref`` the
+reference config's on the same split; null for the reference config itself and where there is none.
+
+Every split is read in ``source_id`` order, so the numbers depend only on the rows and the seed:
+:func:`probe_build` (the card's), :func:`probe_release` (a release folder) and :func:`probe_target`
+(``resplit probe``: a release, a dataset folder, a Hub id) all go through :func:`probe`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from split_builders.errors import InvalidParameterError
+
+EVALUATION_SPLITS = ("validation", "test")
+REFERENCE_CONFIGS = ("random", "standard")  # the first present is the relative error increase's reference
+CONFIDENCE = 0.95
+RESAMPLES = 1000
+NGRAMS = (1, 2)
+TOKENS = r"(?u)\b\w+\b"  # words, one letter included (GeoQuery's m0, SNLI's "a")
+MAX_ITER = 1000
+C = 1.0
+PASSED_COLUMNS = ("passed", "pass")
+LABEL_COLUMNS = ("label", "gold_label")
+QUERY_NAMES = ("hypothesis", "question", "query", "input", "sentence2", "utterance")
+DIGITS = 4
+_CHUNK_BYTES = 1 << 26  # similarities computed per block of evaluation rows (bounds memory)
+
+BASELINES = {
+    "classification": "TF-IDF word 1-2-grams (one block per text field) + logistic regression (scikit-learn), on "
+                      "the whole input and on the query alone",
+    "semantic_parsing": "nearest-neighbour retrieval: the target program of the most similar train input by TF-IDF "
+                        "cosine (word 1-2-grams), exact match",
+    "behavioural": "the pass rate of the suite's own predictions (one pass/fail per test case)",
+}
+
+
+@dataclass
+class ProbeFields:
+    """The columns the probe reads: ``text`` (in order: the whole input), ``query`` (the query-only
+    baseline's input), ``label`` (classification), ``target`` (semantic parsing), ``passed`` (behavioural);
+    ``task`` says which baseline runs, None when none can (``reason`` says why)."""
+
+    task: str | None
+    text: list
+    query: str | None = None
+    label: str | None = None
+    target: str | None = None
+    passed: str | None = None
+    reason: str | None = None
+
+    def record(self) -> dict:
+        return {"task": self.task, "text": list(self.text), "query": self.query, "label": self.label,
+                "target": self.target, **({"passed": self.passed} if self.passed else {})}
+
+
+def probe_fields(table, record: dict | None = None, *, where: str = "the release") -> ProbeFields:
+    """The probe's columns of ``table`` (a ``pyarrow.Table`` of a config's rows): those the release's
+    ``fields`` record (:meth:`split_builders.api.Fields.from_record`), else guessed: the audit's text
+    fields (:func:`split_builders.release.audit.infer_fields`), its program as the target, a ``label`` or
+    ``gold_label`` column as the label, and as the query the recorded query field or the first text field
+    named like one (hypothesis, question, ...)."""
+    from split_builders.api import Fields
+    from split_builders.release.audit import NoTextError, _named, infer_fields
+
+    columns = set(table.column_names)
+    passed = next((c for c in PASSED_COLUMNS if c in columns), None)
+    fields = Fields.from_record(record)
+    if fields is not None:
+        text = [c for c in fields.text if c in columns]
+        query = fields.query if fields.query in columns else None
+        label = fields.label if fields.label in columns else None
+        target = fields.target if fields.target in columns else None
+        task = fields.task
+    else:
+        try:
+            guessed = infer_fields(table, record, where=where)
+        except NoTextError:
+            guessed = None
+        text = list(guessed.text) if guessed else []
+        target = guessed.program if guessed else None
+        label = next((c for c in LABEL_COLUMNS if c in columns), None)
+        recorded = [c for c in _named(record or {}, "signal.fields.query", "parameters.query_field") if c in text]
+        query = next(iter(recorded), None) or next((c for c in QUERY_NAMES if c in text), None)
+        if query is None and len(text) > 1:
+            query = text[-1]
+        task = ("semantic_parsing" if target else "classification" if label
+                else "behavioural" if passed or (record or {}).get("method") == "behavioural" else None)
+    if task == "classification" and not (text and label):
+        return ProbeFields(None, text, query, label, reason=f"{where} has no {'label' if text else 'text'} column "
+                                                            "to train a classifier on")
+    if task == "semantic_parsing" and not (text and target):
+        return ProbeFields(None, text, query, label, target, reason=f"{where} has no input and target program "
+                                                                    "columns to retrieve from")
+    if task == "behavioural" and not passed:
+        return ProbeFields(None, text, reason="the test cases carry no outcome of the suite's own predictions (a "
+                                              "boolean `passed` column, one per test case); evaluate a model with "
+                                              "the pass_rate metric instead")
+    if task not in BASELINES:
+        return ProbeFields(None, text, query, label, target,
+                           reason=f"{where} has no label, target program or test outcome to predict")
+    return ProbeFields(task, text, query, label, target, passed if task == "behavioural" else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns as numpy
+# ---------------------------------------------------------------------------------------------
+
+
+def _in_order(table):
+    """``table`` in ``source_id`` order (stable), so that a build and its release agree row for row."""
+    if "source_id" not in table.column_names:
+        return table
+    ids = np.asarray(table.column("source_id").to_numpy(), dtype=np.int64)
+    return table if np.all(ids[1:] >= ids[:-1]) else table.take(np.argsort(ids, kind="stable"))
+
+
+def _texts(table, names) -> np.ndarray:
+    """The ``names`` columns joined per row by a newline (nulls as empty), as an object array of str."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from split_builders.release.audit import _as_text
+
+    columns = [_as_text(table.column(n)).fill_null("") for n in names]
+    if not columns:
+        return np.full(table.num_rows, "", dtype=object)
+    newline = pa.scalar("\n", pa.large_string())
+    joined = columns[0] if len(columns) == 1 else pc.binary_join_element_wise(*columns, newline)
+    return np.asarray(joined.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _labels(table, name) -> tuple[np.ndarray, np.ndarray]:
+    """The label column as strings, and which rows have one (not null, not a negative class id)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = table.column(name).combine_chunks()
+    valid = column.is_valid()
+    if pa.types.is_integer(column.type):
+        valid = pc.and_(valid, pc.greater_equal(column, 0).fill_null(False))
+    values = column.cast(pa.large_string()).fill_null("")
+    return (np.asarray(values.to_numpy(zero_copy_only=False), dtype=object),
+            np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool))
+
+
+def _programs(table, name) -> np.ndarray:
+    """The target programs with every run of whitespace one space, trimmed (exact match compares these)."""
+    import pyarrow.compute as pc
+
+    from split_builders.release.audit import _as_text
+
+    column = pc.replace_substring_regex(_as_text(table.column(name)).fill_null(""), r"\s+", " ")
+    column = pc.utf8_trim_whitespace(column)
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=object)
+
+
+# ---------------------------------------------------------------------------------------------
+# The baselines: per-row outcomes (1 right, 0 wrong) on each evaluation split
+# ---------------------------------------------------------------------------------------------
+
+
+def _vectorizer():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(ngram_range=NGRAMS, token_pattern=TOKENS, lowercase=True, sublinear_tf=True,
+                           dtype=np.float64)
+
+
+def classifier_outcomes(train_fields, train_labels, evaluated: dict, *, seed: int) -> dict:
+    """TF-IDF word 1-2-grams + logistic regression trained on ``train_fields`` (a list of text arrays, one per
+    field: each field has its own TF-IDF block, so a premise's words and a hypothesis's are distinct
+    features) and ``train_labels`` (an array of str); ``evaluated`` maps a split to ``(fields, labels)``;
+    returns ``{split: 0/1 outcomes}``. The model is scikit-learn's multinomial ``LogisticRegression``
+    (saga, ``MAX_ITER`` epochs at most, ``random_state`` = ``seed``, which orders saga's passes:
+    deterministic). A train split of one class predicts that class."""
+    import warnings
+
+    import scipy.sparse as sparse
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    classes = np.unique(train_labels)
+    if len(classes) <= 1:  # nothing to learn: the one class (no class at all: nothing right)
+        return {split: (labels == classes[0]).astype(np.int8) if len(classes) else np.zeros(len(labels), np.int8)
+                for split, (_, labels) in evaluated.items()}
+    vectorizers = [_vectorizer() for _ in train_fields]
+    features = sparse.hstack([v.fit_transform(texts) for v, texts in zip(vectorizers, train_fields)]).tocsr()
+    with warnings.catch_warnings():  # the iterations are bounded on purpose: the same work on every run
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = LogisticRegression(C=C, solver="saga", max_iter=MAX_ITER, random_state=seed).fit(features, train_labels)
+    out = {}
+    for split, (fields, labels) in evaluated.items():
+        if not len(labels):
+            out[split] = np.zeros(0, dtype=np.int8)
+            continue
+        matrix = sparse.hstack([v.transform(texts) for v, texts in zip(vectorizers, fields)]).tocsr()
+        out[split] = (model.predict(matrix) == labels).astype(np.int8)
+    return out
+
+
+def nearest_neighbour(train_inputs, eval_inputs) -> np.ndarray:
+    """For every evaluation input, the position of the train input with the highest TF-IDF cosine
+    similarity (word 1-2-grams fitted on train; rows are L2-normalised, so the dot product is the cosine);
+    the first such position on a tie, 0 for an input that shares no term with train."""
+    vectorizer = _vectorizer()
+    train = vectorizer.fit_transform(train_inputs)
+    evaluated = vectorizer.transform(eval_inputs)
+    step = max(1, _CHUNK_BYTES // (8 * max(1, train.shape[0])))
+    transposed = train.T.tocsr()
+    out = np.zeros(evaluated.shape[0], dtype=np.int64)
+    for start in range(0, evaluated.shape[0], step):
+        block = (evaluated[start:start + step] @ transposed).toarray()
+        out[start:start + step] = block.argmax(axis=1)
+    return out
+
+
+def retrieval_outcomes(train_inputs, train_targets, evaluated: dict) -> dict:
+    """Exact match of the nearest train row's target (:func:`nearest_neighbour`); ``evaluated`` maps a split
+    to ``(inputs, targets)``."""
+    return {split: (train_targets[nearest_neighbour(train_inputs, inputs)] == targets).astype(np.int8)
+            if len(inputs) and len(train_inputs) else np.zeros(len(inputs), dtype=np.int8)
+            for split, (inputs, targets) in evaluated.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Accuracy, its interval, the relative error increase
+# ---------------------------------------------------------------------------------------------
+
+
+def _rng(seed: int, *names: str):
+    """A generator seeded by ``seed`` and the names (config, split, baseline): one stream each, the same in
+    every run."""
+    return np.random.default_rng([int(seed), *(zlib.crc32(n.encode("utf-8")) for n in names)])
+
+
+def accuracy_interval(outcomes, *, rng, resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> dict:
+    """``{"accuracy", "ci_low", "ci_high"}`` of 0/1 ``outcomes``: their mean and the percentile bootstrap
+    interval of the mean (``scipy.stats.bootstrap``); None for no rows, the accuracy itself for one row."""
+    from scipy.stats import bootstrap
+
+    outcomes = np.asarray(outcomes, dtype=np.float64)
+    if outcomes.size == 0:
+        return {"accuracy": None, "ci_low": None, "ci_high": None}
+    accuracy = float(outcomes.mean())
+    if outcomes.size == 1 or outcomes.min() == outcomes.max():
+        low = high = accuracy
+    else:
+        result = bootstrap((outcomes,), np.mean, n_resamples=resamples, confidence_level=confidence,
+                           method="percentile", vectorized=True, batch=max(1, _CHUNK_BYTES // (8 * outcomes.size)),
+                           rng=rng)
+        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return {"accuracy": round(accuracy, DIGITS), "ci_low": round(low, DIGITS), "ci_high": round(high, DIGITS)}
+
+
+def relative_error_increase(accuracy, reference) -> float | None:
+    """``(err - err_ref) / err_ref`` with ``err = 1 - accuracy``; None without both, or with no reference error."""
+    if accuracy is None or reference is None or 1.0 - reference <= 0:
+        return None
+    return round(((1.0 - accuracy) - (1.0 - reference)) / (1.0 - reference), DIGITS)
+
+
+# ---------------------------------------------------------------------------------------------
+# The probe
+# ---------------------------------------------------------------------------------------------
+
+
+def reference_config(names) -> str | None:
+    """The config whose errors the others are compared with: ``random``, else ``standard``, else none."""
+    return next((name for name in REFERENCE_CONFIGS if name in names), None)
+
+
+def _selected(tables: dict, configs, where: str) -> list:
+    if not configs:
+        return list(tables)
+    configs = list(dict.fromkeys(configs))
+    unknown = [c for c in configs if c not in tables]
+    if unknown:
+        raise InvalidParameterError(f"{where} has no config {', '.join(map(repr, unknown))}; its configs: "
+                                    f"{', '.join(tables) or 'none'}")
+    return configs
+
+
+def _config_outcomes(splits: dict, fields: ProbeFields, seed: int) -> dict:
+    """``{split: {"accuracy": outcomes, "query_only": outcomes}}`` of one config's evaluation splits."""
+    evaluated = [s for s in EVALUATION_SPLITS if s in splits]
+    train = splits.get("train")
+    if fields.task == "behavioural":
+        return {s: {"accuracy": np.asarray(splits[s].column(fields.passed).fill_null(False).to_numpy(
+            zero_copy_only=False), dtype=np.int8)} for s in evaluated}
+    if fields.task == "semantic_parsing":
+        found = retrieval_outcomes(_texts(train, fields.text), _programs(train, fields.target),
+                                   {s: (_texts(splits[s], fields.text), _programs(splits[s], fields.target))
+                                    for s in evaluated})
+        return {s: {"accuracy": found[s]} for s in evaluated}
+    labels, valid = _labels(train, fields.label)
+    parts = {s: _labels(splits[s], fields.label) for s in evaluated}
+    out = {s: {} for s in evaluated}
+    inputs = {"accuracy": fields.text}
+    if fields.query and fields.text != [fields.query]:
+        inputs["query_only"] = [fields.query]
+    for kind, names in inputs.items():
+        found = classifier_outcomes(
+            [_texts(train, [n])[valid] for n in names], labels[valid],
+            {s: ([_texts(splits[s], [n])[ok] for n in names], values[ok]) for s, (values, ok) in parts.items()},
+            seed=seed)
+        for s in evaluated:
+            out[s][kind] = found[s]
+    if fields.query and "query_only" not in inputs:  # the query is the whole input
+        for s in evaluated:
+            out[s]["query_only"] = out[s]["accuracy"]
+    return out
+
+
+def probe(tables: dict, *, record: dict | None = None, seed: int = 0, configs=None, resamples: int = RESAMPLES,
+          progress: bool = False, where: str = "the release") -> dict:
+    """The baseline probe of ``tables`` (``{config: {split: pyarrow.Table}}``), of ``configs`` (default: every
+    config with a train split and a validation or test split); ``record`` is the release's ``resplit:``
+    provenance (its ``fields``).
+
+    Returns ``{"baseline", "task", "seed", "confidence", "resamples", "fields", "reference", "skipped",
+    "configs": {config: {split: {"rows", "accuracy", "ci_low", "ci_high", "query_only_accuracy",
+    "query_only_ci_low", "query_only_ci_high" (classification), "relative_error_increase"}}}}``;
+    ``skipped`` is None, or the reason no baseline could run (``configs`` is then empty).
+    """
+    from split_builders.progress import progress_bar
+
+    seed = int(seed)
+    chosen = _selected(tables, configs, where)
+    usable = [c for c in chosen if "train" in tables[c] and any(s in tables[c] for s in EVALUATION_SPLITS)]
+    if not usable:
+        raise InvalidParameterError(f"{where} has no config with a train split and a validation or test split to "
+                                    f"probe (configs: {', '.join(chosen) or 'none'})")
+    reference = reference_config(tables)
+    if reference is not None and ("train" not in tables[reference]
+                                  or not any(s in tables[reference] for s in EVALUATION_SPLITS)):
+        reference = None
+    fields = probe_fields(tables[usable[0]]["train"], record, where=where)
+    report = {"baseline": BASELINES.get(fields.task, "none"), "task": fields.task, "seed": seed,
+              "confidence": CONFIDENCE, "resamples": resamples, "fields": fields.record(), "reference": reference,
+              "skipped": fields.reason, "configs": {}}
+    if fields.task is None:
+        return report
+    order = usable + ([reference] if reference and reference not in usable else [])
+    results = {}
+    for config in progress_bar(order, description="baseline probe", unit="config", enabled=progress):
+        splits = {s: _in_order(t) for s, t in tables[config].items()}
+        results[config] = {}
+        for split, outcomes in _config_outcomes(splits, fields, seed).items():
+            entry = {"rows": int(len(outcomes["accuracy"]))}
+            entry.update(accuracy_interval(outcomes["accuracy"], rng=_rng(seed, config, split, "accuracy"),
+                                           resamples=resamples))
+            if "query_only" in outcomes:
+                query = accuracy_interval(outcomes["query_only"], rng=_rng(seed, config, split, "query_only"),
+                                          resamples=resamples)
+                entry.update({f"query_only_{k}": v for k, v in query.items()})
+            results[config][split] = entry
+    for config in usable:
+        for split, entry in results[config].items():
+            base = results.get(reference, {}).get(split) if reference and config != reference else None
+            entry["relative_error_increase"] = relative_error_increase(entry["accuracy"], base and base["accuracy"])
+        report["configs"][config] = results[config]
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# What is probed: a build, a release folder, any dataset with splits
+# ---------------------------------------------------------------------------------------------
+
+
+def probe_build(rows, configs, *, record: dict, seed: int = 0, progress: bool = False) -> dict:
+    """The probe of the configs a build releases: ``rows`` (a ``datasets.Dataset``, or None) and
+    ``configs`` (``ConfigSplit``, with positions into ``rows`` or their own ``rows``), as
+    :func:`split_builders.release.audit.audit_build` takes them; ``record`` is the release's provenance."""
+    import pyarrow as pa
+
+    from loading_scripts.tables import arrow_table
+
+    tables, parts = {}, {}
+    for config in configs:
+        data = config.rows if config.rows is not None else rows
+        if id(data) not in tables:
+            tables[id(data)] = arrow_table(data)
+        table = tables[id(data)]
+        parts[config.name] = {split: table.take(pa.array(np.sort(np.asarray(config.indices[split], dtype=np.int64))))
+                              for split in config.splits}
+    return probe(parts, record=record, seed=seed, progress=progress)
+
+
+def probe_release(released, *, configs=None, seed: int = 0, progress: bool = False) -> dict:
+    """The probe of a release folder (a :class:`split_builders.release.folder.Released`)."""
+    tables = {config: {split: released.table(config, split) for split in released.files[config]}
+              for config in released.configs}
+    return probe(tables, record=released.record, seed=seed, configs=configs, progress=progress,
+                 where=str(released.folder))
+
+
+def probe_target(target: str, *, work, revision: str | None = None, configs=None, seed: int = 0,
+                 progress: bool = False) -> dict:
+    """The probe of ``target``: a release folder of any family, a folder laid out as a Hub dataset (train /
+    validation / test data files), or a Hub dataset id (``org/name``, at ``revision`` or
+    ``org/name@revision``) downloaded into ``work``; resolved as ``resplit audit`` resolves it."""
+    from pathlib import Path
+
+    from split_builders.release.audit import read_splits
+    from split_builders.release.folder import Released, front_matter, resolve_target
+
+    path = Path(target).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise InvalidParameterError(f"{target!r} is a file; give a release folder, a dataset folder with "
+                                        "train / validation / test data files, or a Hub id")
+    else:
+        repo_id, _, at = target.partition("@")
+        if repo_id.count("/") != 1 or repo_id.startswith((".", "/", "~")):
+            raise InvalidParameterError(f"{target!r} does not exist (neither a folder here nor a Hub id org/name)")
+        revision = revision or at or None
+        try:
+            path = resolve_target(repo_id + (f"@{revision}" if revision else ""), Path(work))
+        except InvalidParameterError as error:
+            raise InvalidParameterError(f"{target!r} is no folder here, and as a Hub id: {error}") from None
+    readme = path / "README.md"
+    metadata = front_matter(readme)[0] if readme.is_file() else None
+    if isinstance(metadata, dict) and isinstance(metadata.get("resplit"), dict) and metadata.get("configs"):
+        return probe_release(Released(path), configs=configs, seed=seed, progress=progress)
+    tables = read_splits(path, Path(work) / "datasets-cache")
+    return probe(tables, seed=seed, configs=configs, progress=progress, where=str(target))
+
+
+# ---------------------------------------------------------------------------------------------
+# How the probe is shown: YAML, card, terminal
+# ---------------------------------------------------------------------------------------------
+
+SETTINGS = ("baseline", "task", "seed", "confidence", "resamples", "fields", "reference", "skipped")
+NUMBERS = ("rows", "accuracy", "ci_low", "ci_high", "query_only_accuracy", "relative_error_increase")
+
+
+def yaml_record(report: dict) -> tuple[dict, dict]:
+    """What the README's YAML records: the settings (``resplit.probe``) and per config its numbers
+    (``resplit.configs.<config>.probe``: ``{split: {rows, accuracy, ci_low, ci_high, query_only_accuracy,
+    relative_error_increase}}``)."""
+    settings = {key: report[key] for key in SETTINGS}
+    per_config = {config: {split: {k: entry[k] for k in NUMBERS if k in entry} for split, entry in splits.items()}
+                  for config, splits in report["configs"].items()}
+    return settings, per_config
+
+
+def _percent(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _interval(entry: dict, prefix: str = "") -> str:
+    accuracy = entry.get(f"{prefix}accuracy")
+    if accuracy is None:
+        return "-"
+    return f"{_percent(accuracy)} [{_percent(entry[f'{prefix}ci_low'])}, {_percent(entry[f'{prefix}ci_high'])}]"
+
+
+def _increase(value) -> str:
+    return "-" if value is None else f"{100 * value:+.1f}%"
+
+
+def card_lines(report: dict) -> list[str]:
+    """The card's "Baseline probe" section (Markdown lines, heading included)."""
+    lines = ["## Baseline probe", ""]
+    if report.get("skipped"):
+        return lines + [f"No baseline was run: {report['skipped']}.", ""]
+    fields = report["fields"]
+    query = report["task"] == "classification" and fields.get("query")
+    reference = report.get("reference")
+    what = {"classification": f"a logistic regression on TF-IDF word 1-2-grams (scikit-learn) of "
+                              f"{', '.join(f'`{t}`' for t in fields['text'])} (one block of features per field)"
+                              + (f", and the same on `{fields['query']}` alone (the query-only baseline)"
+                                 if query else ""),
+            "semantic_parsing": f"nearest-neighbour retrieval: the `{fields['target']}` of the train row whose "
+                                f"{', '.join(f'`{t}`' for t in fields['text'])} is most similar by TF-IDF cosine "
+                                "(word 1-2-grams), scored by exact match",
+            "behavioural": f"the pass rate of the suite's own predictions (`{fields.get('passed')}`)"}[report["task"]]
+    lines += [f"A quick sanity check, not a measure of what models can do: {what}, trained on each config's train "
+              f"split and scored on its validation and test splits (seed {report['seed']}). Intervals are "
+              f"{100 * report['confidence']:.0f}% percentile bootstrap intervals of accuracy "
+              f"({report['resamples']} resamples, `scipy.stats.bootstrap`)"
+              + (f"; the relative error increase is (error - error of `{reference}`) / error of `{reference}` on "
+                 "the same split, as the Likelihood Splits paper reports it" if reference else
+                 "; the release has no `random` or `standard` config to compare errors with")
+              + ". Stronger models (fine-tuned transformers, the papers' own) should be evaluated on the release "
+                "before drawing conclusions; `resplit probe FOLDER --json` recomputes these numbers.", ""]
+    header = ["config", "split", "rows", "accuracy [95% CI]"]
+    header += [f"`{fields['query']}`-only accuracy [95% CI]"] if query else []
+    header += [f"relative error increase vs `{reference}`"] if reference else []
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for config, splits in report["configs"].items():
+        for split, entry in splits.items():
+            cells = [f"`{config}`", split, str(entry["rows"]), _interval(entry)]
+            cells += [_interval(entry, "query_only_")] if query else []
+            cells += [_increase(entry["relative_error_increase"]) if config != reference else "(reference)"] \
+                if reference else []
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def format_report(report: dict) -> list[str]:
+    """The terminal table of ``resplit probe``."""
+    if report.get("skipped"):
+        return [f"no baseline was run: {report['skipped']}"]
+    query = report["task"] == "classification" and report["fields"].get("query")
+    reference = report.get("reference")
+    headers = ["config", "split", "rows", "accuracy [95% CI]", *(["query-only"] if query else []),
+               *([f"err. increase vs {reference}"] if reference else [])]
+    table = []
+    for config, splits in report["configs"].items():
+        for split, entry in splits.items():
+            row = [config, split, str(entry["rows"]), _interval(entry)]
+            row += [_interval(entry, "query_only_")] if query else []
+            row += [_increase(entry["relative_error_increase"])] if reference else []
+            table.append(row)
+    widths = [max(len(str(r[i])) for r in [headers, *table]) for i in range(len(headers))]
+    line = lambda cells: "  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    head = f"baseline: {report['baseline']}; seed {report['seed']}"
+    head += f"; query: {report['fields']['query']}" if query else ""
+    return [head, line(headers), *(line(r) for r in table)]

@@ -1,0 +1,279 @@
+"""The Hub metadata of every card, no local path in a release, the load snippet, and push's license check.
+
+Every family is built once, through the CLI, from inputs copied into a deep temporary folder: no file of a
+release may hold that folder, the home folder or the checkout's path. The cards' YAML must round-trip
+through ``huggingface_hub``'s ``DatasetCardData`` and carry the keys the Hub's search and filters read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import zipfile
+from pathlib import Path
+
+import datasets
+import pytest
+import yaml
+
+from split_builders.api import SourceInfo, registry
+from split_builders.cli import main
+from split_builders.release import card as cards
+from split_builders.release import publish
+from split_builders.release.provenance import locate_source
+
+REPO = Path(__file__).resolve().parents[1]
+FAMILIES = tuple(registry())
+# What each family's example release is, in the Hub's vocabulary (huggingface.js tasks: text-classification
+# with its subtasks; text-generation with its subtask text2text-generation).
+EXPECTED_TASKS = {
+    "likelihood": (["text-classification"], ["natural-language-inference", "multi-input-text-classification"]),
+    "pvi": (["text-classification"], ["natural-language-inference", "multi-input-text-classification"]),
+    "curriculum": (["text-classification"], ["natural-language-inference", "multi-input-text-classification"]),
+    "tmcd": (["text-generation"], ["text2text-generation"]),
+    "behavioural": (["text-classification"], ["sentiment-classification"]),
+}
+# License and language of the known sources (the papers' and datasets' own statements); None: not known.
+EXPECTED_LICENSE = {"likelihood": "unknown", "pvi": "unknown", "tmcd": "unknown", "curriculum": "mit",
+                    "behavioural": "mit"}
+EXPECTED_LANGUAGE = {"likelihood": None, "pvi": None, "tmcd": ["en"], "curriculum": ["en"], "behavioural": ["en"]}
+
+
+def _front(folder: Path) -> tuple[dict, str]:
+    _, head, body = (folder / "README.md").read_text(encoding="utf-8").split("---\n", 2)
+    return yaml.safe_load(head), body
+
+
+@pytest.fixture(scope="module")
+def deep(shared, tmp_path_factory) -> Path:
+    """Every family's inputs, copied under a deep temporary folder."""
+    root = tmp_path_factory.mktemp("hub-metadata") / "a" / "rather" / "deep" / "place"
+    inputs = root / "inputs"
+    inputs.mkdir(parents=True)
+    snli = shared / "reference" / "likelihood" / "inputs" / "snli"
+    for name in ("all_examples.csv", "all_examples__False_loglikelihoods.npy"):
+        shutil.copyfile(snli / name, inputs / name)
+    shutil.copyfile(shared / "data" / "geoquery" / "geoquery_nqg.tsv", inputs / "geoquery_nqg.tsv")
+    with zipfile.ZipFile(shared / "data" / "curriculum" / "tasks" / "boolean.zip") as archive:
+        (inputs / "boolean_val.jsonl").write_bytes(archive.read("boolean/val.jsonl"))
+    (inputs / "curriculum" / "tasks").mkdir(parents=True)
+    for name in ("tasks.json", "paper_table2_iv.json", "tasks/verbnet.zip"):
+        shutil.copyfile(shared / "data" / "curriculum" / name, inputs / "curriculum" / name)
+    shutil.copyfile(shared / "data" / "checklist" / "sentiment_suite.json.gz", inputs / "sentiment_suite.json.gz")
+    return root
+
+
+def _family_args(inputs: Path, work: Path) -> dict:
+    return {
+        "likelihood": ["--source", str(inputs / "all_examples.csv"), "--prompt-field", "premise", "--query-field",
+                       "hypothesis", "--label-field", "gold_label", "--scores",
+                       str(inputs / "all_examples__False_loglikelihoods.npy"), "--dev-size", "200", "--test-size",
+                       "200", "--length-buckets", "4"],
+        "tmcd": ["--source", str(inputs / "geoquery_nqg.tsv"), "--train-size", "440", "--iterations", "300",
+                 "--configs", "tmcd,length"],
+        "pvi": ["--source", str(inputs / "boolean_val.jsonl"), "--text-fields", "premise,hypothesis", "--label-field",
+                "gold_label", "--folds", "2", "--limit", "300", "--cache-dir", str(work / "pvi-cache")],
+        "curriculum": ["--source", str(inputs / "curriculum"), "--phenomena", "verbnet"],
+        "behavioural": ["--source", str(inputs / "sentiment_suite.json.gz"), "--limit", "10"],
+    }
+
+
+@pytest.fixture(scope="module")
+def releases(deep) -> dict:
+    """One release per family, built through the CLI from the deep folder (run from inside it, too)."""
+    args = _family_args(deep / "inputs", deep)
+    assert set(registry()) <= set(args), f"no example arguments for {set(registry()) - set(args)}"
+    built = {}
+    for family in FAMILIES:
+        out = deep / "out" / family
+        assert main([family, *args[family], "--out", str(out), "--no-progress", "--null-splits", "0"]) == 0, family
+        built[family] = out
+    return built
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_no_file_of_a_release_holds_a_local_path(family, releases, deep):
+    needles = {str(deep), str(deep.parents[3]), str(Path.home()), str(REPO), str(REPO.parent / "shared")}
+    files = [p for p in releases[family].rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        for needle in needles:
+            assert needle.encode() not in data, (path.relative_to(releases[family]), needle)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_source_is_named_by_its_file_name_and_sha256(family, releases, deep):
+    source = _front(releases[family])[0]["resplit"]["source"]
+    given = Path(_family_args(deep / "inputs", deep)[family][1])
+    assert source["location"] == given.name
+    assert given.name in source["name"] and "/" not in source["name"]
+    if given.is_file():
+        assert source["sha256"] == hashlib.sha256(given.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_card_metadata_round_trips_through_dataset_card_data(family, releases):
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    metadata, body = _front(releases[family])
+    card = DatasetCard.load(releases[family] / "README.md")
+    assert isinstance(card.data, DatasetCardData)
+    assert card.data.to_dict() == metadata  # nothing lost or renamed on the way through huggingface_hub
+    again = DatasetCardData(**metadata)
+    assert yaml.safe_load(again.to_yaml()) == metadata
+    categories, ids = EXPECTED_TASKS[family]
+    assert metadata["task_categories"] == categories and metadata["task_ids"] == ids
+    assert metadata["license"] == EXPECTED_LICENSE[family]
+    assert metadata.get("language") == EXPECTED_LANGUAGE[family]
+    assert metadata["tags"][:2] == ["resplit", family]
+    assert metadata["source_datasets"] and all(s.startswith("extended|") for s in metadata["source_datasets"])
+    assert metadata["pretty_name"] and "/" not in metadata["pretty_name"]
+    # the Hub's size buckets of the largest config, counted from the recorded rows
+    largest = max(sum(entry["rows"].values()) for entry in metadata["resplit"]["configs"].values())
+    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")]
+    assert metadata["size_categories"] == [next(name for bound, name in bounds if largest < bound)]
+    assert "github.com/resplit" not in body and "PATH_OR_HUB_ID" not in body
+
+
+def test_size_categories_are_the_hubs_buckets():
+    assert [cards.size_category(n) for n in (0, 999, 1_000, 2_400, 99_999, 100_000, 10**6, 10**13)] == [
+        "n<1K", "n<1K", "1K<n<10K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "n>1T"]
+
+
+def test_a_source_name_keeps_no_local_path():
+    assert SourceInfo(name="/home/someone/data/train.csv", rows=1, content_sha256="x").name == "train.csv"
+    assert SourceInfo(name="~/x/y.tsv", rows=1, content_sha256="x").name == "y.tsv"
+    assert SourceInfo(name="zips: /tmp/a/curriculum/", rows=1, content_sha256="x").name == "zips: curriculum"
+    for kept in ("nyu-mll/glue", "https://example.org/a/b.csv", "snli-sample (first 2,000 lines of x.jsonl)"):
+        assert SourceInfo(name=kept, rows=1, content_sha256="x").name == kept
+
+
+@pytest.mark.parametrize("family", ["likelihood", "curriculum"])
+def test_the_load_section_shows_the_label_names_in_class_order(family, releases, hf_cache):
+    metadata, body = _front(releases[family])
+    config = metadata["configs"][0]["config_name"]
+    loaded = datasets.load_dataset(str(releases[family]), config, split="train", cache_dir=hf_cache)
+    names = loaded.features["label"].names
+    listed = ", ".join(f"{i} `{name}`" for i, name in enumerate(names))
+    section = body.split("## How to load it", 1)[1].split("## Configs", 1)[0]
+    assert f"`label` is a `ClassLabel`; its classes in order: {listed}" in section
+    assert f'load_dataset("{cards.REPO_PLACEHOLDER}", "{config}")' in section  # built without --org: a placeholder
+
+
+@pytest.fixture(scope="module")
+def geoquery(deep) -> Path:
+    return deep / "inputs" / "geoquery_nqg.tsv"
+
+
+def _tmcd(source, out, *extra) -> Path:
+    assert main(["tmcd", "--source", str(source), "--configs", "length", "--train-size", "440", "--out", str(out),
+                 "--no-progress", "--null-splits", "0", *extra]) == 0
+    return out
+
+
+def test_license_language_and_org_flags_change_only_the_card(geoquery, tmp_path):
+    plain = _tmcd(geoquery, tmp_path / "plain")
+    flagged = _tmcd(geoquery, tmp_path / "geo-splits", "--license", "gpl-2.0", "--language", "en,de", "--org", "myorg")
+    metadata, body = _front(flagged)
+    assert metadata["license"] == "gpl-2.0" and metadata["language"] == ["en", "de"]
+    assert 'load_dataset("myorg/geo-splits", "length")' in body and cards.REPO_PLACEHOLDER not in body
+    assert _front(plain)[0]["license"] == "unknown"
+    data = lambda folder: {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*.parquet")}  # noqa: E731
+    assert data(plain) and data(plain) == data(flagged)  # the data files are byte-identical
+
+
+def test_a_recipe_gives_the_title_language_license_and_repository(geoquery, tmp_path):
+    from split_builders.builder import build
+    from split_builders.release.recipe import load_recipe
+
+    (tmp_path / "releases").mkdir()
+    path = tmp_path / "releases" / "geo.yaml"
+    path.write_text(yaml.safe_dump({
+        "repo": "{org}/geo", "method": "tmcd", "seed": 1, "pretty_name": "GeoQuery, held-out lengths",
+        "language": "en", "license": "gpl-2.0", "options": {"train_size": 440, "configs": ["length"]},
+        "source": {"local": [str(geoquery)]}, "citation": {"method": "@misc{m}", "source": "@misc{s}"}}))
+    recipe = load_recipe(path)
+    assert recipe.card_overrides()["repo_id"] is None  # no organisation known: the card keeps the placeholder
+    overrides = recipe.card_overrides("lab")
+    assert overrides["repo_id"] == "lab/geo" and overrides["language"] == ("en",)
+    options = recipe.method_options(source=geoquery, out=tmp_path / "out")
+    out = build("tmcd", options, progress=False, **overrides).out
+    metadata, body = _front(out)
+    assert metadata["pretty_name"] == "GeoQuery, held-out lengths" and body.lstrip().startswith("# GeoQuery, held-out lengths\n")
+    assert metadata["license"] == "gpl-2.0" and metadata["language"] == ["en"]
+    assert 'load_dataset("lab/geo", "length")' in body
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("language", 3, "language must be"), ("language", [], "language must be"),
+])
+def test_a_recipe_with_a_bad_language_is_refused(tmp_path, key, value, message):
+    from split_builders.errors import InvalidParameterError
+    from split_builders.release.recipe import load_recipe
+
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({"repo": "o/r", "method": "tmcd", "source": {"local": ["x"]}, key: value,
+                                    "citation": {"method": "m", "source": "s"}}))
+    with pytest.raises(InvalidParameterError, match=message):
+        load_recipe(path)
+
+
+def test_a_recipe_option_that_is_top_level_is_refused(tmp_path):
+    from split_builders.errors import InvalidParameterError
+    from split_builders.release.recipe import load_recipe
+
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({"repo": "o/r", "method": "tmcd", "source": {"local": ["x"]},
+                                    "options": {"license": "mit"}, "citation": {"method": "m", "source": "s"}}))
+    with pytest.raises(InvalidParameterError, match="options.license is set by the recipe itself .top-level license"):
+        load_recipe(path)
+
+
+def test_push_refuses_an_unknown_license_until_one_is_given(releases, capsys):
+    folder = releases["likelihood"]
+    assert _front(folder)[0]["license"] == "unknown"
+    with pytest.raises(publish.InvalidReleaseError, match="license is unknown; give it with --license"):
+        publish.push_release(folder, "org/name", "1.0.0", dry_run=True, log=lambda line: None)
+    assert main(["push", str(folder), "org/name", "--version", "1.0.0", "--dry-run"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "--license" in error
+    assert main(["push", str(folder), "org/name", "--version", "1.0.0", "--dry-run", "--license", "cc-by-4.0"]) == 0
+    with pytest.raises(publish.InvalidReleaseError, match="not a license"):
+        publish.push_release(folder, "org/name", "1.0.0", dry_run=True, license="unknown", log=lambda line: None)
+
+
+def test_the_pushed_card_names_the_repository_and_the_given_license(releases, tmp_path):
+    folder = releases["likelihood"]
+    staged = publish.stage_release(folder, tmp_path / "staged", "1.0.0", "## v1.0.0\n", "", repo_id="lab/snli-ll",
+                                   license="cc-by-sa-4.0")
+    metadata, body = _front(staged)
+    assert metadata["license"] == "cc-by-sa-4.0" and metadata["resplit"]["release_version"] == "1.0.0"
+    assert 'load_dataset("lab/snli-ll", "ll_split")' in body and cards.REPO_PLACEHOLDER not in body
+    for path in folder.rglob("*.parquet"):  # only the card changes
+        assert (staged / path.relative_to(folder)).read_bytes() == path.read_bytes()
+    assert _front(folder)[0]["license"] == "unknown"  # the local folder is not changed
+
+
+def test_verify_finds_the_source_where_the_build_read_it_beside_the_release_or_as_given(releases, deep, tmp_path,
+                                                                                         monkeypatch):
+    record = _front(releases["tmcd"])[0]["resplit"]["source"]
+    # where this machine's build read it
+    assert locate_source(record, releases["tmcd"]) == str((deep / "inputs" / "geoquery_nqg.tsv").resolve())
+    assert locate_source(record, releases["tmcd"], "elsewhere.tsv") == "elsewhere.tsv"  # --source wins
+    # another machine (an empty cache): a file of the recorded name beside the release
+    monkeypatch.setenv("RESPLIT_CACHE", str(tmp_path / "cache"))
+    copy = tmp_path / "published" / "geoquery_nqg.tsv"
+    copy.parent.mkdir()
+    shutil.copyfile(deep / "inputs" / "geoquery_nqg.tsv", copy)
+    assert locate_source(record, tmp_path / "published" / "tmcd") == str(copy)
+    assert locate_source(record, tmp_path / "nowhere") == "geoquery_nqg.tsv"  # else the name, for --source's hint
+    assert locate_source({"location": "/old/card/path.tsv"}, tmp_path) == "/old/card/path.tsv"  # older releases
+    assert locate_source({"location": "org/name"}, tmp_path) == "org/name"  # a Hub id as recorded
+
+
+def test_verify_rescore_rebuilds_a_release_built_from_a_deep_path(releases, capsys):
+    capsys.readouterr()
+    assert main(["verify", str(releases["tmcd"]), "--rescore", "--no-load-check", "--all"]) == 0
+    printed = capsys.readouterr().out
+    assert "level 3  source " in printed and "not checked" not in printed

@@ -1,0 +1,291 @@
+"""lm-evaluation-harness tasks of a release (``resplit export lm-eval``, :mod:`split_builders.release.export`),
+run offline through the harness's own Python API on a tiny random causal LM."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import zipfile
+
+import numpy as np
+import pytest
+import yaml
+
+from split_builders.cli import main
+from split_builders.release.export import export_lm_eval, write_lm_eval
+
+pytest.importorskip("lm_eval", reason="lm-evaluation-harness is a test extra (pip install resplit[test])")
+
+SENTIMENT = {"suite": "sentiment", "tests": [
+    {"name": "positive words", "type": "MFT", "capability": "Vocabulary", "agg_fn": "all",
+     "expectation": {"fn": "eq", "value": None}, "nested": False, "labels": 2, "meta": None,
+     "data": ["good", "great", "nice", "fine", "lovely", "superb"]},
+    {"name": "negative words", "type": "MFT", "capability": "Vocabulary", "agg_fn": "all",
+     "expectation": {"fn": "eq", "value": None}, "nested": False, "labels": 0, "meta": None,
+     "data": ["bad", "awful", "poor", "dull", "nasty", "grim"]},
+    {"name": "typos", "type": "INV", "capability": "Robustness", "agg_fn": "all_except_first",
+     "expectation": {"fn": "inv", "tolerance": 0.1}, "nested": True, "labels": None, "meta": None,
+     "data": [["good film", "godo film"], ["bad film", "bda film"], ["ok film", "ko film"], ["fun", "fnu"]]},
+]}
+
+
+def _build(args):
+    assert main([*args, "--no-progress"]) == 0
+
+
+@pytest.fixture(scope="module")
+def releases(shared, tmp_path_factory):
+    """Small releases built under a deep temporary path: SNLI-sample likelihood (given random scores;
+    ClassLabel), a CSV likelihood (string ``gold_label``), TMCD's GeoQuery ``length``, two CURRICULUM
+    phenomena and a CheckList sentiment toy suite; each exported to ``<release>/lm_eval``."""
+    root = tmp_path_factory.mktemp("lm-eval") / "a deep" / "place"
+    root.mkdir(parents=True)
+    data = shared / "data"
+    np.save(root / "scores.npy", np.random.default_rng(0).normal(size=2000))
+    _build(["likelihood", "--source", "snli-sample", "--scores", str(root / "scores.npy"), "--validation-size", "20",
+            "--test-size", "20", "--out", str(root / "snli")])
+    inputs = shared / "reference" / "likelihood" / "inputs" / "snli"
+    _build(["likelihood", "--source", str(inputs / "all_examples.csv"), "--prompt-field", "premise", "--query-field",
+            "hypothesis", "--label-field", "gold_label", "--scores", str(inputs / "all_examples__False_loglikelihoods.npy"),
+            "--dev-size", "20", "--test-size", "20", "--out", str(root / "csv")])
+    shutil.copy(data / "geoquery" / "geoquery_nqg.tsv", root / "geo.tsv")  # no published splits beside it
+    _build(["tmcd", "--source", str(root / "geo.tsv"), "--train-size", "440", "--configs", "length",
+            "--out", str(root / "geo")])
+    _build(["curriculum", "--data", str(data / "curriculum"), "--phenomena", "verbnet,entailment_tree",
+            "--no-inoculation", "--out", str(root / "cur")])
+    (root / "sentiment_suite.json").write_text(json.dumps(SENTIMENT))
+    _build(["behavioural", "--suite", str(root / "sentiment_suite.json"), "--out", str(root / "beh")])
+    _older_release(root / "csv", root / "old")
+    exported = {name: export_lm_eval(root / name) for name in ("snli", "csv", "old", "geo", "cur", "beh")}
+    return root, exported
+
+
+def _older_release(source, out, *, fields=True):
+    """``source`` as releases built before the label policy were: the label as text in ``gold_label``
+    (the parquet written without ``datasets`` features, no ``dataset_info``); ``fields`` False: no
+    ``resplit.fields`` either."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    shutil.copytree(source, out, ignore=shutil.ignore_patterns("lm_eval"))
+    _, yaml_text, body = (out / "README.md").read_text().split("---\n", 2)
+    card = yaml.safe_load(yaml_text)
+    names = card["resplit"]["fields"]["label_names"]
+    for path in out.glob("*/*.parquet"):
+        table = pq.read_table(path)
+        text = pa.array(np.asarray(names, dtype=object)[table.column("label").to_numpy()].tolist(), pa.large_string())
+        table = table.drop_columns(["label"]).append_column("gold_label", text).replace_schema_metadata(None)
+        pq.write_table(table, path)
+    card.pop("dataset_info", None)
+    card["resplit"]["source"]["name"] = f"{out.name}.csv"
+    if fields:
+        card["resplit"]["fields"]["label"] = "gold_label"
+    else:
+        del card["resplit"]["fields"]
+    (out / "README.md").write_text("---\n" + yaml.safe_dump(card, sort_keys=False) + "---\n" + body)
+
+
+@pytest.fixture(scope="module")
+def harness_cache(tmp_path_factory):
+    """The datasets cache the harness's loads use (a fresh one, not the user's)."""
+    import datasets
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("harness-cache"))
+    yield
+    patch.undo()
+
+
+def _card(folder):
+    return yaml.safe_load((folder / "README.md").read_text().split("---\n", 2)[1])
+
+
+def _configs(folder):
+    return [c["config_name"] for c in _card(folder)["configs"]]
+
+
+def _task_yaml(folder, config):
+    return yaml.load((folder / "lm_eval" / f"{config}.yaml").read_text(), Loader=_AnyTag)
+
+
+class _AnyTag(yaml.SafeLoader):
+    """Reads ``!function`` as its text."""
+
+
+_AnyTag.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
+
+
+@pytest.fixture(scope="module")
+def manager(releases):
+    """One harness TaskManager over every release's tasks (indexing the harness's own tasks takes seconds)."""
+    from lm_eval.tasks import TaskManager
+
+    root, exported = releases
+    return TaskManager(include_path=[str(result.folder) for result in exported.values() if result.tasks])
+
+
+def _task(manager, name):
+    """The harness's task object (no model) of task ``name``."""
+    from lm_eval.tasks import get_task_dict
+
+    return get_task_dict([name], manager)[name]
+
+
+# ---------------------------------------------------------------------------------------------
+# The contract: the harness runs every config
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_harness_reports_a_number_for_every_config(releases, manager, harness_cache, tiny_llama, tmp_path,
+                                                       monkeypatch):
+    import lm_eval
+
+    root, exported = releases
+    monkeypatch.chdir(tmp_path)  # the tasks find their release from any working directory
+    names = ("snli", "old", "geo", "cur")
+    results = lm_eval.simple_evaluate(
+        model="hf", model_args=f"pretrained={tiny_llama},dtype=float32", tasks=[exported[n].group for n in names],
+        task_manager=manager, limit=2, device="cpu", batch_size=4, gen_kwargs="max_gen_toks=4")["results"]
+    for name in names:
+        configs = _configs(root / name)
+        assert set(exported[name].tasks) == set(configs) and not exported[name].skipped
+        for config in configs:
+            result = results[exported[name].tasks[config]]
+            metric = "exact_match,none" if name == "geo" else "acc,none"
+            assert 0.0 <= result[metric] <= 1.0, (config, result)
+
+
+def test_choices_are_the_class_names_in_class_order_and_targets_point_at_the_row_label(releases, manager, harness_cache,
+                                                                                       shared):
+    root, exported = releases
+    # SNLI sample: a ClassLabel; the row's label name read independently from the official jsonl by pair id.
+    with gzip.open(shared / "data" / "snli" / "snli_1.0_dev.jsonl.gz", "rt") as lines:
+        gold = {row["pairID"]: row["gold_label"] for row in map(json.loads, lines)}
+    task = _task(manager, exported["snli"].tasks["ll_split"])
+    docs = list(task.eval_docs)
+    assert len(docs) == 20
+    for doc in docs:
+        assert task.doc_to_choice(doc) == ["entailment", "neutral", "contradiction"]
+        assert task.doc_to_choice(doc)[task.doc_to_target(doc)] == gold[doc["pair_id"]]
+    # A CSV release (its label's names sorted), and one built before the label policy, whose label is
+    # text: the Jinja target maps it to its index; both give the row's own label.
+    csv, old = (_task(manager, exported[name].tasks["random"]) for name in ("csv", "old"))
+    csv_docs, old_docs = list(csv.eval_docs), list(old.eval_docs)
+    assert len(old_docs) == 20 and [d["source_id"] for d in csv_docs] == [d["source_id"] for d in old_docs]
+    int2str = csv.dataset["test"].features["label"].int2str
+    for csv_doc, old_doc in zip(csv_docs, old_docs):
+        assert csv.doc_to_choice(csv_doc) == old.doc_to_choice(old_doc) == ["contradiction", "entailment", "neutral"]
+        assert old.doc_to_choice(old_doc)[old.doc_to_target(old_doc)] == old_doc["gold_label"]
+        assert csv.doc_to_choice(csv_doc)[csv.doc_to_target(csv_doc)] == int2str(csv_doc["label"]) == old_doc["gold_label"]
+    # CURRICULUM: the phenomenon's own ClassLabel; the label read from the released zip by idx.
+    with zipfile.ZipFile(shared / "data" / "curriculum" / "tasks" / "verbnet.zip") as archive:
+        val = {r["idx"]: r["gold_label"] for r in map(json.loads, archive.read("verbnet/val.jsonl").splitlines())}
+    for config in ("verbnet", "verbnet_hypothesis_only"):
+        task = _task(manager, exported["cur"].tasks[config])
+        docs = list(task.eval_docs)
+        assert len(docs) == len(val)
+        assert all(task.doc_to_choice(d)[task.doc_to_target(d)] == val[d["idx"]] for d in docs)
+
+
+def test_splits_output_types_and_prompts_follow_each_family(releases):
+    root, _ = releases
+    geo = _task_yaml(root / "geo", "length")
+    assert geo["output_type"] == "generate_until" and geo["doc_to_target"] == "target"
+    assert geo["metric_list"][0]["metric"] == "exact_match" and "{{input}}" in geo["doc_to_text"]
+    assert (geo["test_split"], geo["training_split"]) == ("test", "train") and "validation_split" not in geo
+    cur = _task_yaml(root / "cur", "entailment_tree")
+    assert (cur["test_split"], cur["fewshot_split"], cur["output_type"]) == ("validation", "train", "multiple_choice")
+    assert "validation_split" not in cur  # CURRICULUM configs have train + validation only
+    assert "{{premise}}" in cur["doc_to_text"] and "{{hypothesis}}" in cur["doc_to_text"]
+    only = _task_yaml(root / "cur", "entailment_tree_hypothesis_only")
+    assert "premise" not in only["doc_to_text"] and "{{hypothesis}}" in only["doc_to_text"]
+    snli = _task_yaml(root / "snli", "ll_split")
+    assert (snli["test_split"], snli["validation_split"]) == ("test", "validation")
+    for task in (geo, cur, snli):
+        assert task["custom_dataset"] == "!function utils.load_release" and task["dataset_kwargs"]["resplit_folder"] == ".."
+    group = yaml.safe_load((root / "cur" / "lm_eval" / "_resplit_curriculum.yaml").read_text())
+    assert group["task"] == [f"resplit_curriculum_{c}" for c in _configs(root / "cur")]
+
+
+def test_behavioural_test_cases_with_a_label_become_tasks_and_the_others_are_skipped_with_a_reason(
+        releases, manager, harness_cache):
+    root, exported = releases
+    beh = exported["beh"]
+    assert {"func_2", "type_INV", "class_Robustness"} <= set(beh.skipped)
+    assert "INV and DIR" in beh.skipped["type_INV"]
+    assert "type_MFT" in beh.tasks and "func_0" in beh.tasks
+    task = _task(manager, beh.tasks["type_MFT"])
+    docs = list(task.eval_docs)
+    words = {w: "positive" for w in SENTIMENT["tests"][0]["data"]} | {w: "negative" for w in SENTIMENT["tests"][1]["data"]}
+    assert docs and all(task.doc_to_choice(d)[task.doc_to_target(d)] == words[d["text"]] for d in docs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Files: no absolute path, deterministic, older releases, the writer's entry point
+# ---------------------------------------------------------------------------------------------
+
+
+def test_no_absolute_path_is_written_and_an_export_is_byte_identical(releases, tmp_path):
+    root, exported = releases
+    for name, result in exported.items():
+        for path in result.paths:
+            text = path.read_text()
+            assert str(root) not in text and str(root.resolve()) not in text and "/tmp" not in text, path
+    first = {p.name: p.read_bytes() for p in exported["cur"].paths}
+    again = export_lm_eval(root / "cur")
+    assert {p.name: p.read_bytes() for p in again.paths} == first
+
+
+def test_a_release_without_recorded_fields_gets_the_same_tasks(releases, tmp_path):
+    root, exported = releases
+    old = tmp_path / "old"
+    _older_release(root / "csv", old, fields=False)  # label names: the distinct values sorted
+    paths = write_lm_eval(old)
+    assert {p.parent for p in paths} == {old / "lm_eval"}
+    for config in _configs(old):
+        now, before = _task_yaml(old, config), _task_yaml(root / "old", config)
+        for key in ("doc_to_text", "doc_to_target", "doc_to_choice", "output_type", "test_split"):
+            assert now[key] == before[key], key
+    assert "gold_label" in now["doc_to_target"] and "Gold label:" in now["doc_to_text"]
+
+
+def test_repo_id_sets_dataset_path_and_the_group(releases, tmp_path):
+    root, _ = releases
+    out = tmp_path / "hub"
+    result = export_lm_eval(root / "geo", out, repo_id="org/geo-tmcd")
+    task = yaml.load((out / "length.yaml").read_text(), Loader=_AnyTag)
+    assert (task["dataset_path"], task["dataset_name"], task["task"]) == ("org/geo-tmcd", "length", "geo_tmcd_length")
+    assert "custom_dataset" not in task and result.group == "geo_tmcd"
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+# ---------------------------------------------------------------------------------------------
+
+
+def test_export_command_writes_the_tasks_and_says_how_to_run_them(releases, tmp_path, capsys):
+    root, exported = releases
+    out = tmp_path / "tasks"
+    assert main(["export", "lm-eval", str(root / "beh"), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert exported["beh"].group == "resplit_behavioural_checklist_sentiment_suite"
+    assert "lm_eval --model hf" in printed and f"--tasks {exported['beh'].group}\n" in printed
+    assert "skipped type_INV: " in printed
+    task = yaml.load((out / "type_MFT.yaml").read_text(), Loader=_AnyTag)
+    assert task["custom_dataset"] == "!function utils.load_release"
+    # relative to the tasks' folder, wherever it is
+    assert (out / task["dataset_kwargs"]["resplit_folder"]).resolve() == (root / "beh").resolve()
+    assert main(["export", "lm-eval", str(root / "geo"), "--out", str(tmp_path / "hub"),
+                 "--dataset-path", "org/geo-tmcd"]) == 0
+    assert yaml.load((tmp_path / "hub" / "length.yaml").read_text(), Loader=_AnyTag)["dataset_path"] == "org/geo-tmcd"
+
+
+def test_export_command_bad_input_is_one_line(releases, tmp_path, capsys):
+    root, _ = releases
+    assert main(["export", "lm-eval", str(tmp_path / "missing")]) == 2
+    assert "folder not found" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert main(["export", "lm-eval", str(root / "geo"), "--out", str(tmp_path / "file")]) == 2
+    err = capsys.readouterr().err
+    assert "is a file" in err and len(err.strip().splitlines()) == 1
