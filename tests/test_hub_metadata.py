@@ -253,6 +253,11 @@ def test_the_pushed_card_names_the_repository_and_the_given_license(releases, tm
     for path in folder.rglob("*.parquet"):  # only the card changes
         assert (staged / path.relative_to(folder)).read_bytes() == path.read_bytes()
     assert _front(folder)[0]["license"] == "unknown"  # the local folder is not changed
+    # The harness tasks of the pushed copy load the repository; the local folder's load the folder itself.
+    task = yaml.safe_load((staged / "lm_eval" / "ll_split.yaml").read_text(encoding="utf-8"))
+    assert task["dataset_path"] == "lab/snli-ll" and task["dataset_name"] == "ll_split"
+    assert metadata["resplit"]["repo_id"] == "lab/snli-ll"
+    assert "dataset_path" not in (folder / "lm_eval" / "ll_split.yaml").read_text(encoding="utf-8")
 
 
 def test_verify_finds_the_source_where_the_build_read_it_beside_the_release_or_as_given(releases, deep, tmp_path,

@@ -266,3 +266,47 @@ def test_show_ends_on_the_rows_at_both_ends_of_the_signal(releases, capsys):
     assert out.rstrip().splitlines()[-1].startswith("  score=") and blocks[-1][:2] == ("test", "highest")
     # Only the declared text, label and signal: no source_id or length columns in the shown rows.
     assert "length_bucket" not in blocks[-1][2]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_card_carries_diagnostics_against_random_splits(family, releases):
+    """Every family's card has the diagnostics section and its YAML the numbers of every config with an
+    evaluation split (behavioural: what each config holds out)."""
+    card = (releases[family] / "README.md").read_text(encoding="utf-8")
+    assert "## Diagnostics against random splits" in card
+    meta = front_matter(releases[family])["resplit"]
+    assert meta["diagnostics"]["null_splits"] == 200
+    for config, entry in meta["configs"].items():
+        evaluated = [s for s in ("validation", "test") if entry["rows"].get(s)]
+        if not evaluated:
+            continue
+        numbers = entry["diagnostics"]
+        if family == "behavioural":
+            assert "held_out" in numbers, config
+            continue
+        for split in evaluated:
+            for statistic in numbers[split].values():
+                assert 0 <= statistic["percentile"] <= 100 if statistic["percentile"] is not None else True
+    if family != "behavioural":
+        named = {name for e in meta["configs"].values() for split, stats in e.get("diagnostics", {}).items()
+                 for name in stats}
+        assert {"length", "rare_word_fraction", "unseen_word_rate", "fk_grade"} <= named, named
+
+
+@pytest.mark.parametrize("family", ["likelihood", "tmcd"])
+def test_diagnose_on_a_release_built_without_them_gives_the_cards_numbers(family, family_args, releases, tmp_path,
+                                                                             capsys):
+    import json
+
+    out = tmp_path / "bare"
+    assert main([family, *family_args[family], "--seed", "7", "--out", str(out), "--no-progress",
+                 "--null-splits", "0"]) == 0
+    bare = (out / "README.md").read_text(encoding="utf-8")
+    assert "## Diagnostics against random splits" not in bare and "diagnostics" not in front_matter(out)["resplit"]
+    capsys.readouterr()
+    assert main(["diagnose", str(out), "--json", "--no-progress"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    carded = front_matter(releases[family])["resplit"]["configs"]
+    assert report["configs"] and set(report["configs"]) <= set(carded)
+    for config, splits in report["configs"].items():
+        assert splits == {s: v for s, v in carded[config]["diagnostics"].items() if s != "held_out"}, config

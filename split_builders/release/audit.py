@@ -509,7 +509,7 @@ def _candidate_pairs(lsh, signatures, *, floor: float, left=None, right=None) ->
     Sorted, without repeats. A bucket is compared in blocks (bounded memory); a bucket of templated
     texts can hold thousands of keys whose pairs are mostly below the threshold, so its pairs are
     never all materialised."""
-    small, medium, large = [], [], []
+    small, medium, medium_sizes, large = [], [], [], []
     for table in lsh.hashtables:
         counts = table.itemcounts()
         sizes = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
@@ -521,14 +521,19 @@ def _candidate_pairs(lsh, signatures, *, floor: float, left=None, right=None) ->
             members = table.get(buckets[at])
             if sizes[at] == 2:
                 small.extend(members)
+            elif sizes[at] <= _MEDIUM_BUCKET:
+                medium.extend(members)
+                medium_sizes.append(sizes[at])
             else:
-                members = np.sort(np.fromiter(members, dtype=np.int64, count=len(members)))
-                (medium if members.size <= _MEDIUM_BUCKET else large).append(members)
+                large.append(np.sort(np.fromiter(members, dtype=np.int64, count=len(members))))
     n = np.int64(len(signatures))
     pairs = [np.asarray(small, dtype=np.int64).reshape(-1, 2)]
-    for members in medium:
-        u, v = np.triu_indices(members.size, 1)
-        pairs.append(np.stack([members[u], members[v]], axis=1))
+    medium, medium_sizes = np.asarray(medium, dtype=np.int64), np.asarray(medium_sizes, dtype=np.int64)
+    starts = np.cumsum(medium_sizes) - medium_sizes
+    for size in np.unique(medium_sizes).tolist():  # the buckets of one size as rows of a matrix
+        members = medium[starts[medium_sizes == size, None] + np.arange(size)]
+        u, v = np.triu_indices(size, 1)
+        pairs.append(np.stack([members[:, u].reshape(-1), members[:, v].reshape(-1)], axis=1))
     pairs = np.concatenate(pairs)
     u, v = np.minimum(pairs[:, 0], pairs[:, 1]), np.maximum(pairs[:, 0], pairs[:, 1])
     keys = _distinct(u * n + v)  # a pair sharing buckets in several bands once

@@ -333,7 +333,9 @@ def _draw_panel(ax, panel: Panel) -> None:
         elif panel.kind == "discrete":
             bins = np.arange(everything.min(), everything.max() + 2) - 0.5
         else:
-            bins = np.linspace(everything.min(), everything.max(), 41)
+            low, high = float(everything.min()), float(everything.max())
+            # One value everywhere (a statistic every split shares): one bin around it, not 40 of width zero.
+            bins = np.linspace(low, high, 41) if high > low else np.array([low - 0.5, high + 0.5])
         for i, (label, data) in enumerate(zip(panel.series, values)):
             if data.size:
                 ax.hist(data, bins=bins, density=True, histtype="step", linewidth=1.6, color=_colour(label, i),

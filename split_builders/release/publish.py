@@ -149,6 +149,8 @@ def card_for_repo(metadata: dict, body: str, repo_id: str, license: str | None =
     body = re.sub(rf"`{re.escape(REPO_PLACEHOLDER)}` stands for the Hub repository[^\n]*\n\n", "", body)
     if license is not None:
         metadata = {**metadata, "license": license}
+    if isinstance(metadata.get("resplit"), dict):  # what the harness tasks name as their dataset_path
+        metadata = {**metadata, "resplit": {**metadata["resplit"], "repo_id": repo_id}}
     return metadata, body
 
 
@@ -268,6 +270,10 @@ def stage_release(folder: Path, staging: Path, version: str, section: str, old_c
     previous = old_changelog.split("\n", 2)[2] if old_changelog.startswith("# Changelog\n") else old_changelog
     (staging / "CHANGELOG.md").write_text(f"# Changelog\n\n{section}\n{previous.lstrip()}".rstrip() + "\n",
                                           encoding="utf-8")
+    if repo_id is not None and metadata.get("resplit"):  # harness tasks that load the published repository
+        from split_builders.release.export import write_lm_eval
+
+        write_lm_eval(staging, repo_id=repo_id)
     return staging
 
 
