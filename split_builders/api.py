@@ -263,6 +263,25 @@ def option(default: Any = dataclasses.MISSING, help: str = "", *, flags: tuple =
     return field(default=default, metadata=metadata)
 
 
+NULL_SPLITS_ENV = "RESPLIT_NULL_SPLITS"
+DEFAULT_NULL_SPLITS = 200
+MAX_NULL_SPLITS = 100_000
+
+
+def default_null_splits() -> int:
+    """``--null-splits``' default: ``$RESPLIT_NULL_SPLITS`` where set (a machine that builds many
+    releases and wants fewer or no diagnostics), else :data:`DEFAULT_NULL_SPLITS`."""
+    import os
+
+    value = os.environ.get(NULL_SPLITS_ENV, "").strip()
+    if not value:
+        return DEFAULT_NULL_SPLITS
+    if not value.isdigit():
+        raise InvalidParameterError(f"${NULL_SPLITS_ENV} must be a whole number of random splits (0 for no "
+                                    f"diagnostics), got {value!r}; unset it for the default {DEFAULT_NULL_SPLITS}")
+    return int(check_number(int(value), f"${NULL_SPLITS_ENV}", integer=True, minimum=0, maximum=MAX_NULL_SPLITS))
+
+
 @dataclass(kw_only=True)
 class CommonOptions:
     """The options every method shares, with one default each.
@@ -299,15 +318,18 @@ class CommonOptions:
     org: str | None = option(None, "the Hub organisation the release is for: the card's load snippet names "
                                    "ORG/<--out folder name> (push fills in the repository it uploads to)",
                              group="output", record=False, metavar="ORG")
-    null_splits: int = option(200, "random splits of the same sizes each config's diagnostics are set against "
-                                   "(default 200; 0: no diagnostics in the card)", group="evidence", integer=True,
-                              minimum=0, maximum=100_000, record=False, metavar="N")
+    null_splits: int | None = option(None, "random splits of the same sizes each config's diagnostics are set "
+                                           f"against (default ${NULL_SPLITS_ENV}, else {DEFAULT_NULL_SPLITS}; 0: no "
+                                           "diagnostics in the card)", group="evidence", integer=True, minimum=0,
+                                     maximum=MAX_NULL_SPLITS, record=False, metavar="N")
     probe: bool = option(False, "train a quick baseline on each config's train split and add its accuracy, "
                                 "interval and error increase over the random split to the card", group="evidence",
                          record=False)
 
     def __post_init__(self):
         self._normalise_lists()
+        if self.null_splits is None:
+            self.null_splits = default_null_splits()
         if self.out is None:
             raise InvalidParameterError("an output folder is required (--out)")
         booleans = self._boolean_fields()

@@ -16,6 +16,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parents[1]
 # The converted default model is cached across runs inside the checkout (.cache is git-ignored).
 os.environ.setdefault("RESPLIT_CACHE", str(REPO / ".cache" / "resplit"))
+# Most test builds are about something else than the diagnostics, whose figures cost 2-3 s per build here: their
+# cards leave them out, as `--null-splits 0` would. The tests of the diagnostics ask for them (`--null-splits`).
+os.environ.setdefault("RESPLIT_NULL_SPLITS", "0")
 
 import pytest  # noqa: E402
 

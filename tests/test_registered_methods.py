@@ -48,7 +48,8 @@ def releases(family_args, tmp_path_factory):
     built = {}
     for family in FAMILIES:
         out = root / family
-        assert main([family, *family_args[family], "--seed", "7", "--out", str(out), "--no-progress"]) == 0, family
+        assert main([family, *family_args[family], "--seed", "7", "--out", str(out), "--no-progress",
+                     "--null-splits", "200"]) == 0, family
         built[family] = out
     return built
 
@@ -310,3 +311,20 @@ def test_diagnose_on_a_release_built_without_them_gives_the_cards_numbers(family
     assert report["configs"] and set(report["configs"]) <= set(carded)
     for config, splits in report["configs"].items():
         assert splits == {s: v for s, v in carded[config]["diagnostics"].items() if s != "held_out"}, config
+
+
+def test_null_splits_default_comes_from_the_environment_and_is_checked(monkeypatch, tmp_path, capsys):
+    from split_builders.api import DEFAULT_NULL_SPLITS, NULL_SPLITS_ENV
+
+    method = registry()["likelihood"]
+    monkeypatch.delenv(NULL_SPLITS_ENV, raising=False)
+    assert method.options(out=str(tmp_path / "a")).null_splits == DEFAULT_NULL_SPLITS
+    monkeypatch.setenv(NULL_SPLITS_ENV, "17")
+    assert method.options(out=str(tmp_path / "a")).null_splits == 17
+    assert method.options(out=str(tmp_path / "a"), null_splits=3).null_splits == 3  # the option wins
+    for bad in ("many", "-1", "1000001"):
+        monkeypatch.setenv(NULL_SPLITS_ENV, bad)
+        assert main(["likelihood", "--out", str(tmp_path / "b")]) == 2
+        error = capsys.readouterr().err.strip()
+        assert len(error.splitlines()) == 1 and NULL_SPLITS_ENV in error, error
+    assert not (tmp_path / "b").exists()
