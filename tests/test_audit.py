@@ -352,7 +352,7 @@ def test_configs_that_share_no_rows_are_searched_apart_with_the_same_counts():
     config's test row in the other config's train split counts for neither (as before)."""
     import pyarrow as pa
 
-    from split_builders.release.audit import _columns, _Pool, _text_groups
+    from split_builders.release.audit import _columns, Pool, _text_groups
 
     sleeping = "A man is sleeping on a bench in the park."
     a = pa.table({"text": [sleeping, "Two dogs run on the beach.", "a man is sleeping on a bench in the parks.",
@@ -363,7 +363,7 @@ def test_configs_that_share_no_rows_are_searched_apart_with_the_same_counts():
              "b": {"train": Part(b, np.array([0, 1])), "test": Part(b, np.array([2, 3]))}}
     fields = AuditFields(["text"])
     together = audit(parts, fields)
-    pool = _Pool(parts, fields.columns)
+    pool = Pool(parts, fields.columns)
     groups = _text_groups(pool, _columns(pool.table, fields))
     assert len(set(groups.tolist())) == 2 and groups[:4].tolist() == [groups[0]] * 4
     for name in ("a", "b"):

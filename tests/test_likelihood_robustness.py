@@ -295,10 +295,14 @@ def _real_texts(shared) -> dict:
     return texts
 
 
-@pytest.mark.slow
-def test_word_lengths_equal_nltk_on_every_text_of_snli_boolq_and_curriculum(shared):
+SAMPLE = 20  # every 20th distinct text here; `python benchmarks/word_lengths.py` compares all of them
+
+
+def test_word_lengths_equal_nltk_on_real_texts_of_snli_boolq_and_curriculum(shared):
+    """A deterministic sample of every source's distinct texts (NLTK takes minutes for all of them; the
+    benchmark checks all, and the tricky, generated and Unicode strings below cover the edge cases)."""
     for name, texts in _real_texts(shared).items():
-        distinct = list(dict.fromkeys(texts))
+        distinct = list(dict.fromkeys(texts))[::SAMPLE]
         expected = np.array([_nltk_count(t) for t in distinct])
         got = word_lengths(distinct)
         bad = np.flatnonzero(got != expected)

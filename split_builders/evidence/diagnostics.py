@@ -123,7 +123,7 @@ def choose_columns(pool, record: dict | None, *, where: str) -> Columns:
     """The columns of ``pool`` (a ``pyarrow.Table``) to diagnose: the record's declared fields
     (``resplit.fields``), else those the leakage audit infers (:func:`~split_builders.release.audit.infer_fields`)."""
     from split_builders.api import Fields
-    from split_builders.release.audit import _is_text, _method_signal_columns, infer_fields
+    from split_builders.release.audit import is_text_type, method_signal_columns, infer_fields
 
     record = record or {}
     names = pool.column_names
@@ -145,9 +145,9 @@ def choose_columns(pool, record: dict | None, *, where: str) -> Columns:
         label = next((n for n in LABEL_NAMES if n in names), None)
         task = ("behavioural" if record.get("method") == "behavioural" else "semantic_parsing" if target
                 else "classification" if label else "text")
-    if query is not None and not _is_text(pool.schema.field(query).type):
+    if query is not None and not is_text_type(pool.schema.field(query).type):
         query = None
-    signals = tuple(c for c in _method_signal_columns(record) if c in names and task != "behavioural"
+    signals = tuple(c for c in method_signal_columns(record) if c in names and task != "behavioural"
                     and _numeric(pool.schema.field(c).type))
     behaviour = tuple(c for c, _ in HELD_OUT_COLUMNS if c in names) if task == "behavioural" else ()
     language = None
@@ -222,9 +222,9 @@ def row_statistics(pool, columns: Columns) -> RowStatistics:
     n = pool.num_rows
     ones = np.ones(n, dtype=np.float64)
     if columns.query is not None:
-        from split_builders.release.audit import _as_text
+        from split_builders.release.audit import as_text
 
-        text = text_stats(_as_text(pool.column(columns.query)))
+        text = text_stats(as_text(pool.column(columns.query)))
         words = text.words.astype(np.float64)
         grade = text.fk_grade
         has_words = (text.words > 0).astype(np.float64)
@@ -242,9 +242,9 @@ def row_statistics(pool, columns: Columns) -> RowStatistics:
     if columns.target is not None:
         _program_statistics(stats, pool.column(columns.target).to_pylist(), columns.target_language)
     for name in columns.behaviour:
-        from split_builders.release.audit import _codes
+        from split_builders.release.audit import value_codes
 
-        stats.categories[name] = _codes(pool.column(name))
+        stats.categories[name] = value_codes(pool.column(name))
     return stats
 
 
@@ -416,16 +416,16 @@ def _config(pool, rows_of, ids_of, config: str, splits: dict, columns: Columns, 
     rows, assignment = rows[order], assignment[order]
     strata = np.zeros(rows.size, dtype=np.int64)
     if columns.label is not None and columns.task == "classification" and parameters.get("train_size") is None:
-        from split_builders.release.audit import _codes
+        from split_builders.release.audit import value_codes
 
-        codes = _codes(pool.column(columns.label))[rows]
+        codes = value_codes(pool.column(columns.label))[rows]
         strata = np.unique(codes, return_inverse=True)[1].reshape(-1).astype(np.int64)
     groups = None
     group_field = parameters.get("grouped_by")
     if group_field and group_field in pool.column_names:
-        from split_builders.release.audit import _codes
+        from split_builders.release.audit import value_codes
 
-        codes = _codes(pool.column(group_field))[rows]
+        codes = value_codes(pool.column(group_field))[rows]
         groups = np.unique(codes, return_inverse=True)[1].reshape(-1).astype(np.int64)
     evaluation = tuple(s for s in EVALUATION_SPLITS if s in present)
     return _Config(rows, assignment[:, None], strata, groups, evaluation)
@@ -444,7 +444,7 @@ def diagnose(parts: dict, *, record: dict | None = None, parameters: dict | None
     "held_out": {config: {split: {column: {"held_out", "of"}}}} (behavioural)}``.
     """
     from split_builders.progress import progress_bar
-    from split_builders.release.audit import _Pool
+    from split_builders.release.audit import Pool
 
     null_splits = check_null_splits(null_splits)
     seed = check_seed(seed)
@@ -453,8 +453,8 @@ def diagnose(parts: dict, *, record: dict | None = None, parameters: dict | None
     if not configs:
         raise InvalidParameterError(f"{where} has no config with a train split and a validation or test split "
                                     "to diagnose")
-    candidates = _candidate_columns(configs, record, parameters)
-    pool = _Pool(configs, candidates)
+    candidates = candidate_text_columns(configs, record, parameters)
+    pool = Pool(configs, candidates)
     columns = choose_columns(pool.table, record, where=where)
     stats = row_statistics(pool.table, columns)
     report = {"null_splits": null_splits, "seed": seed, "task": columns.task,
@@ -516,14 +516,14 @@ def _held_out(stats: RowStatistics, setup: _Config) -> dict:
     return out
 
 
-def _candidate_columns(parts: dict, record: dict | None, parameters: dict) -> list:
+def candidate_text_columns(parts: dict, record: dict | None, parameters: dict) -> list:
     """Every column the diagnostics may read: text, the recorded fields, labels, signals, groups."""
     from split_builders.api import Fields
-    from split_builders.release.audit import _candidate_columns as text_columns, _method_signal_columns
+    from split_builders.release.audit import candidate_text_columns as text_columns, method_signal_columns
 
     names = list(text_columns(parts, record, None))
     declared = Fields.from_record(record)
-    wanted = [*(declared.columns if declared else ()), *LABEL_NAMES, *_method_signal_columns(record or {}),
+    wanted = [*(declared.columns if declared else ()), *LABEL_NAMES, *method_signal_columns(record or {}),
               *(c for c, _ in HELD_OUT_COLUMNS)]
     wanted += [(v or {}).get("grouped_by") for v in parameters.values()]
     present = {c for splits in parts.values() for part in splits.values() for c in part.table.column_names}

@@ -83,7 +83,7 @@ def probe_fields(table, record: dict | None = None, *, where: str = "the release
     ``gold_label`` column as the label, and as the query the recorded query field or the first text field
     named like one (hypothesis, question, ...)."""
     from split_builders.api import Fields
-    from split_builders.release.audit import NoTextError, _named, infer_fields
+    from split_builders.release.audit import NoTextError, recorded_names, infer_fields
 
     columns = set(table.column_names)
     passed = next((c for c in PASSED_COLUMNS if c in columns), None)
@@ -102,7 +102,7 @@ def probe_fields(table, record: dict | None = None, *, where: str = "the release
         text = list(guessed.text) if guessed else []
         target = guessed.program if guessed else None
         label = next((c for c in LABEL_COLUMNS if c in columns), None)
-        recorded = [c for c in _named(record or {}, "signal.fields.query", "parameters.query_field") if c in text]
+        recorded = [c for c in recorded_names(record or {}, "signal.fields.query", "parameters.query_field") if c in text]
         query = next(iter(recorded), None) or next((c for c in QUERY_NAMES if c in text), None)
         if query is None and len(text) > 1:
             query = text[-1]
@@ -142,9 +142,9 @@ def _texts(table, names) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from split_builders.release.audit import _as_text
+    from split_builders.release.audit import as_text
 
-    columns = [_as_text(table.column(n)).fill_null("") for n in names]
+    columns = [as_text(table.column(n)).fill_null("") for n in names]
     if not columns:
         return np.full(table.num_rows, "", dtype=object)
     newline = pa.scalar("\n", pa.large_string())
@@ -170,9 +170,9 @@ def _programs(table, name) -> np.ndarray:
     """The target programs with every run of whitespace one space, trimmed (exact match compares these)."""
     import pyarrow.compute as pc
 
-    from split_builders.release.audit import _as_text
+    from split_builders.release.audit import as_text
 
-    column = pc.replace_substring_regex(_as_text(table.column(name)).fill_null(""), r"\s+", " ")
+    column = pc.replace_substring_regex(as_text(table.column(name)).fill_null(""), r"\s+", " ")
     column = pc.utf8_trim_whitespace(column)
     return np.asarray(column.to_numpy(zero_copy_only=False), dtype=object)
 

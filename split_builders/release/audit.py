@@ -125,7 +125,7 @@ class AuditFields:
         return list(dict.fromkeys([*self.example, *([self.group] if self.group else [])]))
 
 
-def _is_text(kind) -> bool:
+def is_text_type(kind) -> bool:
     """A string column, or a (nested) list of strings (a CheckList test case's examples)."""
     import pyarrow as pa
 
@@ -134,7 +134,7 @@ def _is_text(kind) -> bool:
     return pa.types.is_string(kind) or pa.types.is_large_string(kind)
 
 
-def _named(record: dict, *paths) -> list:
+def recorded_names(record: dict, *paths) -> list:
     """The column names a release's provenance gives at ``paths`` (dotted), in order, without repeats."""
     names = []
     for path in paths:
@@ -146,7 +146,7 @@ def _named(record: dict, *paths) -> list:
     return list(dict.fromkeys(names))
 
 
-def _method_signal_columns(record: dict) -> tuple:
+def method_signal_columns(record: dict) -> tuple:
     if not record.get("method"):
         return ()
     from split_builders.api import registry
@@ -173,13 +173,13 @@ def infer_fields(pool, record: dict | None = None, *, fields=None, where: str = 
     record = record or {}
     columns = [c for c in pool.column_names if c != "__rows__"]
     present = lambda names: [n for n in names if n in columns]  # noqa: E731
-    program = next(iter(present(_named(record, "signal.fields.target", "parameters.target_field"))), None)
-    if program is None and "target" in columns and (_named(record, "signal.target_language")
+    program = next(iter(present(recorded_names(record, "signal.fields.target", "parameters.target_field"))), None)
+    if program is None and "target" in columns and (recorded_names(record, "signal.target_language")
                                                     or isinstance((record.get("signal") or {}).get("target_language"), str)):
         program = "target"
-    group = next(iter(present(_named(record, "parameters.group_field"))), None)
+    group = next(iter(present(recorded_names(record, "parameters.group_field"))), None)
     if fields:
-        texts = [c for c in columns if _is_text(pool.schema.field(c).type)]
+        texts = [c for c in columns if is_text_type(pool.schema.field(c).type)]
         for name in fields:
             if name not in texts:
                 raise FieldError(name, texts, role="text", source=where)
@@ -189,16 +189,16 @@ def infer_fields(pool, record: dict | None = None, *, fields=None, where: str = 
     if declared is not None:  # the method's own declaration (resplit.fields)
         program = declared.target if declared.target in columns else None
         group = declared.group if declared.group in columns else group
-        text = [f for f in present(declared.text) if f != program and _is_text(pool.schema.field(f).type)]
+        text = [f for f in present(declared.text) if f != program and is_text_type(pool.schema.field(f).type)]
         if text:
             return AuditFields(text, program, group)
-    text = present(_named(record, "signal.fields.prompt", "signal.fields.query", "signal.text_fields",
+    text = present(recorded_names(record, "signal.fields.prompt", "signal.fields.query", "signal.text_fields",
                           "parameters.text_fields", "parameters.prompt_field", "parameters.query_field"))
-    text = [f for f in text if f != program and _is_text(pool.schema.field(f).type)]
+    text = [f for f in text if f != program and is_text_type(pool.schema.field(f).type)]
     if not text:
-        excluded = {"source_id", *LABEL_NAMES, *_method_signal_columns(record), program, group,
-                    *_named(record, "signal.fields.label", "signal.label_field", "parameters.label_field")}
-        text = [c for c in columns if c not in excluded and _is_text(pool.schema.field(c).type)
+        excluded = {"source_id", *LABEL_NAMES, *method_signal_columns(record), program, group,
+                    *recorded_names(record, "signal.fields.label", "signal.label_field", "parameters.label_field")}
+        text = [c for c in columns if c not in excluded and is_text_type(pool.schema.field(c).type)
                 and (c in TEXT_NAMES or not _categorical(pool.column(c)))]
     if not text:
         raise NoTextError(f"{where} has no text field to audit (columns: {', '.join(columns) or 'none'}); "
@@ -253,7 +253,7 @@ class Part:
         return len(self.ids)
 
 
-def _as_text(column):
+def as_text(column):
     """A column as one string per row: lists of strings (at any depth) joined by newlines."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -278,7 +278,7 @@ def _base_table(table, rows, columns):
     for name in columns:
         if name in table.column_names:
             column = table.column(name)
-            arrays.append(_as_text(column) if _is_text(column.type) else column.combine_chunks())
+            arrays.append(as_text(column) if is_text_type(column.type) else column.combine_chunks())
             names.append(name)
     if not names:  # keep the row count
         return pa.table({"__rows__": pa.nulls(table.num_rows, pa.int8())})
@@ -292,7 +292,7 @@ def _distinct(values) -> np.ndarray:
     return values[np.concatenate([[True], values[1:] != values[:-1]])] if values.size else values
 
 
-def _codes(column, *, values: bool = False):
+def value_codes(column, *, values: bool = False):
     """One int64 code per row, equal for equal values (nulls: -1), numbered in order of first
     appearance; with ``values``, also the distinct values (code ``k`` is ``values[k]``)."""
     import pyarrow as pa
@@ -308,12 +308,12 @@ def _combined_codes(table) -> np.ndarray:
     """One code per row, equal exactly when every column is equal."""
     key = np.zeros(table.num_rows, dtype=np.int64)
     for name in table.column_names:
-        codes = _codes(table.column(name)) + 1
+        codes = value_codes(table.column(name)) + 1
         key = np.unique(key * (codes.max(initial=0) + 1) + codes, return_inverse=True)[1].reshape(-1)
     return key
 
 
-class _Pool:
+class Pool:
     """The distinct rows of every part, and where each part's rows are among them."""
 
     def __init__(self, parts: dict, columns: list):
@@ -373,7 +373,7 @@ def _examples_text(table, names):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    columns = [normalise(_as_text(table.column(n))) for n in names if n in table.column_names]
+    columns = [normalise(as_text(table.column(n))) for n in names if n in table.column_names]
     if not columns:
         return pa.nulls(table.num_rows, pa.large_string())
     if len(columns) == 1:
@@ -698,8 +698,8 @@ def audit(parts: dict, fields: AuditFields | None = None, *, record: dict | None
     if not configs:
         raise InvalidParameterError(f"{where} has no config with a train split and a validation or test split "
                                     "to audit")
-    candidates = _candidate_columns(configs, record, fields)
-    pool = _Pool(configs, candidates)
+    candidates = candidate_text_columns(configs, record, fields)
+    pool = Pool(configs, candidates)
     if fields is None:
         fields = infer_fields(pool.table, record, fields=requested, where=where)
     columns = _columns(pool.table, fields)
@@ -735,29 +735,29 @@ def audit(parts: dict, fields: AuditFields | None = None, *, record: dict | None
     return report
 
 
-def _candidate_columns(parts, record, fields) -> list:
+def candidate_text_columns(parts, record, fields) -> list:
     """The columns the pool of distinct rows keeps: the audited ones when they are known, else every
     text column and the recorded program and group fields."""
     if fields is not None:
         return fields.columns
-    recorded = _named(record or {}, "parameters.group_field", "signal.fields.target", "parameters.target_field")
+    recorded = recorded_names(record or {}, "parameters.group_field", "signal.fields.target", "parameters.target_field")
     names = []
     for splits in parts.values():
         for part in splits.values():
             schema = part.table.schema
             names += [c for c in schema.names if c not in names and c != "source_id"
-                      and (_is_text(schema.field(c).type) or c in recorded or c == "target")]
+                      and (is_text_type(schema.field(c).type) or c in recorded or c == "target")]
     return names
 
 
 def _columns(table, fields: AuditFields) -> _Columns:
-    text, texts = _codes(_examples_text(table, fields.example), values=True)
+    text, texts = value_codes(_examples_text(table, fields.example), values=True)
     columns = _Columns(text, texts)
     for name in fields.shared:
         if name in table.column_names:
-            columns.shared[name] = _codes(table.column(name))
+            columns.shared[name] = value_codes(table.column(name))
     if fields.program and fields.program in table.column_names:
-        columns.program = _codes(table.column(fields.program))
+        columns.program = value_codes(table.column(fields.program))
     return columns
 
 

@@ -186,7 +186,7 @@ def release_fields(folder: Path, record: dict, configs: list) -> Fields | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from split_builders.release.audit import LABEL_NAMES, NoTextError, _named, infer_fields
+    from split_builders.release.audit import LABEL_NAMES, NoTextError, recorded_names, infer_fields
 
     first = configs[0]
     table = pa.concat_tables([pq.read_table(folder / path) for path in first.files.values()],
@@ -199,7 +199,7 @@ def release_fields(folder: Path, record: dict, configs: list) -> Fields | None:
         audited = infer_fields(table, record)
     except NoTextError:
         return None
-    label = next(iter(n for n in _named(record, "signal.fields.label", "signal.label_field", "parameters.label_field")
+    label = next(iter(n for n in recorded_names(record, "signal.fields.label", "signal.label_field", "parameters.label_field")
                       if n in columns), None) or next((n for n in LABEL_NAMES if n in columns), None)
     target = audited.program
     task = "semantic_parsing" if target else "classification" if label else "text"
