@@ -8,14 +8,12 @@ import sys
 import tempfile
 
 
-def run_audit(args) -> int:
-    from split_builders.release.audit import audit_target, check_threshold, format_report
-
-    threshold = check_threshold(args.threshold)
-    fields = tuple(part.strip() for part in args.fields.split(",") if part.strip()) if args.fields else None
-    with tempfile.TemporaryDirectory(prefix="resplit-audit-") as work:
-        report = audit_target(args.target, work=work, revision=args.revision, fields=fields, threshold=threshold,
-                              progress=not args.no_progress)
+def report_on_target(args, name: str, compute, format_report) -> int:
+    """What ``resplit audit``, ``diagnose`` and ``probe`` share: ``compute(work)`` of ``args.target`` with a
+    temporary work folder (where a Hub dataset is downloaded), then the report printed as one JSON object
+    (``--json``, with the target and revision first) or as the command's table (``format_report``)."""
+    with tempfile.TemporaryDirectory(prefix=f"resplit-{name}-") as work:
+        report = compute(work)
     report = {"target": args.target, **({"revision": args.revision} if args.revision else {}), **report}
     if args.json:
         print(json.dumps(report, ensure_ascii=False))
@@ -23,6 +21,20 @@ def run_audit(args) -> int:
         for line in format_report(report):
             print(line)
     return 0
+
+
+def names(text: str | None) -> tuple | None:
+    """A comma-separated option (``--fields a,b``, ``--configs a,b``) as a tuple of names; None when not given."""
+    return tuple(part.strip() for part in text.split(",") if part.strip()) if text else None
+
+
+def run_audit(args) -> int:
+    from split_builders.release.audit import audit_target, check_threshold, format_report
+
+    threshold, fields = check_threshold(args.threshold), names(args.fields)
+    return report_on_target(args, "audit", lambda work: audit_target(
+        args.target, work=work, revision=args.revision, fields=fields, threshold=threshold,
+        progress=not args.no_progress), format_report)
 
 
 def add_parsers(subparsers) -> None:

@@ -3,25 +3,18 @@ any family, or of any dataset with train / validation / test splits (:mod:`split
 
 from __future__ import annotations
 
-import json
 import sys
-import tempfile
 
 
 def run_diagnose(args) -> int:
     from split_builders.evidence.diagnostics import check_null_splits, check_seed, diagnose_target, format_report
 
+    from split_builders.cli.audit import report_on_target
+
     null_splits, seed = check_null_splits(args.null_splits), check_seed(args.seed)
-    with tempfile.TemporaryDirectory(prefix="resplit-diagnose-") as work:
-        report = diagnose_target(args.target, work=work, revision=args.revision, null_splits=null_splits, seed=seed,
-                                 progress=not args.no_progress)
-    report = {"target": args.target, **({"revision": args.revision} if args.revision else {}), **report}
-    if args.json:
-        print(json.dumps(report, ensure_ascii=False))
-    else:
-        for line in format_report(report):
-            print(line)
-    return 0
+    return report_on_target(args, "diagnose", lambda work: diagnose_target(
+        args.target, work=work, revision=args.revision, null_splits=null_splits, seed=seed,
+        progress=not args.no_progress), format_report)
 
 
 def add_parsers(subparsers) -> None:

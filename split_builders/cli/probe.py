@@ -4,27 +4,19 @@ the ``random`` (or ``standard``) config (:mod:`split_builders.evidence.probe`)."
 
 from __future__ import annotations
 
-import json
 import sys
-import tempfile
 
 
 def run_probe(args) -> int:
     from split_builders.api import check_number
     from split_builders.evidence.probe import format_report, probe_target
 
-    seed = int(check_number(args.seed, "--seed", integer=True, minimum=0))
-    configs = tuple(part.strip() for part in args.configs.split(",") if part.strip()) if args.configs else None
-    with tempfile.TemporaryDirectory(prefix="resplit-probe-") as work:
-        report = probe_target(args.target, work=work, revision=args.revision, configs=configs, seed=seed,
-                              progress=not args.no_progress)
-    report = {"target": args.target, **({"revision": args.revision} if args.revision else {}), **report}
-    if args.json:
-        print(json.dumps(report, ensure_ascii=False))
-    else:
-        for line in format_report(report):
-            print(line)
-    return 0
+    from split_builders.cli.audit import names, report_on_target
+
+    seed, configs = int(check_number(args.seed, "--seed", integer=True, minimum=0)), names(args.configs)
+    return report_on_target(args, "probe", lambda work: probe_target(
+        args.target, work=work, revision=args.revision, configs=configs, seed=seed, progress=not args.no_progress),
+        format_report)
 
 
 def add_parsers(subparsers) -> None:

@@ -424,26 +424,11 @@ def probe_target(target: str, *, work, revision: str | None = None, configs=None
     ``org/name@revision``) downloaded into ``work``; resolved as ``resplit audit`` resolves it."""
     from pathlib import Path
 
-    from split_builders.release.audit import read_splits
-    from split_builders.release.folder import Released, front_matter, resolve_target
+    from split_builders.release.audit import locate_target, read_splits
+    from split_builders.release.folder import Released
 
-    path = Path(target).expanduser()
-    if path.exists():
-        if not path.is_dir():
-            raise InvalidParameterError(f"{target!r} is a file; give a release folder, a dataset folder with "
-                                        "train / validation / test data files, or a Hub id")
-    else:
-        repo_id, _, at = target.partition("@")
-        if repo_id.count("/") != 1 or repo_id.startswith((".", "/", "~")):
-            raise InvalidParameterError(f"{target!r} does not exist (neither a folder here nor a Hub id org/name)")
-        revision = revision or at or None
-        try:
-            path = resolve_target(repo_id + (f"@{revision}" if revision else ""), Path(work))
-        except InvalidParameterError as error:
-            raise InvalidParameterError(f"{target!r} is no folder here, and as a Hub id: {error}") from None
-    readme = path / "README.md"
-    metadata = front_matter(readme)[0] if readme.is_file() else None
-    if isinstance(metadata, dict) and isinstance(metadata.get("resplit"), dict) and metadata.get("configs"):
+    path, is_release = locate_target(target, work=work, revision=revision)
+    if is_release:
         return probe_release(Released(path), configs=configs, seed=seed, progress=progress)
     tables = read_splits(path, Path(work) / "datasets-cache")
     return probe(tables, seed=seed, configs=configs, progress=progress, where=str(target))

@@ -933,7 +933,7 @@ def audit_target(target: str, *, work, revision: str | None = None, fields=None,
 def locate_target(target: str, *, work, revision: str | None = None):
     """``(folder, is_release)`` of ``target``: a folder here, or a Hub dataset id (``org/name``, at
     ``revision`` or ``org/name@revision``) downloaded into ``work``; ``is_release`` when its README's
-    YAML has ``resplit:`` provenance and ``configs:`` (shared by ``resplit audit`` and ``resplit diagnose``)."""
+    YAML has ``resplit:`` provenance and ``configs:`` (shared by ``resplit audit``, ``diagnose`` and ``probe``)."""
     from pathlib import Path
 
     from split_builders.release.folder import front_matter, resolve_target
