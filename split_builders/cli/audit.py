@@ -28,6 +28,15 @@ def names(text: str | None) -> tuple | None:
     return tuple(part.strip() for part in text.split(",") if part.strip()) if text else None
 
 
+def add_target_arguments(parser, *, json_help: str) -> None:
+    """The arguments ``resplit audit``, ``diagnose`` and ``probe`` share: the target, ``--json`` (what its
+    object holds: ``json_help``), ``--revision`` and ``--no-progress``."""
+    parser.add_argument("target", help="a release or dataset folder, or HUB_ID[@REVISION]")
+    parser.add_argument("--json", action="store_true", help=f"print one JSON object ({json_help})")
+    parser.add_argument("--revision", help="the Hub revision (branch, tag or commit) of a Hub id")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
 def run_audit(args) -> int:
     from split_builders.release.audit import audit_target, check_threshold, format_report
 
@@ -45,16 +54,12 @@ def add_parsers(subparsers) -> None:
                     "--threshold, MinHash LSH), the same value of a text field or of the group field, or the same "
                     "target program. TARGET: a release folder of any family, a dataset folder with train / "
                     "validation / test data files, or a Hub dataset id.")
-    parser.add_argument("target", help="a release or dataset folder, or HUB_ID[@REVISION]")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object (configs.<config>.<split>: exact, near_duplicate, shared.<field>, "
-                             "program, rates, examples)")
+    add_target_arguments(parser, json_help="configs.<config>.<split>: exact, near_duplicate, shared.<field>, "
+                                           "program, rates, examples")
     parser.add_argument("--threshold", type=float, default=0.8,
                         help="Jaccard similarity of a near-duplicate, in (0, 1] (default 0.8)")
     parser.add_argument("--fields", help="the text fields to audit, comma-separated (default: the release's text "
                                          "fields, or the string columns less ids, labels and categories)")
-    parser.add_argument("--revision", help="the Hub revision (branch, tag or commit) of a Hub id")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run_audit)
 
 

@@ -18,6 +18,7 @@ def run_diagnose(args) -> int:
 
 
 def add_parsers(subparsers) -> None:
+    from split_builders.cli.audit import add_target_arguments
     from split_builders.evidence.diagnostics import DEFAULT_NULL_SPLITS, DEFAULT_SEED
 
     parser = subparsers.add_parser(
@@ -29,16 +30,12 @@ def add_parsers(subparsers) -> None:
                     "their train value and their percentile among --null-splits random splits of the config's rows "
                     "with the same sizes (label-balanced or grouped as the config is). TARGET: a release folder of "
                     "any family, a dataset folder with train / validation / test data files, or a Hub dataset id.")
-    parser.add_argument("target", help="a release or dataset folder, or HUB_ID[@REVISION]")
+    add_target_arguments(parser, json_help="configs.<config>.<split>.<statistic>: value, train, percentile, "
+                                           "null_p05, null_p95; null_distributions; held_out for behavioural releases")
     parser.add_argument("--null-splits", type=int, default=DEFAULT_NULL_SPLITS,
                         help=f"random splits per config (default {DEFAULT_NULL_SPLITS})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
                         help=f"seed of the random splits (default {DEFAULT_SEED}; a card states the one it used)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object (configs.<config>.<split>.<statistic>: value, train, percentile, "
-                             "null_p05, null_p95; null_distributions; held_out for behavioural releases)")
-    parser.add_argument("--revision", help="the Hub revision (branch, tag or commit) of a Hub id")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run_diagnose)
 
 

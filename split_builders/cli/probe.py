@@ -20,6 +20,8 @@ def run_probe(args) -> int:
 
 
 def add_parsers(subparsers) -> None:
+    from split_builders.cli.audit import add_target_arguments
+
     parser = subparsers.add_parser(
         "probe", help="baseline probe: a quick baseline's accuracy per config and evaluation split, with intervals",
         description="Trains a fast, deterministic baseline on each config's train split of TARGET and scores it on "
@@ -29,15 +31,11 @@ def add_parsers(subparsers) -> None:
                     "95% bootstrap interval and the relative error increase over the random (or standard) config. "
                     "A sanity check, not a replacement for evaluating strong models. TARGET: a release folder of any "
                     "family, a dataset folder with train / validation / test data files, or a Hub dataset id.")
-    parser.add_argument("target", help="a release or dataset folder, or HUB_ID[@REVISION]")
+    add_target_arguments(parser, json_help="configs.<config>.<split>: rows, accuracy, ci_low, ci_high, "
+                                           "query_only_accuracy, relative_error_increase")
     parser.add_argument("--configs", help="the configs to probe, comma-separated (default: every config with a train "
                                           "split and a validation or test split)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the classifier and of the bootstrap (default 0)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object (configs.<config>.<split>: rows, accuracy, ci_low, ci_high, "
-                             "query_only_accuracy, relative_error_increase)")
-    parser.add_argument("--revision", help="the Hub revision (branch, tag or commit) of a Hub id")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run_probe)
 
 

@@ -49,7 +49,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from split_builders.api import check_number
-from split_builders.errors import InvalidParameterError
 
 DEFAULT_NULL_SPLITS = 200
 DEFAULT_SEED = 0
@@ -444,15 +443,12 @@ def diagnose(parts: dict, *, record: dict | None = None, parameters: dict | None
     "held_out": {config: {split: {column: {"held_out", "of"}}}} (behavioural)}``.
     """
     from split_builders.progress import progress_bar
-    from split_builders.release.audit import Pool
+    from split_builders.release.audit import Pool, evaluated_configs
 
     null_splits = check_null_splits(null_splits)
     seed = check_seed(seed)
     parameters = parameters or {}
-    configs = {c: s for c, s in parts.items() if "train" in s and any(e in s for e in EVALUATION_SPLITS)}
-    if not configs:
-        raise InvalidParameterError(f"{where} has no config with a train split and a validation or test split "
-                                    "to diagnose")
+    configs = evaluated_configs(parts, where=where, purpose="diagnose")
     candidates = candidate_text_columns(configs, record, parameters)
     pool = Pool(configs, candidates)
     columns = choose_columns(pool.table, record, where=where)

@@ -694,10 +694,7 @@ def audit(parts: dict, fields: AuditFields | None = None, *, record: dict | None
     for the evaluation splits (validation, test) of every config.
     """
     threshold = check_threshold(threshold)
-    configs = {c: s for c, s in parts.items() if "train" in s and any(e in s for e in EVALUATION_SPLITS)}
-    if not configs:
-        raise InvalidParameterError(f"{where} has no config with a train split and a validation or test split "
-                                    "to audit")
+    configs = evaluated_configs(parts, where=where, purpose="audit")
     candidates = candidate_text_columns(configs, record, fields)
     pool = Pool(configs, candidates)
     if fields is None:
@@ -928,6 +925,16 @@ def audit_target(target: str, *, work, revision: str | None = None, fields=None,
         return audit_release(Released(path), fields=fields, threshold=threshold, progress=progress)
     return audit_splits(read_splits(path, Path(work) / "datasets-cache"), fields=fields, threshold=threshold,
                         progress=progress, where=str(target))
+
+
+def evaluated_configs(parts: dict, *, where: str, purpose: str) -> dict:
+    """The configs of ``parts`` (``{config: {split: ...}}``) with a train split and an evaluation split, the
+    ones the audit, diagnostics and probe look at; refused in one line where there is none."""
+    configs = {c: s for c, s in parts.items() if "train" in s and any(e in s for e in EVALUATION_SPLITS)}
+    if not configs:
+        raise InvalidParameterError(f"{where} has no config with a train split and a validation or test split "
+                                    f"to {purpose}")
+    return configs
 
 
 def locate_target(target: str, *, work, revision: str | None = None):
