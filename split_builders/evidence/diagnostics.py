@@ -48,9 +48,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from split_builders.api import check_number
+from split_builders.api import DEFAULT_NULL_SPLITS, MAX_NULL_SPLITS, check_number
 
-DEFAULT_NULL_SPLITS = 200
 DEFAULT_SEED = 0
 EVALUATION_SPLITS = ("validation", "test")
 SPLIT_CODES = {"train": 0, "validation": 1, "test": 2}
@@ -81,8 +80,8 @@ DISPLAY = {
 
 
 def check_null_splits(value) -> int:
-    """The number of random splits: an integer >= 1."""
-    return check_number(value, "--null-splits", integer=True, minimum=1)
+    """The number of random splits: an integer >= 1 (and at most the builds' bound)."""
+    return check_number(value, "--null-splits", integer=True, minimum=1, maximum=MAX_NULL_SPLITS)
 
 
 def check_seed(value) -> int:
