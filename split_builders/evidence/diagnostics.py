@@ -603,6 +603,11 @@ def diagnose_target(target: str, *, work, revision: str | None = None, null_spli
 # ---------------------------------------------------------------------------------------------
 
 
+# Statistics of an evaluation split measured against train: train's own value (0) is no information.
+AGAINST_TRAIN = frozenset({"unseen_word_rate", "atom_divergence", "compound_divergence", "unseen_compound_share",
+                           "unseen_template_share"})
+
+
 def _shown(name: str, value) -> str:
     if value is None:
         return "n/a"
@@ -673,7 +678,7 @@ def card_lines(report: dict) -> list[str]:
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for name in report["statistics"]:
             first = next(iter(splits.values()))[name]
-            cells = [_phrase(name), _shown(name, first["train"])]
+            cells = [_phrase(name), "-" if name in AGAINST_TRAIN else _shown(name, first["train"])]
             for split, entries in splits.items():
                 e = entries[name]
                 cells += [_shown(name, e["value"]), "n/a" if e["percentile"] is None else f"{e['percentile']:.1f}",
