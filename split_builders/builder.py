@@ -242,9 +242,14 @@ def declared_fields(method, loaded, signal, options):
     import dataclasses
 
     fields = method.fields(loaded, signal, options)
-    if fields is not None and fields.group is None and loaded.groups is not None and options.group_field:
+    if fields is None:
+        return None
+    if fields.group is None and loaded.groups is not None and options.group_field:
         fields = dataclasses.replace(fields, group=options.group_field)
-    return fields
+    # What the method class declares, where its fields() did not say otherwise.
+    return dataclasses.replace(fields, signals=fields.signals or dict(method.signal_columns),
+                               baseline=fields.baseline or method.baseline_config,
+                               harness=fields.harness or (method.harness_task if fields.task != "text" else None))
 
 
 def _load(method, options, context) -> tuple[Loaded, list[str]]:

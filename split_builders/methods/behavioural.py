@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import SPLITS, CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.api import HarnessTask, SPLITS, CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.behavioural import BELUGA_SEED, behavioural_configs, resolve_names
 
@@ -114,7 +114,9 @@ class BehaviouralMethod(SplitMethod):
     source_aliases = ("--suite",)
     # The signal is each row's functionality, capability and type; verify and diff compare numbers:
     # the functionality's position in the suite.
-    signal_columns = ("functionality_id",)
+    signal_columns = {"functionality_id": "categorical"}
+    baseline_config = "seen"
+    harness_task = HarnessTask("multiple_choice")
 
     # --dedupe does not apply (row_keys stays None): a test case is defined by its functionality and
     # its position in it, and the same text under two functionalities tests two different behaviours.
@@ -208,6 +210,10 @@ class BehaviouralMethod(SplitMethod):
 # ---------------------------------------------------------------------------------------
 # The rows: one per test case
 # ---------------------------------------------------------------------------------------
+
+    def example_arguments(self, data, work) -> list:
+        """CheckList's sentiment suite (JSON)."""
+        return ["--source", str(Path(data) / "data" / "checklist" / "sentiment_suite.json.gz")]
 
 
 @dataclass

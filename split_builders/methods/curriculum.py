@@ -20,12 +20,14 @@ turns them into configs and the card.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from split_builders.api import CommonOptions, ConfigSplit, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.api import HarnessTask, CommonOptions, ConfigSplit, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.pvi.columns import pvi_figure, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir
@@ -118,7 +120,9 @@ class CurriculumMethod(SplitMethod):
     Options = CurriculumOptions
     default_source = None
     source_aliases = ("--data",)
-    signal_columns = ("pvi",)
+    signal_columns = {"pvi": "continuous"}
+    harness_task = HarnessTask("classification")
+    supports_groups = True
 
     # --dedupe does not apply (row_keys stays None): every config is a phenomenon's *released*
     # train / validation split, which --dedupe would change; the card's leakage report counts the
@@ -294,6 +298,10 @@ class CurriculumMethod(SplitMethod):
                                         {name: configs[name]["parameters"] for name in members}))
         out.update(_rederive_inoculation(released, configs))
         return out
+
+    def example_arguments(self, data, work) -> list:
+        """One phenomenon (verbnet) of the released zips."""
+        return ["--source", str(Path(data) / "data" / "curriculum"), "--phenomena", "verbnet"]
 
 
 def content_sha256(phenomena) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from loading_scripts import TASKS
-from split_builders.api import (CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, check_number,
+from split_builders.api import (HarnessTask, CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, check_number,
                                 check_size, option, parse_size)
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.given import given_scores_record
@@ -244,7 +244,10 @@ class LikelihoodMethod(SplitMethod):
                     "ll_split_reverse", "random", "length")
     Options = LikelihoodOptions
     default_source = "snli-sample"
-    signal_columns = ("score", "score_finetuned")
+    signal_columns = {"score": "continuous", "score_finetuned": "continuous"}
+    baseline_config = "random"
+    harness_task = HarnessTask("classification")  # fields() says generation where the source has a target
+    supports_groups = True
 
     def check(self, options: LikelihoodOptions) -> None:
         if options.scores is not None and not Path(options.scores).is_file():
@@ -382,7 +385,7 @@ class LikelihoodMethod(SplitMethod):
         return Fields(task, text=(src.prompt_field, src.query_field), query=src.query_field,
                       label=LABEL if src.label_field else None,
                       label_names=label_names(src.dataset, src.label_field) if src.label_field else None,
-                      target=src.target_field)
+                      target=src.target_field, harness=HarnessTask("generation") if src.target_field else None)
 
     def card(self, loaded: Loaded, signal: Signal, configs: list, options: LikelihoodOptions):
         from split_builders.release.card import CardSpec, Section, config_section, split_histograms
@@ -471,6 +474,13 @@ class LikelihoodMethod(SplitMethod):
 # ---------------------------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------------------------
+
+    def example_arguments(self, data, work) -> list:
+        """The SNLI rows of the reference implementation with its own log-likelihoods."""
+        snli = Path(data) / "reference" / "likelihood" / "inputs" / "snli"
+        return ["--source", str(snli / "all_examples.csv"), "--prompt-field", "premise", "--query-field", "hypothesis",
+                "--label-field", "gold_label", "--scores", str(snli / "all_examples__False_loglikelihoods.npy"),
+                "--dev-size", "200", "--test-size", "200", "--length-buckets", "4"]
 
 
 def resolve_dtype(dtype: str, device: str | None) -> str:

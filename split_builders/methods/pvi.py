@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.api import HarnessTask, CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
 from split_builders.errors import FieldError, InvalidParameterError, SourceLoadError
 from split_builders.signals.pvi.columns import pvi_figure, pvi_summary, summary_markdown, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir
@@ -78,7 +78,9 @@ class PVIMethod(SplitMethod):
     config_names = CONFIGS
     Options = PVIOptions
     default_source = "snli-sample"
-    signal_columns = ("pvi",)
+    signal_columns = {"pvi": "continuous"}
+    harness_task = HarnessTask("classification")
+    supports_groups = True
 
     def check(self, options) -> None:
         from loading_scripts import NAMED_SOURCES
@@ -255,6 +257,16 @@ class PVIMethod(SplitMethod):
         # every difficulty config splits the same rows: read them once
         return rederive_configs(released.all_rows(members),
                                 {c: record["configs"][c]["parameters"] for c in members})
+
+    def example_arguments(self, data, work) -> list:
+        """300 rows of CURRICULUM's boolean phenomenon (its validation file), two folds."""
+        import zipfile
+
+        boolean = Path(work) / "boolean_val.jsonl"
+        with zipfile.ZipFile(Path(data) / "data" / "curriculum" / "tasks" / "boolean.zip") as archive:
+            boolean.write_bytes(archive.read("boolean/val.jsonl"))
+        return ["--source", str(boolean), "--text-fields", "premise,hypothesis", "--label-field", "gold_label",
+                "--folds", "2", "--limit", "300", "--cache-dir", str(Path(work) / "pvi-cache")]
 
 
 @dataclass

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
+from split_builders.api import (HarnessTask, CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
                                 parse_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.compositional import BUILT
@@ -88,7 +88,10 @@ class TMCDMethod(SplitMethod):
     config_names = (*BUILT, "published_*", "<config>_rstr", "<config>_rcvcv")
     Options = TMCDOptions
     default_source = None
-    signal_columns = ("score",)  # the given log-likelihoods the ll_split* configs were split by (--scores)
+    signal_columns = {"score": "continuous"}  # the given log-likelihoods the ll_split* configs were split by (--scores)
+    baseline_config = "standard"
+    harness_task = HarnessTask("generation", "exact_match")
+    supports_groups = True
 
     def check(self, options: TMCDOptions) -> None:
         if options.scores is not None and not Path(options.scores).is_file():
@@ -314,6 +317,11 @@ class TMCDMethod(SplitMethod):
         """The compound and atom divergence (train against test) the config records."""
         figures = parameters.get("divergences") or {}
         return {name: figures[name] for name in DIVERGENCES if name in figures}
+
+    def example_arguments(self, data, work) -> list:
+        """GeoQuery in NQG's format, two configs, a short search."""
+        return ["--source", str(Path(data) / "data" / "geoquery" / "geoquery_nqg.tsv"), "--train-size", "440",
+                "--iterations", "300", "--configs", "tmcd,length"]
 
 
 @dataclass

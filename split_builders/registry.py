@@ -1,0 +1,95 @@
+"""The registry of split methods: refuses a second entry of a name. The built-in methods are named in the
+table of :mod:`split_builders.methods` and imported by name on first use, so importing the registry
+imports no method."""
+
+from __future__ import annotations
+
+import importlib
+
+from split_builders.contracts import SIGNAL_KINDS, HarnessTask, SplitMethod
+from split_builders.errors import InvalidParameterError
+from split_builders.options import CommonOptions
+
+_REGISTRY: dict[str, SplitMethod] = {}
+
+
+def register(method):
+    """Add a split method (a :class:`SplitMethod` subclass, or an instance of one) to the registry.
+
+    Refuses an object that is not a SplitMethod, a method without a name or ``Options`` that do not
+    derive from :class:`CommonOptions`, and a second method of a registered name (unregister the
+    first one to replace it). Returns its argument, so it also works as a class decorator.
+    """
+    instance = method() if isinstance(method, type) and issubclass(method, SplitMethod) else method
+    if not isinstance(instance, SplitMethod):
+        raise InvalidParameterError(f"{method!r} is not a split method (a subclass of SplitMethod)")
+    if not instance.name:
+        raise InvalidParameterError(f"{type(instance).__name__} has no name")
+    if not (isinstance(instance.Options, type) and issubclass(instance.Options, CommonOptions)):
+        raise InvalidParameterError(f"{instance.name}: Options must be a dataclass derived from CommonOptions")
+    check_declarations(instance)
+    _load_builtin()
+    if instance.name in _REGISTRY:
+        raise InvalidParameterError(f"a split method named {instance.name!r} is already registered "
+                                    f"({type(_REGISTRY[instance.name]).__name__}); unregister it first to replace it")
+    _REGISTRY[instance.name] = instance
+    return method
+
+
+def check_declarations(method: SplitMethod) -> None:
+    """Refuse a method whose declarations shared code could not read: ``signal_columns`` a mapping of column
+    to a kind in :data:`~split_builders.contracts.SIGNAL_KINDS`, ``harness_task`` a
+    :class:`~split_builders.contracts.HarnessTask` or None, ``baseline_config`` one of its ``config_names``, and
+    ``supports_groups`` exactly when it implements ``groups``."""
+    name = method.name
+    columns = method.signal_columns
+    if not isinstance(columns, dict) or any(kind not in SIGNAL_KINDS for kind in columns.values()):
+        raise InvalidParameterError(f"{name}: signal_columns must map each signal column to one of "
+                                    f"{', '.join(SIGNAL_KINDS)}; got {columns!r}")
+    if method.harness_task is not None and not isinstance(method.harness_task, HarnessTask):
+        raise InvalidParameterError(f"{name}: harness_task must be a HarnessTask or None; got {method.harness_task!r}")
+    if method.baseline_config is not None and method.baseline_config not in method.config_names:
+        raise InvalidParameterError(f"{name}: baseline_config {method.baseline_config!r} is not one of its "
+                                    f"config_names ({', '.join(method.config_names)})")
+    implements_groups = type(method).groups is not SplitMethod.groups
+    if bool(method.supports_groups) != implements_groups:
+        raise InvalidParameterError(f"{name}: supports_groups is {method.supports_groups} but it "
+                                    f"{'implements' if implements_groups else 'does not implement'} groups()")
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+_LOADED_BUILTIN = False
+
+
+def _load_builtin() -> None:
+    """Register the built-in methods (the table in :mod:`split_builders.methods`) once, first."""
+    global _LOADED_BUILTIN
+    if _LOADED_BUILTIN:
+        return
+    _LOADED_BUILTIN = True
+    # By name: the registry imports no method module until a method is asked for.
+    builtin = importlib.import_module("split_builders.methods").BUILTIN
+    for name, (module, cls) in builtin.items():
+        method = getattr(importlib.import_module(module), cls)()
+        if method.name != name:
+            raise InvalidParameterError(f"{module}.{cls} is named {method.name!r}, not {name!r}")
+        check_declarations(method)
+        _REGISTRY[name] = method
+
+
+def registry() -> dict[str, SplitMethod]:
+    """Every registered method by name (the built-in ones first)."""
+    _load_builtin()
+    return dict(_REGISTRY)
+
+
+def get_method(name) -> SplitMethod:
+    if isinstance(name, SplitMethod):
+        return name
+    methods = registry()
+    if name not in methods:
+        raise InvalidParameterError(f"unknown split method {name!r}; known: {', '.join(methods)}")
+    return methods[name]

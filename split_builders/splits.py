@@ -1,0 +1,198 @@
+"""Splits and sizes: :class:`Split` (what every splitter returns), :class:`ConfigSplit` (one config of a
+release), :class:`BaseSplitter` (scikit-learn's ``get_params`` / ``repr`` from the constructor), and the one
+checker of numeric parameters and sizes."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from split_builders.errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    import datasets
+
+class Split(NamedTuple):
+    """Row numbers of one split: ``train``, ``validation`` (possibly empty) and ``test``, each a
+    sorted int64 array. Unpacks as ``train, validation, test = splitter.split(...)``."""
+
+    train: np.ndarray
+    validation: np.ndarray
+    test: np.ndarray
+
+    @classmethod
+    def of(cls, train, validation=(), test=()) -> "Split":
+        """A Split from any three sequences of row numbers (sorted, int64)."""
+        return cls(*(np.sort(np.asarray(part, dtype=np.int64).reshape(-1)) for part in (train, validation, test)))
+
+    def as_indices(self) -> dict:
+        """``{split: rows}`` for the release writer; an empty validation split is left out (a
+        config loads only with the splits it has)."""
+        parts = {"train": self.train, "validation": self.validation, "test": self.test}
+        return {name: rows for name, rows in parts.items() if name == "train" or len(rows)}
+
+
+SPLITS = ("train", "validation", "test")
+"""The split names of every release, in release order."""
+
+
+@dataclass
+class ConfigSplit:
+    """One config of a release: row positions per split, and how they were chosen.
+
+    ``indices`` are positions in the release's rows (not source ids), or in ``rows`` when the
+    config brings its own table (a release of several datasets, such as CURRICULUM's phenomena,
+    whose columns differ per config).
+    """
+
+    name: str
+    indices: dict
+    method: str
+    parameters: dict = field(default_factory=dict)
+    description: str = ""
+    rows: datasets.Dataset | None = None
+
+    def _sizes(self) -> str:
+        return ", ".join(f"{s} {len(v)}" for s, v in self.indices.items()) or "no splits"
+
+    @property
+    def splits(self) -> tuple:
+        """The config's splits in release order. An evaluation split may be absent (compositional
+        splits such as TMCD have only train and test) and an empty one is left out: ``datasets``
+        cannot load a split without rows."""
+        return tuple(s for s in SPLITS if s in self.indices and (s == "train" or len(self.indices[s])))
+
+    def check(self, n_rows: int) -> None:
+        # train plus at least one evaluation split: TMCD has train/test, CURRICULUM train/validation.
+        if not set(self.indices) <= set(SPLITS):
+            raise InvalidParameterError(f"config {self.name!r} has unknown split(s) "
+                                        f"{sorted(set(self.indices) - set(SPLITS))}; allowed: {', '.join(SPLITS)}")
+        if "train" not in self.indices or len(self.splits) < 2:
+            raise InvalidParameterError(f"config {self.name!r} must have a train split and at least one non-empty "
+                                        f"validation or test split; has {self._sizes()}")
+        seen = np.zeros(n_rows, dtype=np.int64)
+        for split in self.splits:
+            idx = np.asarray(self.indices[split])
+            if idx.size and (idx.min() < 0 or idx.max() >= n_rows):
+                raise InvalidParameterError(f"config {self.name!r} split {split!r} has row numbers outside 0..{n_rows - 1}")
+            np.add.at(seen, idx, 1)
+        if (seen > 1).any():
+            raise InvalidParameterError(f"config {self.name!r}: {(seen > 1).sum()} row(s) are in more than one split")
+
+
+class BaseSplitter:
+    """Base class of every splitter: ``get_params()`` and ``repr`` read the constructor's
+    keyword-only parameters from attributes of the same name (set in ``__init__``, validated there)."""
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        signature = inspect.signature(cls.__init__)
+        return [p.name for p in signature.parameters.values()
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"]
+
+    def get_params(self) -> dict:
+        """The constructor's parameters and their values (as recorded in provenance)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    def split(self, *args, **kwargs) -> Split:  # pragma: no cover - every splitter overrides it
+        raise NotImplementedError
+
+
+def check_number(value, name: str, *, integer: bool = False, minimum=None, maximum=None,
+                 exclusive: tuple = (), allow_none: bool = False):
+    """The one check of a numeric parameter; returns it as an int (``integer``) or a float.
+
+    ``minimum`` / ``maximum`` bound it (inclusive, unless named in ``exclusive``: ``("minimum",)``,
+    ``("maximum",)`` or both). A bound of 0 and 1 with a real value reads as a fraction in the
+    message, e.g. ``validation_size must be a fraction in (0, 1), got 1.5``. Booleans are refused
+    (``True`` is an int to Python, never a count to a user); None passes only with ``allow_none``.
+    """
+    if value is None and allow_none:
+        return None
+    low_open, high_open = "minimum" in exclusive, "maximum" in exclusive
+    if integer:
+        if minimum == 0 and maximum is None and not low_open:
+            wanted = "a non-negative integer"
+        elif minimum == 1 and maximum is None and not low_open:
+            wanted = "a positive integer"
+        else:
+            wanted = "an integer" + _bounds_text(minimum, maximum, low_open, high_open)
+    elif minimum == 0 and maximum == 1:
+        wanted = f"a fraction in {'(' if low_open else '['}0, 1{')' if high_open else ']'}"
+    elif minimum == 0 and maximum is None and low_open:
+        wanted = "a positive number"
+    else:
+        wanted = "a number" + _bounds_text(minimum, maximum, low_open, high_open)
+    kinds = Integral if integer else Real
+    ok = not isinstance(value, bool) and isinstance(value, kinds) and math.isfinite(value)
+    if ok and minimum is not None:
+        ok = value > minimum if low_open else value >= minimum
+    if ok and maximum is not None:
+        ok = value < maximum if high_open else value <= maximum
+    if not ok:
+        raise InvalidParameterError(f"{name} must be {wanted}, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def _bounds_text(minimum, maximum, low_open: bool, high_open: bool) -> str:
+    if minimum is not None and maximum is not None:
+        return f" in {'(' if low_open else '['}{minimum}, {maximum}{')' if high_open else ']'}"
+    if minimum is not None:
+        return f" {'>' if low_open else '>='} {minimum}"
+    if maximum is not None:
+        return f" {'<' if high_open else '<='} {maximum}"
+    return ""
+
+
+def check_size(value, name: str, *, allow_zero: bool = True):
+    """Validate a size given as a count (int >= 0, or >= 1 without ``allow_zero``) or a fraction
+    in (0, 1); returns it as an int or a float."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise InvalidParameterError(f"{name} must be a count or a fraction in (0, 1), got {value!r}")
+    if isinstance(value, Integral):
+        if value < (0 if allow_zero else 1):
+            raise InvalidParameterError(f"{name} must be >= {0 if allow_zero else 1}, got {value}")
+        return int(value)
+    if not 0.0 < float(value) < 1.0:
+        raise InvalidParameterError(f"{name} as a fraction must be in (0, 1), got {value}")
+    return float(value)
+
+
+def resolve_size(value, n_rows: int, *, rounding: str = "up") -> int:
+    """A count stays a count; a fraction of ``n_rows`` is rounded ``"up"`` (``ceil``, as scikit-learn)
+    or to the ``"nearest"`` count (Python's ``round``, ties to even: TMCD's rule, as Shaw et al.'s
+    generators, which take counts; releases built with it rebuild unchanged)."""
+    if isinstance(value, Integral):
+        return int(value)
+    if rounding == "up":
+        return int(math.ceil(value * n_rows))
+    if rounding == "nearest":
+        return int(round(float(value) * n_rows))
+    raise InvalidParameterError(f"rounding must be 'up' or 'nearest', got {rounding!r}")
+
+
+def check_random_state(random_state) -> int | None:
+    """A seed: a non-negative integer, or None."""
+    return check_number(random_state, "random_state", integer=True, minimum=0, allow_none=True)
+
+
+def parse_size(text: str):
+    """A size as typed on the command line: an integer count, or a fraction such as ``0.1``."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"expected a count or a fraction in (0, 1), got {text!r}") from None
+
