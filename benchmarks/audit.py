@@ -11,7 +11,7 @@
 ones (the first half of one sentence's words and the second half of another's), about 3.7 hypotheses
 per premise as in SNLI's train split, seeded. Five configs are drawn at random over all rows (each a
 seeded permutation: 10,000 validation and 10,000 test rows per 570k, the rest train), and the audit
-(:func:`split_builders.release.audit.audit`, the function builds and ``resplit audit`` use) runs on
+(:func:`split_builders.evidence.audit.audit`, the function builds and ``resplit audit`` use) runs on
 them as a build hands them over: one Arrow table and each config's row positions. The time includes
 everything (distinct rows, normalisation, shingles, MinHash, LSH, confirming candidates, the five
 configs' counts and examples), not the import of ``datasketch`` (about half a second). The growth
@@ -20,15 +20,15 @@ exponent ``b`` of ``time ~ a * rows ** b`` is fitted on the log-log points (1 is
 **Before / after.** Each size runs twice, each run in a fresh Python process: *before* with the
 audit's former MinHash (one datasketch ``MinHash`` cleared and ``update_batch``-ed per text, kept here
 as :func:`per_text_minhash_lsh`) and one LSH index over every text, *after* with the current one (the
-signatures of a whole chunk in numpy, :func:`split_builders.release.audit.minhash_signatures`, and one
-index per group of configs that share rows, :func:`split_builders.release.audit._text_groups`); both
+signatures of a whole chunk in numpy, :func:`split_builders.evidence.near_duplicates.minhash_signatures`, and one
+index per group of configs that share rows, :func:`split_builders.evidence.near_duplicates.text_groups`); both
 insert into datasketch's ``MinHashLSH``. Printed side by side: seconds, rows/s, and the audit's peak memory (the process's peak
 resident set less its resident set before the audit); the two runs' reports must be identical (the
 signatures are bit for bit the same), which the last column says.
 
 **Inside a build.** ``--curriculum TASKS`` runs ``resplit curriculum --data TASKS --out <tmp>
 --no-inoculation --no-progress`` (the 36 phenomena) before and after, each in a fresh process, and
-times :func:`split_builders.release.audit.audit_build` inside it (a wrapper): the build's seconds, the
+times :func:`split_builders.evidence.audit.audit` inside it (a wrapper): the build's seconds, the
 audit's seconds and share, the audit's peak memory above the resident set at its start (sampled every
 20 ms) and the process's peak.
 
@@ -124,7 +124,8 @@ def per_text_minhash_lsh(texts: list, *, threshold: float, num_perm: int = 64, p
     ``update_batch``-ed with each text's shingle hashes, then inserted into the LSH index."""
     from datasketch import MinHash, MinHashLSH
 
-    from split_builders.release.audit import _CHUNK, MINHASH_SCHEME, MINHASH_SEED, lsh_parameters, shingle_hashes
+    from split_builders.evidence.near_duplicates import (_CHUNK, MINHASH_SCHEME, MINHASH_SEED, lsh_parameters,
+                                                         shingle_hashes)
 
     bands, rows = lsh_parameters(threshold, num_perm)
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, params=(bands, rows))
@@ -153,11 +154,11 @@ def one_run(n: int, mode: str, threshold: float) -> dict:
     audit's peak memory above the resident set before it (MiB), and a digest of the report."""
     import datasketch  # noqa: F401  (imported outside the timing)
 
-    from split_builders.release import audit as audit_module
+    from split_builders.evidence import audit as audit_module, near_duplicates
 
     if mode == "before":
-        audit_module.minhash_lsh = per_text_minhash_lsh
-        audit_module._text_groups = lambda pool, columns: None  # one index over every text
+        near_duplicates.minhash_lsh = per_text_minhash_lsh
+        audit_module.text_groups = lambda pool, columns: None  # one index over every text
     table, configs = snli_like(n), random_configs(n)
     before, cpu = _resident_mb(), time.process_time()
     seconds, report = time_audit(table, configs, threshold)
@@ -184,12 +185,12 @@ def curriculum_run(tasks: str, mode: str) -> dict:
     import threading
 
     from split_builders.cli import main as resplit
-    from split_builders.release import audit as audit_module
+    from split_builders.evidence import audit as audit_module, near_duplicates
 
     if mode == "before":
-        audit_module.minhash_lsh = per_text_minhash_lsh
-        audit_module._text_groups = lambda pool, columns: None  # one index over every text
-    inner, seen = audit_module.audit_build, {}
+        near_duplicates.minhash_lsh = per_text_minhash_lsh
+        audit_module.text_groups = lambda pool, columns: None  # one index over every text
+    inner, seen = audit_module.audit, {}
 
     def timed(*args, **kwargs):
         start_mb, peak, done = _resident_mb(), [0.0], threading.Event()
@@ -212,7 +213,7 @@ def curriculum_run(tasks: str, mode: str) -> dict:
                     digest=hashlib.sha256(counts).hexdigest())
         return report
 
-    audit_module.audit_build = timed
+    audit_module.audit = timed
     with tempfile.TemporaryDirectory(prefix="audit-bench-") as work:
         start, cpu = time.perf_counter(), time.process_time()
         code = resplit(["curriculum", "--data", tasks, "--out", str(Path(work) / "out"), "--no-inoculation",
@@ -247,7 +248,8 @@ def curriculum(tasks: str, before: bool) -> list:
 
 
 def time_audit(table, configs, threshold: float) -> tuple[float, dict]:
-    from split_builders.release.audit import Part, audit
+    from split_builders.evidence.audit import audit
+    from split_builders.evidence.pools import Part
 
     parts = {name: {split: Part(table, rows) for split, rows in splits.items()} for name, splits in configs.items()}
     start = time.perf_counter()
@@ -265,7 +267,7 @@ def recall_sample(table, n_eval: int, n_train: int, seed: int = 1) -> tuple[list
     rows are a train row with one word changed (planted near-duplicates)."""
     import pyarrow as pa
 
-    from split_builders.release.audit import _examples_text
+    from split_builders.evidence.near_duplicates import examples_text as _examples_text
 
     rng = np.random.default_rng(seed)
     chosen = rng.choice(table.num_rows, n_eval + n_train, replace=False)
@@ -286,7 +288,7 @@ def naive_pairs(evaluation: list, train: list, threshold: float) -> tuple[set, f
     exact Jaccard of the shingle sets (sparse products)."""
     from scipy import sparse
 
-    from split_builders.release.audit import shingle_hashes
+    from split_builders.evidence.near_duplicates import shingle_hashes
 
     start = time.perf_counter()
     values, offsets = shingle_hashes(evaluation + train)
@@ -311,7 +313,7 @@ def naive_pairs(evaluation: list, train: list, threshold: float) -> tuple[set, f
 
 def lsh_pairs(evaluation: list, train: list, threshold: float) -> tuple[set, float]:
     """The same pairs from the audit's search (distinct texts, MinHash LSH, confirmed candidates)."""
-    from split_builders.release.audit import near_duplicate_pairs
+    from split_builders.evidence.near_duplicates import near_duplicate_pairs
 
     start = time.perf_counter()
     distinct = list(dict.fromkeys(evaluation + train))

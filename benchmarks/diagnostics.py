@@ -41,7 +41,7 @@ def likelihood_parts(table, seed: int = 0):
     """The parts and parameters of a likelihood build's configs over ``table`` (given scores)."""
     import pyarrow as pa
 
-    from split_builders.release.audit import Part
+    from split_builders.evidence.pools import Part
     from split_builders.splitters.likelihood import likelihood_configs
 
     n = table.num_rows

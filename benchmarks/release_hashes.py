@@ -9,8 +9,8 @@ compare the two JSON files::
     python benchmarks/release_hashes.py --out /tmp/after.json --compare /tmp/before.json \
         --keep /tmp/after-out --compare-folders /tmp/before-out --ignore-columns source_id
 
-Builds: the five families with the arguments of ``tests/test_registered_methods.py`` (seed 7) and every dataset
-recipe of ``releases/`` with the trial arguments of ``tests/test_release_recipes.py``. Needs
+Builds: every built-in family from its method's ``example_arguments`` (seed 7; the builds the contract tests
+share) and every dataset recipe of ``releases/`` with the trial arguments of ``tests/test_release_recipes.py``. Needs
 ``../shared`` beside the checkout. ``--ignore-columns`` compares the other columns of parquet files
 whose bytes differ (a refactor that adds a column), config by config and split by split, with the
 folders of both runs (``--keep`` now, ``--compare-folders`` then).
@@ -30,36 +30,24 @@ from pathlib import Path
 for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ[_variable] = "1"
 REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 
 def builds(work: Path) -> dict:
-    """name -> CLI arguments (without --out)."""
-    from conftest import SHARED
+    """name -> CLI arguments (without --out): each built-in method's own ``example_arguments`` (what the contract
+    tests build, ``tests/conftest.py``'s ``family_releases``) with ``--seed 7``, then the recipes."""
+    from split_builders.api import registry
+    from split_builders.methods import BUILTIN
     from test_release_recipes import _trial_arguments
 
     recipe_work = work / "recipe-inputs"
     recipe_work.mkdir(parents=True)
-    boolean = work / "boolean_val.jsonl"
-    import zipfile
-
-    with zipfile.ZipFile(SHARED / "data" / "curriculum" / "tasks" / "boolean.zip") as archive:
-        boolean.write_bytes(archive.read("boolean/val.jsonl"))
-    snli = SHARED / "reference" / "likelihood" / "inputs" / "snli"
-    family = {
-        "likelihood": ["likelihood", "--source", str(snli / "all_examples.csv"), "--prompt-field", "premise",
-                       "--query-field", "hypothesis", "--label-field", "gold_label", "--scores",
-                       str(snli / "all_examples__False_loglikelihoods.npy"), "--dev-size", "200", "--test-size",
-                       "200", "--length-buckets", "4", "--seed", "7"],
-        "tmcd": ["tmcd", "--source", str(SHARED / "data" / "geoquery" / "geoquery_nqg.tsv"), "--train-size", "440",
-                 "--iterations", "300", "--configs", "tmcd,length", "--seed", "7"],
-        "pvi": ["pvi", "--source", str(boolean), "--text-fields", "premise,hypothesis", "--label-field",
-                "gold_label", "--folds", "2", "--limit", "300", "--cache-dir", str(work / "pvi-cache"), "--seed", "7"],
-        "curriculum": ["curriculum", "--source", str(SHARED / "data" / "curriculum"), "--phenomena", "verbnet",
-                       "--seed", "7"],
-        "behavioural": ["behavioural", "--source", str(SHARED / "data" / "checklist" / "sentiment_suite.json.gz"),
-                        "--seed", "7"],
-    }
+    family = {}
+    for name in BUILTIN:
+        folder = work / "family-inputs" / name
+        folder.mkdir(parents=True)
+        family[name] = [name, *map(str, registry()[name].example_arguments(SHARED, folder)), "--seed", "7"]
     recipes = {f"recipe:{name}": ["release", name, *args, "--no-load-check"]
                for name, args in _trial_arguments(SHARED, recipe_work).items()}
     return {**family, **recipes}

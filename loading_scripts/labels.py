@@ -8,7 +8,7 @@
   - the source's ``ClassLabel`` order where the source has one (SNLI: entailment, neutral,
     contradiction; BoolQ: false, true; CURRICULUM's recast labels);
   - else the distinct label values as text (Python's ``str``), **sorted by that text** (Unicode
-    code point order, the order :func:`split_builders.splitters.partition.encode_labels` numbers
+    code point order, the order :func:`encode_labels` numbers
     classes in): ``contradiction, entailment, neutral``; integers ``0, 1, 10, 2``.
 
   A row without a label (dropped by the readers before a build) would get class id -1, the
@@ -33,6 +33,29 @@ from loading_scripts.tables import arrow_column, arrow_table
 
 LABEL = "label"
 """The name of the released label column, in every family."""
+
+
+def encode_labels(values, *, order: str = "sorted") -> tuple[np.ndarray, np.ndarray]:
+    """The one label encoder: each row's class id (int64, ``0..C-1``) and the classes (an object
+    array of the original values) in id order.
+
+    ``order="sorted"``: classes sorted by their text (as ``np.unique`` of the labels as strings);
+    ``order="first"``: in order of first appearance. Whole columns (``pandas.factorize``), no per-row
+    Python; a missing label (None / NaN) is a class of its own.
+    """
+    import pandas as pd
+
+    if order not in ("sorted", "first"):
+        raise InvalidParameterError(f"order must be 'sorted' or 'first', got {order!r}")
+    codes, classes = pd.factorize(np.asarray(values, dtype=object).reshape(-1), use_na_sentinel=False)
+    classes = np.asarray(classes, dtype=object)
+    codes = np.asarray(codes, dtype=np.int64)
+    if order == "sorted" and classes.size:
+        rank = np.argsort(np.asarray([str(c) for c in classes]), kind="stable")
+        position = np.empty_like(rank)
+        position[rank] = np.arange(rank.size)
+        codes, classes = position[codes], classes[rank]
+    return codes, classes
 
 
 def label_names(dataset: datasets.Dataset, field: str) -> list[str]:

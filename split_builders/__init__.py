@@ -1,13 +1,21 @@
-"""resplit's library: one spine (:mod:`~split_builders.api`, :func:`~split_builders.builder.build`)
-that every split family goes through.
+"""resplit's library: one spine (the contracts gathered in :mod:`~split_builders.api`,
+:func:`~split_builders.builder.build`) that every split family goes through.
 
+* the contracts: :mod:`~split_builders.splits` (splits and sizes), :mod:`~split_builders.options`,
+  :mod:`~split_builders.contracts` (what a method is and declares), :mod:`~split_builders.registry`, and
+  :mod:`~split_builders.api`, the facade that gathers them;
+* :mod:`split_builders.signals`: what methods compute per row (LM scores, PVI, atoms, lengths);
+* :mod:`split_builders.splitters`: pure scikit-learn-style splitters returning a
+  :class:`~split_builders.api.Split`, and each family's config builder;
 * :mod:`split_builders.methods`: one module per family (likelihood, compositional, PVI difficulty,
   CURRICULUM, behavioural), each a registered :class:`~split_builders.api.SplitMethod`;
-* :mod:`split_builders.splitters`: pure scikit-learn-style splitters returning a
-  :class:`~split_builders.api.Split`;
-* :mod:`split_builders.signals`: what methods compute per row (LM scores, PVI, atoms, lengths);
-* :mod:`split_builders.release`: the folder writer, provenance, the card, publishing;
-* :mod:`split_builders.cli`: the ``resplit`` command, generated from the registry.
+* :mod:`split_builders.release`: reading and writing release folders, provenance, the card, harness tasks,
+  verify, diff, publishing;
+* :mod:`split_builders.evidence`: what a release's splits test, a registry of views (audit, diagnostics, probe);
+* :mod:`split_builders.evaluation`: reading model results on releases (CURRICULUM's report, BELUGA's losses);
+* :mod:`split_builders.cli`: the ``resplit`` command, generated from the registries.
+
+The layers and what each may import are in ARCHITECTURE.md (checked by ``tests/test_import_graph.py``).
 
 >>> import split_builders
 >>> sorted(split_builders.registry())                       # doctest: +SKIP

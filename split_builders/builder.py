@@ -182,21 +182,30 @@ def _build(method, options, context, out, overrides) -> BuildResult:
         loaded.groups = method.groups(loaded, options.group_field)
     signal = method.signal(loaded, options, context)
     configs = method.configs(loaded, signal, options)
+    from split_builders.splitters.groups import size_gaps
+
+    size_notes = size_gaps(configs)  # whole groups made sizes differ from the requested ones
+    for line in size_notes if context.is_main_process else ():
+        context.log(f"note: whole `{options.group_field}` groups: {line}")
     sizes = {c.name: {s: int(len(c.indices[s])) for s in c.splits} for c in configs}
     if not context.is_main_process:
         _wait_for_everyone()
         return BuildResult(None, method, options, loaded, signal, configs, sizes)
 
+    from split_builders.evidence.build import build_evidence
     from split_builders.release import card as cards
-    from split_builders.release.audit import audit_build
     from split_builders.release.provenance import provenance
     from split_builders.release.writer import write_release
+    from split_builders.release.export import write_lm_eval
 
     rows = method.rows(loaded, signal, configs)
     spec = method.card(loaded, signal, configs, options)
     spec.duplicates = duplicate_report(method.row_keys(loaded), configs)
     if notes:
         spec.how_built = [*spec.how_built, "Read from the source: " + "; ".join(notes) + "."]
+    if size_notes:
+        spec.how_built = [*spec.how_built, f"**Sizes with whole `{options.group_field}` groups:** "
+                          + "; ".join(size_notes) + "."]
     if overrides.get("citation"):
         spec.citation = overrides["citation"]
     loaded.info.license = overrides.get("license") or options.license or loaded.info.license or cards.UNKNOWN_LICENSE
@@ -215,25 +224,21 @@ def _build(method, options, context, out, overrides) -> BuildResult:
     if spec.repo_id:
         record["repo_id"] = spec.repo_id  # harness tasks name it as their dataset_path
     # The evidence of what the splits test, each in the card and the YAML (resplit.<name>, resplit.configs.<c>.<name>).
-    spec.audit = audit_build(rows, configs, record=record, progress=context.progress)
-    if options.null_splits:
-        from split_builders.evidence.diagnostics import diagnose_build
-
-        spec.diagnostics = diagnose_build(rows, configs, record=record, null_splits=options.null_splits,
-                                          progress=context.progress)
-    if options.probe:
-        from split_builders.evidence.probe import probe_build
-
-        spec.probe = probe_build(rows, configs, record=record, progress=context.progress)
+    evidence = build_evidence(rows, configs, record=record, options=options, progress=context.progress)
+    spec.evidence = evidence.sections()
     written_out = write_release(
-        out, rows, configs, provenance=record,
-        evidence={"audit": spec.audit, "diagnostics": spec.diagnostics, "probe": spec.probe},
+        out, rows, configs, provenance=record, evidence=evidence.records(),
         render_card=lambda staging, written: cards.render(spec, method=method, info=loaded.info,
                                                           configs=configs, written=written, staging=staging),
         license=loaded.info.license, pretty_name=pretty_name, hub=hub, overwrite=options.overwrite,
-        progress=context.progress)
+        progress=context.progress, extras=lambda staging: write_lm_eval(staging, repo_id=record.get("repo_id")))
     _wait_for_everyone()
     return BuildResult(written_out, method, options, loaded, signal, configs, sizes)
+
+
+def rebuild(method, options) -> Path:
+    """Build again from recorded options, quietly: what ``verify --rescore`` compares a release with."""
+    return build(method, options, progress=False).out
 
 
 def declared_fields(method, loaded, signal, options):
@@ -329,6 +334,6 @@ def _wait_for_everyone() -> None:
     """Hold the processes of a distributed run together (a no-op in a single process)."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         # The same process group the signal used (gloo on CPUs): PartialState() alone sets up none there.
-        from split_builders.signals.lm.scoring import process_state
+        from split_builders.distributed import process_state
 
         process_state().wait_for_everyone()

@@ -29,6 +29,23 @@ class SourceInfo:
     language: tuple | None = None  # ISO 639-1 codes of the source's text (the card's ``language``)
     hub_id: str | None = None  # the Hub id of the original dataset, where known (the card's ``source_datasets``)
 
+    @classmethod
+    def of(cls, source, **overrides) -> "SourceInfo":
+        """What a source object of ``loading_scripts`` says of itself, in one call: ``name``, ``rows`` (its
+        length), ``content_sha256`` (its ``content_hash()``), ``revision``, ``filters`` (``filtered``),
+        ``source_id`` (``source_id_note``), ``license``, ``citation``, ``language`` and ``hub_id``, each where
+        it has one; ``overrides`` replace any of them (what the method read differently: the rows it kept,
+        its own filters). ``source`` may be None (a plain file): the overrides then say it all."""
+        read = lambda attribute, default=None: getattr(source, attribute, default)
+        values = {"name": read("name"), "revision": read("revision"), "filters": dict(read("filtered") or {}),
+                  "source_id": read("source_id_note", cls.source_id), "license": read("license"),
+                  "citation": read("citation"), "language": read("language"), "hub_id": read("hub_id")}
+        if "rows" not in overrides:
+            values["rows"] = len(source)
+        if "content_sha256" not in overrides and source is not None:  # the one hash of the canonical rows
+            values["content_sha256"] = source.content_hash()
+        return cls(**{**values, **overrides})
+
     def __post_init__(self):
         self.name = self.public_name(self.name)
         if isinstance(self.language, str):
@@ -331,7 +348,7 @@ class SplitMethod:
         return None
 
     def card(self, loaded: Loaded, signal: Signal, configs: list, options):
-        """A :class:`split_builders.release.card.CardSpec`: text and figure specifications."""
+        """A :class:`split_builders.release.cardspec.CardSpec`: text and figure specifications."""
         raise NotImplementedError
 
     def pretty_name(self, loaded: Loaded) -> str:
@@ -341,16 +358,20 @@ class SplitMethod:
         """Lines the CLI prints after a build (the shared summary table comes first)."""
         return []
 
-    def rederive(self, released, record: dict) -> dict:
+    def rederive(self, released, record: dict) -> list:
         """Every config's splits re-derived from the released rows alone (``resplit verify`` level 2).
 
-        ``released`` is a :class:`split_builders.release.verify.Released` (the release's rows per
+        ``released`` is a :class:`split_builders.release.folder.Released` (the release's rows per
         config and split); ``record`` its ``resplit:`` provenance (parameters, seed, signal). The
         partition is a pure function of the per-row signal the rows carry, so this needs no source,
-        no model and no GPU. Returns ``{config: {split: source_ids}}`` for the configs it can
-        re-derive (the others are reported as not checked).
+        no model and no GPU: map the released rows back to the inputs of the family's config builder
+        (the function in :mod:`split_builders.splitters` that :meth:`configs` calls) and return what
+        that same builder returns, a list of :class:`~split_builders.splits.ConfigSplit` whose indices
+        count the released rows (``released.all_rows()``, or the config's own ``rows``). Shared code maps
+        them to ``source_id`` (:func:`split_builders.release.verify.by_source_id`). Configs it does not
+        return are reported as not checked.
         """
-        return {}
+        return []
 
     def config_statistics(self, parameters: dict) -> dict:
         """Numbers a config's recorded ``parameters`` hold that ``resplit diff`` compares across

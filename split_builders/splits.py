@@ -4,6 +4,7 @@ checker of numeric parameters and sizes."""
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import math
 from dataclasses import dataclass, field
@@ -48,6 +49,10 @@ class ConfigSplit:
     ``indices`` are positions in the release's rows (not source ids), or in ``rows`` when the
     config brings its own table (a release of several datasets, such as CURRICULUM's phenomena,
     whose columns differ per config).
+
+    ``requested`` (``{split: rows}``) is what the options asked of a split where whole groups may make it
+    come out otherwise (filled by a config builder under ``--group-field``; the build says where the two
+    differ: :func:`split_builders.splitters.groups.size_gaps`).
     """
 
     name: str
@@ -56,6 +61,7 @@ class ConfigSplit:
     parameters: dict = field(default_factory=dict)
     description: str = ""
     rows: datasets.Dataset | None = None
+    requested: dict | None = None
 
     def _sizes(self) -> str:
         return ", ".join(f"{s} {len(v)}" for s, v in self.indices.items()) or "no splits"
@@ -196,3 +202,23 @@ def parse_size(text: str):
     except ValueError:
         raise ValueError(f"expected a count or a fraction in (0, 1), got {text!r}") from None
 
+
+# ---------------------------------------------------------------------------------------------
+# Row identity
+# ---------------------------------------------------------------------------------------------
+
+
+def row_ids(table) -> np.ndarray:
+    """What identifies each row of a release's table across splits and versions: its ``source_id``
+    (int64)."""
+    if "source_id" not in table.column_names:
+        raise InvalidParameterError(f"no source_id column among {', '.join(table.column_names)}: every released "
+                                    "row carries one (rebuild the release with this version of resplit)")
+    return np.asarray(table.column("source_id").to_numpy(), dtype=np.int64)
+
+
+def membership_sha256(ids) -> str:
+    """sha256 of a split's sorted row identities (little-endian int64): what a card records of a
+    split that is taken as released rather than derived (a published split)."""
+    ordered = np.sort(np.asarray(ids, dtype=np.int64)).astype("<i8")
+    return hashlib.sha256(ordered.tobytes()).hexdigest()

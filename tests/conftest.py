@@ -227,11 +227,10 @@ class ToyMethod(SplitMethod):
         rows = released.all_rows()
         parameters = record["configs"]["shortest"]["parameters"]
         split = ShortestToTestSplitter(**parameters).split(rows.column("length").to_numpy())
-        ids = np.asarray(rows.column("source_id").to_numpy())
-        return {"shortest": {name: ids[part] for name, part in split.as_indices().items()}}
+        return [ConfigSplit("shortest", split.as_indices(), method=self.name, parameters=parameters)]
 
     def card(self, loaded, signal, configs, options):
-        from split_builders.release.card import CardSpec, Figure, Panel, Section
+        from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
 
         figure = Figure("figures/shortest.png", "lengths", [Panel("characters", {
             s: signal.values[configs[0].indices[s]] for s in configs[0].splits}, kind="discrete")])
@@ -239,6 +238,119 @@ class ToyMethod(SplitMethod):
                         configs=[Section("`shortest`", "Shortest held out.", [figure])])
 
 
+
+
+# -- the sixth method and one release per family, for the whole session -------------------------------
+# ``tests/test_method_contract.py`` defines a sixth split method ("cluster"); it is registered here, before any
+# test module is collected, so every test parametrized over ``registry()`` runs over it with no table edited.
+from test_method_contract import ClusterMethod  # noqa: E402
+
+from split_builders.api import registry  # noqa: E402
+
+TEST_METHODS = (ClusterMethod,)
+for _method in TEST_METHODS:
+    if _method.name not in registry():
+        register(_method)
+FAMILIES = tuple(registry())  # the built-in methods, then the ones registered above
+TESTS = Path(__file__).resolve().parent
+
+
+def cli_command(family: str | None = None) -> list:
+    """The real ``resplit`` command as a process: ``python -m split_builders.cli``, or, for a method registered by
+    the tests (as a user registers one from their own code), ``tests/resplit_cli.py``, which registers it first."""
+    import sys
+
+    if family is not None and family in {m.name for m in TEST_METHODS}:
+        return [sys.executable, str(TESTS / "resplit_cli.py")]
+    return [sys.executable, "-m", "split_builders.cli"]
+
+
+def verify_rescore(target, **options):
+    """``verify(target, rescore=True, ...)`` with the rebuild the CLI passes (level 3 builds the release again;
+    ``release.verify`` does not import the builder, so a caller hands it :func:`split_builders.builder.rebuild`)."""
+    from split_builders.builder import rebuild
+    from split_builders.release.verify import verify
+
+    return verify(str(target), rescore=True, rebuild=rebuild, **options)
+
+
+@pytest.fixture(scope="session")
+def family_args(shared, tmp_path_factory) -> dict:
+    """``{family: arguments}`` (after the subcommand, without ``--out``) that build a small real release of every
+    registered method: each method's own :meth:`~split_builders.api.SplitMethod.example_arguments` (None where a
+    method declares none; the contract tests fail for it)."""
+    work = tmp_path_factory.mktemp("family-inputs")
+    args = {}
+    for family in FAMILIES:
+        folder = work / family
+        folder.mkdir()
+        example = registry()[family].example_arguments(shared, folder)
+        args[family] = None if example is None else [str(a) for a in example]
+    return args
+
+
+FAMILY_BUILD = ("--seed", "7", "--null-splits", "200")  # what every shared release is built with
+
+
+class FamilyReleases:
+    """One release folder per family, built through the CLI from its example arguments with ``--seed 7
+    --null-splits 200`` when a test first asks for it, and shared by every test of the session.
+
+    Read-only: a test that changes a release copies it to its own ``tmp_path`` first. What each folder holds
+    (every file's size and modification time) is recorded when it is built and checked at the end of the
+    session, which fails if a test changed a shared release.
+    """
+
+    def __init__(self, args: dict, root: Path):
+        self.args, self.root, self._built, self._state = args, root, {}, {}
+
+    def __contains__(self, family):
+        return family in self.args
+
+    def __iter__(self):
+        return iter(self.args)
+
+    def __getitem__(self, family: str) -> Path:
+        if family not in self._built:
+            from split_builders.cli import main
+
+            args = self.args[family]
+            if args is None:
+                self._built[family] = f"{family} declares no example_arguments"
+            else:
+                out = self.root / family
+                code = main([family, *args, *FAMILY_BUILD, "--out", str(out), "--no-progress"])
+                self._built[family] = out if code == 0 else f"the example build of {family} exited {code}"
+                if code == 0:
+                    self._state[family] = _folder_state(out)
+        built = self._built[family]
+        if isinstance(built, str):
+            pytest.fail(built)
+        return built
+
+    def changed(self) -> dict:
+        """``{family: [paths]}`` of the shared releases whose files differ from what their build wrote."""
+        changes = {}
+        for family, state in self._state.items():
+            now = _folder_state(self.root / family)
+            moved = sorted(p for p in state.keys() | now.keys() if state.get(p) != now.get(p))
+            if moved:
+                changes[family] = moved
+        return changes
+
+
+def _folder_state(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")
+            if p.is_file()}
+
+
+@pytest.fixture(scope="session")
+def family_releases(family_args, tmp_path_factory):
+    """:class:`FamilyReleases`: ``family_releases[family]`` is a release folder (read-only) of that family."""
+    releases = FamilyReleases(family_args, tmp_path_factory.mktemp("family-releases"))
+    yield releases
+    changed = releases.changed()
+    assert not changed, f"a test changed a shared release (copy it to tmp_path first): {changed}"
 
 
 @pytest.fixture()

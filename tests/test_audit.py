@@ -1,4 +1,4 @@
-"""The leakage audit (``split_builders.release.audit``, ``resplit audit``): what every card records and
+"""The leakage audit (``split_builders.evidence.audit``, ``resplit audit``): what every card records and
 what the command recomputes, checked against counts made by hand from the released rows.
 
 Real data from ``../shared``: SNLI's dev and test files built per example with given scores (three
@@ -18,8 +18,14 @@ import pytest
 import yaml
 
 from split_builders.cli import main
-from split_builders.release.audit import (AuditFields, Part, audit, check_threshold, collision_probability,
-                                          lsh_parameters)
+from split_builders.api import Fields
+from split_builders.evidence.audit import audit, check_threshold
+from split_builders.evidence.near_duplicates import collision_probability, lsh_parameters
+from split_builders.evidence.pools import Part
+
+
+def AuditFields(text):  # noqa: N802 - the fields a test audits: text columns only
+    return Fields("text", text=tuple(text))
 
 SNLI_ROWS = 4500  # --limit: the first rows of SNLI's dev file (premises come in runs of three)
 
@@ -286,8 +292,8 @@ def test_chunk_signatures_equal_datasketch_minhash_of_each_text(shared):
 
     from datasketch import MinHash
 
-    from split_builders.release.audit import (MINHASH_SCHEME, MINHASH_SEED, NUM_PERM, minhash_signatures,
-                                              shingle_hashes)
+    from split_builders.evidence.near_duplicates import (MINHASH_SCHEME, MINHASH_SEED, NUM_PERM, minhash_signatures,
+                                                         shingle_hashes)
 
     texts = _varied_texts(shared)
     values, offsets = shingle_hashes(texts)
@@ -302,7 +308,7 @@ def test_chunk_signatures_equal_datasketch_minhash_of_each_text(shared):
         else:  # no shingles: datasketch's empty MinHash, and a row of zeros here (never indexed)
             assert reference.is_empty() and not signatures[k].any()
     # a single permutation per block (the tightest memory bound) gives the same rows
-    import split_builders.release.audit as audit_module
+    import split_builders.evidence.near_duplicates as audit_module
 
     saved, audit_module._PERMUTATION_BYTES = audit_module._PERMUTATION_BYTES, 1
     try:
@@ -319,8 +325,8 @@ def test_the_lsh_index_holds_what_datasketch_inserts_per_text(shared):
 
     from datasketch import MinHash, MinHashLSH
 
-    import split_builders.release.audit as audit_module
-    from split_builders.release.audit import MINHASH_SCHEME, MINHASH_SEED, NUM_PERM, minhash_lsh, shingle_hashes
+    import split_builders.evidence.near_duplicates as audit_module
+    from split_builders.evidence.near_duplicates import MINHASH_SCHEME, MINHASH_SEED, NUM_PERM, minhash_lsh, shingle_hashes
 
     texts = _varied_texts(shared)
     texts += [t.replace("a", "o", 1) for t in texts[20:120]]  # near-duplicates, so that buckets are shared
@@ -352,7 +358,9 @@ def test_configs_that_share_no_rows_are_searched_apart_with_the_same_counts():
     config's test row in the other config's train split counts for neither (as before)."""
     import pyarrow as pa
 
-    from split_builders.release.audit import _columns, Pool, _text_groups
+    from split_builders.evidence.audit import Audited, _columns
+    from split_builders.evidence.near_duplicates import text_groups as _text_groups
+    from split_builders.evidence.pools import Pool
 
     sleeping = "A man is sleeping on a bench in the park."
     a = pa.table({"text": [sleeping, "Two dogs run on the beach.", "a man is sleeping on a bench in the parks.",
@@ -361,7 +369,7 @@ def test_configs_that_share_no_rows_are_searched_apart_with_the_same_counts():
                            "bench in the park!", "a woman reads a book at home"], "source_id": np.arange(10, 14)})
     parts = {"a": {"train": Part(a, np.array([0, 1])), "test": Part(a, np.array([2, 3]))},
              "b": {"train": Part(b, np.array([0, 1])), "test": Part(b, np.array([2, 3]))}}
-    fields = AuditFields(["text"])
+    fields = Audited(["text"])
     together = audit(parts, fields)
     pool = Pool(parts, fields.columns)
     groups = _text_groups(pool, _columns(pool.table, fields))

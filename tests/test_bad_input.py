@@ -1,23 +1,28 @@
 """Bad input, as a user would give it, to every builder: each case exits non-zero with one line that
 names the problem, no traceback, and nothing at ``--out``. The same class of input behaves the same
-way in every command. Faults (concurrent builds) run as real processes. The table at the end holds each
-family's own bad inputs (PVI fields and labels, CURRICULUM zips, suites)."""
+way in every command. Faults (concurrent builds) run as real processes. The tests of every builder run over
+``registry()`` from each method's own example arguments (``family_args``), so a registered method is covered
+with no table edited; the table at the end holds each family's own bad inputs (PVI fields and labels,
+CURRICULUM zips, suites)."""
 
 import csv
+import gzip
 import json
 import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import datasets
 import numpy as np
 import pytest
 
+from conftest import FAMILIES, cli_command
 from split_builders.api import registry
 from split_builders.cli import main
 
-BUILDERS = tuple(registry())  # every registered method: one without a valid source in `inputs` fails
+BUILDERS = FAMILIES  # every registered method, built from its own example arguments
 SUITE = {"suite": "toy", "tests": [
     {"name": f"words {i}", "type": ["MFT", "INV", "DIR"][i % 3], "capability": ["Vocabulary", "Robustness"][i % 2],
      "agg_fn": "all", "expectation": {"fn": "eq", "value": None}, "nested": False, "labels": 1, "meta": None,
@@ -26,7 +31,7 @@ SUITE = {"suite": "toy", "tests": [
 
 @pytest.fixture(scope="module")
 def inputs(shared, tmp_path_factory):
-    """A small valid source for every builder, and the arguments that build it."""
+    """Small valid sources of some families' own tests (given scores, concurrent and killed builds)."""
     root = tmp_path_factory.mktemp("inputs")
     rng = np.random.default_rng(0)
     labels = ["entailment", "neutral", "contradiction"]
@@ -45,11 +50,23 @@ def inputs(shared, tmp_path_factory):
                                "gold_label", "--scores", str(root / "scores.npy"), "--dev-size", "30",
                                "--test-size", "30"]),
         "tmcd": (geo, ["--train-size", "100", "--iterations", "50"]),
-        "pvi": (table, ["--text-fields", "premise,hypothesis", "--label-field", "gold_label", "--folds", "2",
-                        "--cache-dir", str(root / "pvi-cache")]),
-        "curriculum": (shared / "data" / "curriculum", ["--phenomena", "verbnet"]),
         "behavioural": (suite, []),
     }
+
+
+def example(family_args, builder) -> tuple:
+    """``(source, other arguments)`` of a builder's example arguments (its ``--source`` taken out)."""
+    args = family_args[builder]
+    assert args is not None, f"{builder} declares no example_arguments"
+    at = args.index("--source")
+    return Path(args[at + 1]), [*args[:at], *args[at + 2:]]
+
+
+def _plain_source(source: Path) -> tuple:
+    """The bytes and suffix of a source file as text (a ``.gz`` file decompressed)."""
+    if source.suffix == ".gz":
+        return gzip.decompress(source.read_bytes()), Path(source.stem).suffix
+    return source.read_bytes(), source.suffix
 
 
 def run(builder, source, extra, out, capsys):
@@ -68,37 +85,58 @@ def refused(code, err, out, *expected):
 
 
 @pytest.mark.parametrize("builder", BUILDERS)
-def test_a_valid_source_builds(builder, inputs, tmp_path, capsys):
-    source, extra = inputs[builder]
-    code, err = run(builder, source, extra, tmp_path / "out", capsys)
-    assert code == 0, err
+def test_a_valid_source_builds(builder, family_releases):
+    """The example arguments the other cases spoil build a release (the session's shared one)."""
+    assert (family_releases[builder] / "README.md").is_file()
 
 
 @pytest.mark.parametrize("builder", BUILDERS)
-def test_a_missing_source(builder, inputs, tmp_path, capsys):
-    _, extra = inputs[builder]
+def test_a_missing_source(builder, family_args, tmp_path, capsys):
+    _, extra = example(family_args, builder)
     missing = tmp_path / "no-such-source.csv"
     refused(*run(builder, missing, extra, tmp_path / "out", capsys), tmp_path / "out", "no-such-source")
 
 
-SUFFIX = {"likelihood": ".csv", "tmcd": ".tsv", "pvi": ".csv", "behavioural": ".json"}
+def _file_sources() -> list:
+    """The builders whose example source is one file (not a folder), read from their example arguments."""
+    import tempfile
+
+    from conftest import SHARED
+
+    if not (SHARED / "data").is_dir():
+        return list(BUILDERS)  # the shared fixture then fails (CI) or skips each case
+    found = []
+    with tempfile.TemporaryDirectory() as work:
+        for builder in BUILDERS:
+            (Path(work) / builder).mkdir()
+            args = registry()[builder].example_arguments(SHARED, Path(work) / builder) or []
+            if "--source" in args and Path(args[args.index("--source") + 1]).is_file():
+                found.append(builder)
+    return found
 
 
-@pytest.mark.parametrize("builder", [b for b in BUILDERS if b in SUFFIX])
-def test_an_empty_source_file(builder, inputs, tmp_path, capsys):
-    _, extra = inputs[builder]
-    empty = tmp_path / f"empty{SUFFIX[builder]}"
+FILE_SOURCES = _file_sources()
+
+
+def test_the_file_source_cases_cover_every_builder_whose_example_is_a_file():
+    assert {"likelihood", "tmcd", "pvi", "behavioural", "cluster"} <= set(FILE_SOURCES)
+
+
+@pytest.mark.parametrize("builder", FILE_SOURCES)
+def test_an_empty_source_file(builder, family_args, shared, tmp_path, capsys):
+    source, extra = example(family_args, builder)
+    empty = tmp_path / f"empty{_plain_source(source)[1]}"
     empty.write_bytes(b"")
     refused(*run(builder, empty, extra, tmp_path / "out", capsys), tmp_path / "out", "empty")
 
 
-@pytest.mark.parametrize("builder", [b for b in BUILDERS if b in SUFFIX])
-def test_a_source_that_is_not_utf8(builder, inputs, tmp_path, capsys):
-    source, extra = inputs[builder]
-    data = source.read_bytes()
+@pytest.mark.parametrize("builder", FILE_SOURCES)
+def test_a_source_that_is_not_utf8(builder, family_args, shared, tmp_path, capsys):
+    source, extra = example(family_args, builder)
+    data, suffix = _plain_source(source)
     newline = data.find(b"\n", len(data) // 2)  # a byte that is not UTF-8 on a line in the middle
     cut = newline + 1 if newline >= 0 else data.index(b" ", len(data) // 2) + 1
-    latin = tmp_path / f"latin1{source.suffix}"
+    latin = tmp_path / f"latin1{suffix}"
     latin.write_bytes(data[:cut] + b"caf\xe9 " + data[cut:])
     line = data[:cut].count(b"\n") + 1
     refused(*run(builder, latin, extra, tmp_path / "out", capsys), tmp_path / "out", "not UTF-8", f"line {line}")
@@ -107,14 +145,14 @@ def test_a_source_that_is_not_utf8(builder, inputs, tmp_path, capsys):
 @pytest.mark.parametrize("builder", BUILDERS)
 @pytest.mark.parametrize("flag, value, expected", [("--seed", "-1", "seed"), ("--seed", str(2**32), "seed"),
                                                    ("--limit", "0", "limit")])
-def test_bad_common_options(builder, flag, value, expected, inputs, tmp_path, capsys):
-    source, extra = inputs[builder]
+def test_bad_common_options(builder, flag, value, expected, family_args, tmp_path, capsys):
+    source, extra = example(family_args, builder)
     refused(*run(builder, source, [*extra, flag, value], tmp_path / "out", capsys), tmp_path / "out", expected)
 
 
 @pytest.mark.parametrize("builder", BUILDERS)
-def test_an_output_parent_that_is_a_file(builder, inputs, tmp_path, capsys):
-    source, extra = inputs[builder]
+def test_an_output_parent_that_is_a_file(builder, family_args, tmp_path, capsys):
+    source, extra = example(family_args, builder)
     (tmp_path / "file").write_text("x")
     code, err = run(builder, source, extra, tmp_path / "file" / "out", capsys)
     assert code != 0 and "is a file" in err and "Traceback" not in err
@@ -224,9 +262,9 @@ def test_a_killed_build_leaves_nothing_that_the_next_build_keeps(inputs, tmp_pat
 
 
 @pytest.mark.parametrize("builder", BUILDERS)
-def test_bad_input_through_the_real_command_prints_no_traceback(builder, inputs, tmp_path):
-    source, extra = inputs[builder]
-    done = subprocess.run([sys.executable, "-m", "split_builders.cli", builder, "--source",
+def test_bad_input_through_the_real_command_prints_no_traceback(builder, family_args, tmp_path):
+    source, extra = example(family_args, builder)
+    done = subprocess.run([*cli_command(builder), builder, "--source",
                            str(tmp_path / "missing.json"), *extra, "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "Traceback" not in done.stderr and "missing.json" in done.stderr

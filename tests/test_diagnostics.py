@@ -22,10 +22,19 @@ import pytest
 
 from split_builders.api import Fields
 from split_builders.cli import main
-from split_builders.evidence.diagnostics import (card_lines, diagnose, diagnose_build, diagnose_release, figures,
-                                                 null_assignments, yaml_record)
-from split_builders.release.audit import Part
+from split_builders.evidence.diagnostics import diagnose, null_assignments
+from split_builders.evidence.diagnostics_card import VIEW, card_lines, figures, yaml_record
+from split_builders.evidence.inputs import EvidenceInput
+from split_builders.evidence.pools import Part
 from split_builders.release.folder import Released
+
+
+def diagnose_release(released, **settings):
+    return VIEW.compute(EvidenceInput.from_release(released), **settings)
+
+
+def diagnose_build(rows, configs, *, record, **settings):
+    return VIEW.compute(EvidenceInput.from_build(rows, configs, record=record), **settings)
 
 ROWS = 3000  # the first rows of SNLI's dev file
 PLANTED = ("zyzzyva", "quokka", "axolotl")  # Zipf frequencies 0, 1.5, 2.0: rare words

@@ -1,7 +1,7 @@
 """The Hub metadata of every card, no local path in a release, the load snippet, and push's license check.
 
-Every family is built once, through the CLI, from inputs copied into a deep temporary folder: no file of a
-release may hold that folder, the home folder or the checkout's path. The cards' YAML must round-trip
+Every registered family's shared example release (``family_releases``, built through the CLI): no file of a
+release may hold pytest's temporary folder, the source's folder, the home folder or the checkout's path. The cards' YAML must round-trip
 through ``huggingface_hub``'s ``DatasetCardData`` and carry the keys the Hub's search and filters read.
 """
 
@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import zipfile
 from pathlib import Path
 
 import datasets
 import pytest
 import yaml
 
-from split_builders.api import SourceInfo, registry
+from conftest import FAMILIES
+from split_builders.api import SourceInfo
 from split_builders.cli import main
 from split_builders.release import card as cards
 from split_builders.release import publish
 from split_builders.release.provenance import locate_source
 
 REPO = Path(__file__).resolve().parents[1]
-FAMILIES = tuple(registry())
-# What each family's example release is, in the Hub's vocabulary (huggingface.js tasks: text-classification
-# with its subtasks; text-generation with its subtask text2text-generation).
+# What each built-in family's example release is, in the Hub's vocabulary (huggingface.js tasks:
+# text-classification with its subtasks; text-generation with its subtask text2text-generation). Every registered
+# family, these and any other, is checked against its declared task by test_the_card_metadata_round_trips...
 EXPECTED_TASKS = {
     "likelihood": (["text-classification"], ["natural-language-inference", "multi-input-text-classification"]),
     "pvi": (["text-classification"], ["natural-language-inference", "multi-input-text-classification"]),
@@ -37,6 +37,9 @@ EXPECTED_TASKS = {
 EXPECTED_LICENSE = {"likelihood": "unknown", "pvi": "unknown", "tmcd": "unknown", "curriculum": "mit",
                     "behavioural": "mit"}
 EXPECTED_LANGUAGE = {"likelihood": None, "pvi": None, "tmcd": ["en"], "curriculum": ["en"], "behavioural": ["en"]}
+# The Hub task category of each declared task (resplit.fields.task).
+CATEGORY = {"classification": "text-classification", "behavioural": "text-classification",
+            "semantic_parsing": "text-generation"}
 
 
 def _front(folder: Path) -> tuple[dict, str]:
@@ -45,55 +48,21 @@ def _front(folder: Path) -> tuple[dict, str]:
 
 
 @pytest.fixture(scope="module")
-def deep(shared, tmp_path_factory) -> Path:
-    """Every family's inputs, copied under a deep temporary folder."""
-    root = tmp_path_factory.mktemp("hub-metadata") / "a" / "rather" / "deep" / "place"
-    inputs = root / "inputs"
-    inputs.mkdir(parents=True)
-    snli = shared / "reference" / "likelihood" / "inputs" / "snli"
-    for name in ("all_examples.csv", "all_examples__False_loglikelihoods.npy"):
-        shutil.copyfile(snli / name, inputs / name)
-    shutil.copyfile(shared / "data" / "geoquery" / "geoquery_nqg.tsv", inputs / "geoquery_nqg.tsv")
-    with zipfile.ZipFile(shared / "data" / "curriculum" / "tasks" / "boolean.zip") as archive:
-        (inputs / "boolean_val.jsonl").write_bytes(archive.read("boolean/val.jsonl"))
-    (inputs / "curriculum" / "tasks").mkdir(parents=True)
-    for name in ("tasks.json", "paper_table2_iv.json", "tasks/verbnet.zip"):
-        shutil.copyfile(shared / "data" / "curriculum" / name, inputs / "curriculum" / name)
-    shutil.copyfile(shared / "data" / "checklist" / "sentiment_suite.json.gz", inputs / "sentiment_suite.json.gz")
-    return root
+def releases(family_releases) -> dict:
+    """One release per family: the session's shared ones, built through the CLI from each method's example
+    arguments (sources under ``../shared``, scratch files under pytest's temporary folder)."""
+    return family_releases
 
 
-def _family_args(inputs: Path, work: Path) -> dict:
-    return {
-        "likelihood": ["--source", str(inputs / "all_examples.csv"), "--prompt-field", "premise", "--query-field",
-                       "hypothesis", "--label-field", "gold_label", "--scores",
-                       str(inputs / "all_examples__False_loglikelihoods.npy"), "--dev-size", "200", "--test-size",
-                       "200", "--length-buckets", "4"],
-        "tmcd": ["--source", str(inputs / "geoquery_nqg.tsv"), "--train-size", "440", "--iterations", "300",
-                 "--configs", "tmcd,length"],
-        "pvi": ["--source", str(inputs / "boolean_val.jsonl"), "--text-fields", "premise,hypothesis", "--label-field",
-                "gold_label", "--folds", "2", "--limit", "300", "--cache-dir", str(work / "pvi-cache")],
-        "curriculum": ["--source", str(inputs / "curriculum"), "--phenomena", "verbnet"],
-        "behavioural": ["--source", str(inputs / "sentiment_suite.json.gz"), "--limit", "10"],
-    }
-
-
-@pytest.fixture(scope="module")
-def releases(deep) -> dict:
-    """One release per family, built through the CLI from the deep folder (run from inside it, too)."""
-    args = _family_args(deep / "inputs", deep)
-    assert set(registry()) <= set(args), f"no example arguments for {set(registry()) - set(args)}"
-    built = {}
-    for family in FAMILIES:
-        out = deep / "out" / family
-        assert main([family, *args[family], "--out", str(out), "--no-progress", "--null-splits", "0"]) == 0, family
-        built[family] = out
-    return built
+def _source_argument(family_args, family) -> Path:
+    args = family_args[family]
+    return Path(args[args.index("--source") + 1])
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_no_file_of_a_release_holds_a_local_path(family, releases, deep):
-    needles = {str(deep), str(deep.parents[3]), str(Path.home()), str(REPO), str(REPO.parent / "shared")}
+def test_no_file_of_a_release_holds_a_local_path(family, releases, family_args, shared, tmp_path_factory):
+    needles = {str(tmp_path_factory.getbasetemp()), str(_source_argument(family_args, family).parent), str(Path.home()),
+               str(REPO), str(shared), str(shared.resolve())}
     files = [p for p in releases[family].rglob("*") if p.is_file()]
     assert files
     for path in files:
@@ -103,9 +72,9 @@ def test_no_file_of_a_release_holds_a_local_path(family, releases, deep):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_the_source_is_named_by_its_file_name_and_sha256(family, releases, deep):
+def test_the_source_is_named_by_its_file_name_and_sha256(family, releases, family_args):
     source = _front(releases[family])[0]["resplit"]["source"]
-    given = Path(_family_args(deep / "inputs", deep)[family][1])
+    given = _source_argument(family_args, family)
     assert source["location"] == given.name
     assert given.name in source["name"] and "/" not in source["name"]
     if given.is_file():
@@ -122,10 +91,12 @@ def test_the_card_metadata_round_trips_through_dataset_card_data(family, release
     assert card.data.to_dict() == metadata  # nothing lost or renamed on the way through huggingface_hub
     again = DatasetCardData(**metadata)
     assert yaml.safe_load(again.to_yaml()) == metadata
-    categories, ids = EXPECTED_TASKS[family]
-    assert metadata["task_categories"] == categories and metadata["task_ids"] == ids
-    assert metadata["license"] == EXPECTED_LICENSE[family]
-    assert metadata.get("language") == EXPECTED_LANGUAGE[family]
+    task = metadata["resplit"]["fields"]["task"]
+    assert metadata["task_categories"] == [CATEGORY[task]], (task, metadata["task_categories"])
+    assert isinstance(metadata["task_ids"], list) and all(isinstance(i, str) for i in metadata["task_ids"])
+    assert isinstance(metadata["license"], str) and metadata["license"]
+    language = metadata.get("language")
+    assert language is None or (language and all(isinstance(code, str) and len(code) == 2 for code in language))
     assert metadata["tags"][:2] == ["resplit", family]
     assert metadata["source_datasets"] and all(s.startswith("extended|") for s in metadata["source_datasets"])
     assert metadata["pretty_name"] and "/" not in metadata["pretty_name"]
@@ -134,6 +105,15 @@ def test_the_card_metadata_round_trips_through_dataset_card_data(family, release
     bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")]
     assert metadata["size_categories"] == [next(name for bound, name in bounds if largest < bound)]
     assert "github.com/resplit" not in body and "PATH_OR_HUB_ID" not in body
+
+
+@pytest.mark.parametrize("family", sorted(EXPECTED_TASKS))
+def test_the_built_in_families_cards_name_their_task_license_and_language(family, releases):
+    metadata, _ = _front(releases[family])
+    categories, ids = EXPECTED_TASKS[family]
+    assert metadata["task_categories"] == categories and metadata["task_ids"] == ids
+    assert metadata["license"] == EXPECTED_LICENSE[family]
+    assert metadata.get("language") == EXPECTED_LANGUAGE[family]
 
 
 def test_size_categories_are_the_hubs_buckets():
@@ -162,8 +142,9 @@ def test_the_load_section_shows_the_label_names_in_class_order(family, releases,
 
 
 @pytest.fixture(scope="module")
-def geoquery(deep) -> Path:
-    return deep / "inputs" / "geoquery_nqg.tsv"
+def geoquery(family_args) -> Path:
+    """The tmcd example's source (GeoQuery in NQG's format)."""
+    return _source_argument(family_args, "tmcd")
 
 
 def _tmcd(source, out, *extra) -> Path:
@@ -260,24 +241,24 @@ def test_the_pushed_card_names_the_repository_and_the_given_license(releases, tm
     assert "dataset_path" not in (folder / "lm_eval" / "ll_split.yaml").read_text(encoding="utf-8")
 
 
-def test_verify_finds_the_source_where_the_build_read_it_beside_the_release_or_as_given(releases, deep, tmp_path,
+def test_verify_finds_the_source_where_the_build_read_it_beside_the_release_or_as_given(releases, geoquery, tmp_path,
                                                                                          monkeypatch):
     record = _front(releases["tmcd"])[0]["resplit"]["source"]
     # where this machine's build read it
-    assert locate_source(record, releases["tmcd"]) == str((deep / "inputs" / "geoquery_nqg.tsv").resolve())
+    assert locate_source(record, releases["tmcd"]) == str(geoquery.resolve())
     assert locate_source(record, releases["tmcd"], "elsewhere.tsv") == "elsewhere.tsv"  # --source wins
     # another machine (an empty cache): a file of the recorded name beside the release
     monkeypatch.setenv("RESPLIT_CACHE", str(tmp_path / "cache"))
     copy = tmp_path / "published" / "geoquery_nqg.tsv"
     copy.parent.mkdir()
-    shutil.copyfile(deep / "inputs" / "geoquery_nqg.tsv", copy)
+    shutil.copyfile(geoquery, copy)
     assert locate_source(record, tmp_path / "published" / "tmcd") == str(copy)
     assert locate_source(record, tmp_path / "nowhere") == "geoquery_nqg.tsv"  # else the name, for --source's hint
     assert locate_source({"location": "/old/card/path.tsv"}, tmp_path) == "/old/card/path.tsv"  # older releases
     assert locate_source({"location": "org/name"}, tmp_path) == "org/name"  # a Hub id as recorded
 
 
-def test_verify_rescore_rebuilds_a_release_built_from_a_deep_path(releases, capsys):
+def test_verify_rescore_rebuilds_a_release_from_its_recorded_source(releases, capsys):
     capsys.readouterr()
     assert main(["verify", str(releases["tmcd"]), "--rescore", "--no-load-check", "--all"]) == 0
     printed = capsys.readouterr().out

@@ -2,12 +2,14 @@
 released as ``label``, a ``ClassLabel`` whose names are the source's ``ClassLabel`` order where it
 has one, else the label values as text sorted by that text; text columns are ``string`` (never
 ``large_string``); behavioural rows keep ``labels``, ``meta`` and ``expectation`` as JSON text.
-The families come from the registry; expected names and values are read from the source files
-with ``csv`` / ``json``, not through resplit."""
+Every registered family's shared example release is checked against the fields it declares; the built-in
+families' expected names and values are read from the source files with ``csv`` / ``json``, not through
+resplit."""
 
 import csv
+import itertools
 import json
-import zipfile
+from pathlib import Path
 
 import datasets
 import numpy as np
@@ -16,14 +18,13 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from conftest import FAMILIES
 from loading_scripts.labels import LABEL, check_label_name, label_column, label_names, release_rows
-from split_builders.api import Fields, registry
+from split_builders.api import Fields
 from split_builders.cli import main
 from split_builders.errors import InvalidParameterError
 from split_builders.release.verify import verify
 
-FAMILIES = tuple(registry())
-CSV_ROWS = 900  # --limit of the CSV-built likelihood release
 
 
 # ---------------------------------------------------------------------------------------
@@ -103,33 +104,14 @@ def test_verify_reads_the_label_under_either_name():
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def inputs(shared, tmp_path_factory):
-    work = tmp_path_factory.mktemp("label-inputs")
-    boolean = work / "boolean_val.jsonl"
-    with zipfile.ZipFile(shared / "data" / "curriculum" / "tasks" / "boolean.zip") as archive:
-        boolean.write_bytes(archive.read("boolean/val.jsonl"))
-    snli = shared / "reference" / "likelihood" / "inputs" / "snli"
-    return {"csv": snli / "all_examples.csv", "scores": snli / "all_examples__False_loglikelihoods.npy",
-            "boolean": boolean, "curriculum": shared / "data" / "curriculum", "work": work,
-            "geoquery": shared / "data" / "geoquery" / "geoquery_nqg.tsv",
-            "suite": shared / "data" / "checklist" / "sentiment_suite.json.gz"}
+def _source(family_args, family) -> Path:
+    args = family_args[family]
+    return Path(args[args.index("--source") + 1])
 
 
-def _family_args(inputs) -> dict:
-    """Small builds of each family; the likelihood and PVI ones from text labels (CSV, JSON lines)."""
-    cache = str(inputs["work"] / "pvi-cache")
-    return {
-        "likelihood": ["--source", str(inputs["csv"]), "--prompt-field", "premise", "--query-field", "hypothesis",
-                       "--label-field", "gold_label", "--scores", str(inputs["scores"]), "--limit", str(CSV_ROWS),
-                       "--dev-size", "90", "--test-size", "90", "--length-buckets", "2"],
-        "tmcd": ["--source", str(inputs["geoquery"]), "--train-size", "440", "--iterations", "50", "--configs",
-                 "tmcd,length"],
-        "pvi": ["--source", str(inputs["boolean"]), "--text-fields", "premise,hypothesis", "--label-field",
-                "gold_label", "--folds", "2", "--limit", "150", "--cache-dir", cache],
-        "curriculum": ["--source", str(inputs["curriculum"]), "--phenomena", "verbnet", "--limit", "200"],
-        "behavioural": ["--source", str(inputs["suite"]), "--limit", "3"],
-    }
+def _limit(family_args, family) -> int | None:
+    args = family_args[family]
+    return int(args[args.index("--limit") + 1]) if "--limit" in args else None
 
 
 def _build(family, args, out):
@@ -138,12 +120,9 @@ def _build(family, args, out):
 
 
 @pytest.fixture(scope="module")
-def releases(inputs, tmp_path_factory):
-    root = tmp_path_factory.mktemp("label-releases")
-    args = _family_args(inputs)
-    missing = set(FAMILIES) - set(args)
-    assert not missing, f"say how to build a small release of {missing} here"
-    return {family: _build(family, args[family], root / family) for family in FAMILIES}
+def releases(family_releases):
+    """Every registered family's shared example release (read-only)."""
+    return family_releases
 
 
 def _record(folder):
@@ -162,51 +141,69 @@ def _features(path) -> datasets.Features:
     return datasets.Features.from_dict(metadata["info"]["features"])
 
 
-def _csv_labels(path, rows):
+def _csv_labels(path, rows=None):
     with open(path, newline="", encoding="utf-8") as handle:
-        return [record["gold_label"] for _, record in zip(range(rows), csv.DictReader(handle))]
+        return [record["gold_label"] for record in itertools.islice(csv.DictReader(handle), rows)]
 
 
-def _expected_label_names(family, inputs):
-    """The names each family's example source should give its ``label``, read from the source files."""
+def _expected_label_names(family, family_args):
+    """The names the built-in families' example sources should give their ``label``, read from the source files."""
+    source, limit = _source(family_args, family), _limit(family_args, family)
     if family == "likelihood":  # text labels: sorted by text
-        return sorted(set(_csv_labels(inputs["csv"], CSV_ROWS)))
+        return sorted(set(_csv_labels(source, limit)))
     if family == "pvi":
-        with open(inputs["boolean"], encoding="utf-8") as handle:
-            values = [json.loads(line)["gold_label"] for line in handle if line.strip()][:150]
+        with open(source, encoding="utf-8") as handle:
+            values = [json.loads(line)["gold_label"] for line in handle if line.strip()][:limit]
         return sorted(set(values))
     if family == "curriculum":  # the reader's ClassLabel order (CURRICULUM's recast labels)
         from loading_scripts.curriculum import read_curriculum
 
-        (phenomenon,) = read_curriculum(str(inputs["curriculum"]), phenomena=["verbnet"], limit=200)
+        (phenomenon,) = read_curriculum(str(source), phenomena=["verbnet"], limit=limit)
         return phenomenon.rows.features["label"].names
-    return None  # no label field (semantic parsing, behavioural test cases)
+    raise AssertionError(family)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_text_columns_are_string_and_the_label_is_a_class_label_in_stated_order(family, releases, inputs):
-    expected = _expected_label_names(family, inputs)
+def test_text_columns_are_string_and_a_declared_label_is_a_class_label_in_its_declared_order(family, releases):
+    """Every registered family: no ``large_string`` column; a label its fields declare with class names is the int64
+    ``ClassLabel`` ``label`` with those names, the source's label column gone; no ``ClassLabel`` where no class names
+    are declared (no label, or behavioural test cases' ``labels`` kept as JSON text)."""
+    declared = Fields.from_record(_record(releases[family]))
+    assert declared is not None, f"{family} records no fields"
     for path in _parquet_files(releases[family]):
         schema = pq.read_schema(path)
         assert not [f.name for f in schema if pa.types.is_large_string(f.type)], path
         features = _features(path)
-        if expected is None:
+        if declared.label_names is None:
             assert not any(isinstance(f, datasets.ClassLabel) for f in features.values()), path
             continue
-        assert "gold_label" not in schema.names
+        assert declared.label == LABEL and "gold_label" not in schema.names
         assert isinstance(features[LABEL], datasets.ClassLabel), path
-        assert features[LABEL].names == expected, path
+        assert features[LABEL].names == list(declared.label_names), path
         assert schema.field(LABEL).type == pa.int64()
-    if expected is not None:  # the declaration (resplit.fields) names the released column and its order
-        declared = Fields.from_record(_record(releases[family]))
-        assert declared.label == LABEL and list(declared.label_names) == expected
 
 
-def test_pandas_and_pyarrow_see_the_label_names_through_the_class_label(releases, inputs):
+@pytest.mark.parametrize("family", ["likelihood", "pvi", "curriculum"])
+def test_the_label_names_are_the_sources_in_stated_order(family, releases, family_args):
+    """Text labels sorted by text (CSV, JSON lines); CURRICULUM's reader's ClassLabel order; the names read from
+    the source files with ``csv`` / ``json``, not through resplit."""
+    expected = _expected_label_names(family, family_args)
+    for path in _parquet_files(releases[family]):
+        assert _features(path)[LABEL].names == expected, path
+    declared = Fields.from_record(_record(releases[family]))
+    assert declared.label == LABEL and list(declared.label_names) == expected
+
+
+def test_the_families_without_class_labels_declare_no_class_names(releases):
+    assert Fields.from_record(_record(releases["tmcd"])).label is None
+    assert Fields.from_record(_record(releases["behavioural"])).label_names is None
+
+
+def test_pandas_and_pyarrow_see_the_label_names_through_the_class_label(releases, family_args):
     """A CSV-built release read without ``datasets``: each row's class id names the source file's label."""
     import pandas as pd
 
-    labels = _csv_labels(inputs["csv"], CSV_ROWS)  # source_id = row number in the file
+    labels = _csv_labels(_source(family_args, "likelihood"))  # source_id = row number in the file
     for path in _parquet_files(releases["likelihood"]):
         names = _features(path)[LABEL].names
         frame = pd.read_parquet(path)
@@ -214,8 +211,8 @@ def test_pandas_and_pyarrow_see_the_label_names_through_the_class_label(releases
         assert [names[i] for i in frame[LABEL]] == [labels[i] for i in frame["source_id"]]
 
 
-def test_datasets_decodes_the_released_label_to_the_source_value(releases, inputs, hf_cache):
-    labels = _csv_labels(inputs["csv"], CSV_ROWS)
+def test_datasets_decodes_the_released_label_to_the_source_value(releases, family_args, hf_cache):
+    labels = _csv_labels(_source(family_args, "likelihood"))
     loaded = datasets.load_dataset(str(releases["likelihood"]), "ll_split", cache_dir=hf_cache)
     for split in loaded:
         feature = loaded[split].features[LABEL]
@@ -224,12 +221,12 @@ def test_datasets_decodes_the_released_label_to_the_source_value(releases, input
         assert [feature.int2str(i) for i in ids] == [labels[s] for s in sources]
 
 
-def test_a_source_class_label_order_is_kept_in_a_pvi_release(inputs, tmp_path):
+def test_a_source_class_label_order_is_kept_in_a_pvi_release(tmp_path):
     """SNLI's ClassLabel (entailment, neutral, contradiction) is not re-sorted."""
     from loading_scripts import load_source
 
     out = _build("pvi", ["--source", "snli-sample", "--folds", "2", "--limit", "150", "--cache-dir",
-                         str(inputs["work"] / "pvi-cache")], tmp_path / "pvi-snli")
+                         str(tmp_path / "pvi-cache")], tmp_path / "pvi-snli")
     names = load_source("snli-sample").dataset.features["label"].names
     for path in _parquet_files(out):
         assert _features(path)[LABEL].names == names
@@ -247,22 +244,14 @@ def test_behavioural_rows_keep_their_json_columns_and_typed_examples(releases):
             [json.loads(value) for value in table.column(column).to_pylist()]  # JSON text, as the card says
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_verify_passes_on_every_new_release(family, releases):
-    report = verify(str(releases[family]), load=False)
-    assert report.ok
-    configs = set(_record(releases[family])["configs"])
-    assert {f.config for f in report.findings if f.level == 2 and f.status == "identical"} == configs
-
-
 @pytest.mark.parametrize("family", ["likelihood", "pvi"])
-def test_a_release_built_before_the_policy_still_verifies(family, inputs, tmp_path, monkeypatch):
+def test_a_release_built_before_the_policy_still_verifies(family, family_args, tmp_path, monkeypatch):
     """Rows released as read (``gold_label`` text, ``large_string`` in the CSV): what resplit built
     before the policy. ``verify`` re-derives every config from them."""
     import loading_scripts.labels
 
     monkeypatch.setattr(loading_scripts.labels, "release_rows", lambda dataset, **_: dataset)
-    out = _build(family, _family_args(inputs)[family], tmp_path / "old")
+    out = _build(family, family_args[family], tmp_path / "old")
     monkeypatch.undo()
     schema = pq.read_schema(_parquet_files(out)[0])
     assert "gold_label" in schema.names and LABEL not in schema.names

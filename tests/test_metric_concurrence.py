@@ -1,8 +1,7 @@
 """The concurrence metric: the reference golden values, and explicit pair-counting Kendall
-tau-b / formula Pearson / rank Spearman on random tables."""
+tau-b / formula Pearson / rank Spearman on random tables (through the shared
+:class:`metric_testing.MetricTester`)."""
 
-import doctest
-import inspect
 import json
 import math
 from pathlib import Path
@@ -11,17 +10,18 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata
 
-REPO = Path(__file__).resolve().parent.parent
+from metric_testing import MetricTester
 
-
-@pytest.fixture(scope="module")
-def concurrence(local_metric):
-    return local_metric("concurrence")
 
 
 @pytest.fixture(scope="module")
-def module(concurrence):
-    return inspect.getmodule(type(concurrence))
+def tester():
+    return MetricTester("concurrence")
+
+
+@pytest.fixture(scope="module")
+def concurrence(tester):
+    return tester.metric
 
 
 # ---------------------------------------------------------------------------------------
@@ -99,11 +99,8 @@ def golden_tables(shared):
 # ---------------------------------------------------------------------------------------
 
 
-def test_docstring_examples_run(module, monkeypatch):
-    monkeypatch.chdir(REPO)
-    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner()
-    runner.run(parser.get_doctest(module._KWARGS_DESCRIPTION, {}, "concurrence", None, 0))
-    assert runner.failures == 0 and runner.tries >= 6
+def test_docstring_examples_run(tester):
+    tester.run_docstring_examples(at_least=6)
 
 
 def test_golden_reference(concurrence, shared):
@@ -125,19 +122,19 @@ def test_golden_reference(concurrence, shared):
 
 @pytest.mark.parametrize("method", ["kendall", "pearson", "spearman"])
 @pytest.mark.parametrize("seed", range(3))
-def test_random_tables_match_reference(concurrence, method, seed):
+def test_random_tables_match_reference(tester, method, seed):
     rng = np.random.default_rng(seed)
     models = [f"m{i}" for i in range(int(rng.integers(3, 8)))]
     n_seeds = {"cogs": 3, "scan": int(rng.integers(1, 4)), "geo": 1}
     # Rounded scores make ties, which tau-b has to handle.
     tables = {b: {m: np.round(rng.random(k), 1).tolist() for m in models} for b, k in n_seeds.items()}
-    result = concurrence.compute(**long_rows(tables), method=method)
     names = list(tables)
-    assert result["benchmarks"] == names
+    matrix = [[REFERENCE[method](*ref_vectors(tables[a], tables[b])) for b in names] for a in names]
+    result = tester.check_against_reference(long_rows(tables), {"benchmarks": names, "matrix": matrix}, abs=1e-12,
+                                            options={"method": method})
     for i, a in enumerate(names):
         for j, b in enumerate(names):
-            expected = REFERENCE[method](*ref_vectors(tables[a], tables[b]))
-            assert result["matrix"][i][j] == pytest.approx(expected, abs=1e-12)
+            expected = matrix[i][j]
             key = f"{a}|{b}"
             if i < j or (i == j and n_seeds[a] > 1):
                 assert result["concurrence"][key] == pytest.approx(expected, abs=1e-12)
@@ -194,11 +191,10 @@ def test_heatmap_png(concurrence, shared, tmp_path):
                 c["model"].__setitem__(slice(4, None), ["z", "z", "w", "w"])),
      r"concurrence compares benchmarks; got only \['A'\]"),
 ])
-def test_bad_tables_are_named(concurrence, change, message):
+def test_bad_tables_are_named(tester, change, message):
     columns = long_rows({"A": {"x": [0.1, 0.2], "y": [0.3, 0.4]}, "B": {"x": [0.5, 0.6], "y": [0.7, 0.8]}})
     change(columns)
-    with pytest.raises(ValueError, match=message):
-        concurrence.compute(**columns)
+    tester.assert_refused(columns, message)
 
 
 @pytest.mark.parametrize("options, message", [
@@ -206,15 +202,13 @@ def test_bad_tables_are_named(concurrence, change, message):
     ({"n_bootstrap": -1}, r"n_bootstrap must be a non-negative integer"),
     ({"confidence_level": 1.5}, r"confidence_level must lie strictly between 0 and 1"),
 ])
-def test_bad_options_are_named(concurrence, options, message):
+def test_bad_options_are_named(tester, options, message):
     columns = long_rows({"A": {"x": [0.1], "y": [0.3]}, "B": {"x": [0.5], "y": [0.7]}})
-    with pytest.raises(ValueError, match=message):
-        concurrence.compute(**columns, **options)
+    tester.assert_refused({**columns, **options}, message)
 
 
-def test_one_model_is_not_a_ranking(concurrence):
-    with pytest.raises(ValueError, match=r"share 1 model\(s\); a ranking needs at least 2"):
-        concurrence.compute(**long_rows({"A": {"x": [0.1]}, "B": {"x": [0.5]}}))
+def test_one_model_is_not_a_ranking(tester):
+    tester.assert_refused(long_rows({"A": {"x": [0.1]}, "B": {"x": [0.5]}}), r"share 1 model\(s\); a ranking needs at least 2")
 
 
 def test_integer_and_missing_seeds(concurrence):

@@ -1,29 +1,28 @@
 """The g_score metric: G against scipy's harmonic mean and loop-computed suite scores, the
-randomization test against exact enumeration and a per-item coin-flip implementation."""
+randomization test against exact enumeration and a per-item coin-flip implementation (through the shared
+:class:`metric_testing.MetricTester`)."""
 
-import doctest
-import inspect
 import itertools
 import math
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import hmean
 
-REPO = Path(__file__).resolve().parent.parent
+from metric_testing import MetricTester, assert_close
+
 SCENARIOS = ["standard", "seen", "func", "class", "type"]
 
 
 @pytest.fixture(scope="module")
-def g_score(local_metric):
-    return local_metric("g_score")
+def tester():
+    return MetricTester("g_score")
 
 
 @pytest.fixture(scope="module")
-def module(g_score):
-    return inspect.getmodule(type(g_score))
+def g_score(tester):
+    return tester.metric
 
 
 # ---------------------------------------------------------------------------------------
@@ -126,28 +125,27 @@ def random_hits(rng, functionalities, cases, filtered=0.2, p=0.6):
 # ---------------------------------------------------------------------------------------
 
 
-def test_docstring_examples_run(module, monkeypatch):
-    monkeypatch.chdir(REPO)
-    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner()
-    runner.run(parser.get_doctest(module._KWARGS_DESCRIPTION, {}, "g_score", None, 0))
-    assert runner.failures == 0 and runner.tries >= 7
+def test_docstring_examples_run(tester):
+    tester.run_docstring_examples(at_least=7)
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_scores_match_reference_on_random_inputs(g_score, seed):
+def test_scores_match_reference_on_random_inputs(tester, seed):
     rng = np.random.default_rng(seed)
     iid = rng.integers(0, 2, int(rng.integers(5, 300))).tolist()
     suite = {s: random_hits(rng, int(rng.integers(1, 8)), int(rng.integers(1, 30))) for s in SCENARIOS}
     # NaN is another way to say "filtered".
     suite["seen"]["f0"] = [float("nan") if h is None else h for h in suite["seen"]["f0"]]
     suite["seen"]["f0"][0] = float("nan")
-    result = g_score.compute(iid_hits=iid, suite_hits=suite)
-    assert result["iid_score"] == pytest.approx(sum(iid) / len(iid))
-    for s in SCENARIOS:
-        assert result["suite_score"][s] == pytest.approx(ref_suite_score(suite[s]))
-        assert result["g_score"][s] == pytest.approx(ref_g(result["iid_score"], result["suite_score"][s]))
-    assert result["g_score_mean"] == pytest.approx(np.mean(list(result["g_score"].values())))
-    assert set(result) == {"iid_score", "suite_score", "g_score", "g_score_mean"}
+
+    def reference(iid_hits, suite_hits):
+        iid_score = sum(iid_hits) / len(iid_hits)
+        suite_scores = {s: ref_suite_score(suite_hits[s]) for s in SCENARIOS}
+        g = {s: ref_g(iid_score, suite_scores[s]) for s in SCENARIOS}
+        return {"iid_score": iid_score, "suite_score": suite_scores, "g_score": g,
+                "g_score_mean": sum(g.values()) / len(g)}
+
+    tester.check_against_reference({"iid_hits": iid, "suite_hits": suite}, reference, rel=1e-9, exact_keys=True)
 
 
 def test_zero_scores_and_filtered_functionalities(g_score):
@@ -226,20 +224,23 @@ def test_identical_systems_and_determinism(g_score):
     assert first == g_score.compute(**kwargs, random_state=123)  # 10,000 trials, same seed: same p
     assert first["p_value"] != g_score.compute(**kwargs, trials=500, random_state=124)["p_value"]
     assert all(1 / 10001 <= p <= 1 for p in first["p_value"].values())
-    assert first["baseline_g_score"] == {s: pytest.approx(v) for s, v in ref_g_all(other_iid, other).items()}
+    assert_close(first["baseline_g_score"], ref_g_all(other_iid, other), rel=1e-6, exact_keys=True)
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_binomial_p_matches_exact_sum(g_score, seed):
+def test_binomial_p_matches_exact_sum(tester, seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 80))
     iid1, iid2 = rng.integers(0, 2, n).tolist(), rng.integers(0, 2, n).tolist()
-    result = g_score.compute(iid_hits=iid1, suite_hits={"seen": {"a": [1]}}, baseline_iid_hits=iid2,
-                             baseline_suite_hits={"seen": {"a": [1]}}, trials=10)
-    only1 = sum(a == 1 and b == 0 for a, b in zip(iid1, iid2))
-    only2 = sum(a == 0 and b == 1 for a, b in zip(iid1, iid2))
-    expected = 1.0 if only1 + only2 == 0 else ref_binomial_two_sided(only1, only1 + only2)
-    assert result["iid_p_value"] == pytest.approx(expected, rel=1e-9)
+
+    def reference(iid_hits, baseline_iid_hits, **_):
+        only1 = sum(a == 1 and b == 0 for a, b in zip(iid_hits, baseline_iid_hits))
+        only2 = sum(a == 0 and b == 1 for a, b in zip(iid_hits, baseline_iid_hits))
+        return {"iid_p_value": 1.0 if only1 + only2 == 0 else ref_binomial_two_sided(only1, only1 + only2)}
+
+    tester.check_against_reference({"iid_hits": iid1, "suite_hits": {"seen": {"a": [1]}}, "baseline_iid_hits": iid2,
+                                    "baseline_suite_hits": {"seen": {"a": [1]}}}, reference, rel=1e-9,
+                                   options={"trials": 10})
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -259,13 +260,9 @@ def test_binomial_p_matches_exact_sum(g_score, seed):
     ({"suite_hits": {"seen": [1, 0]}}, r"suite_hits\['seen'\] must be a non-empty dict"),
     ({"iid_hits": [1, 0.5, 0]}, r"iid_hits must hold only 0 and 1; item 1 is 0.5"),
 ])
-def test_bad_input_is_named(g_score, kwargs, message):
-    arguments = {"iid_hits": [1, 0, 1], "suite_hits": {"seen": {"a": [1, 0]}}}
-    arguments.update(kwargs)
-    with pytest.raises(ValueError, match=message):
-        g_score.compute(**arguments)
+def test_bad_input_is_named(tester, kwargs, message):
+    tester.assert_refused({"iid_hits": [1, 0, 1], "suite_hits": {"seen": {"a": [1, 0]}}, **kwargs}, message)
 
 
-def test_missing_suite_hits(g_score):
-    with pytest.raises(ValueError, match=r"suite_hits is required"):
-        g_score.compute(iid_hits=[1, 0])
+def test_missing_suite_hits(tester):
+    tester.assert_refused({"iid_hits": [1, 0]}, r"suite_hits is required")

@@ -17,9 +17,22 @@ import yaml
 
 from split_builders.cli import main
 from split_builders.errors import InvalidParameterError
-from split_builders.evidence.probe import (accuracy_interval, card_lines, probe, probe_build, probe_release,
-                                           probe_target, relative_error_increase, yaml_record)
+from split_builders.evidence.inputs import EvidenceInput
+from split_builders.evidence.probe import accuracy_interval, probe, relative_error_increase
+from split_builders.evidence.probe_card import VIEW, card_lines, yaml_record
 from split_builders.release.folder import Released
+
+
+def probe_release(released, **settings):
+    return VIEW.compute(EvidenceInput.from_release(released), **settings)
+
+
+def probe_build(rows, configs, *, record, **settings):
+    return VIEW.compute(EvidenceInput.from_build(rows, configs, record=record), **settings)
+
+
+def probe_target(target, *, work, **settings):
+    return VIEW.compute(EvidenceInput.from_target(target, work=work), **settings)
 
 ROWS = 1200
 HELD = 150  # validation and test rows of each config

@@ -1,57 +1,26 @@
 """The contract of every registered split method, on small real inputs from ``../shared``: it builds
 through the CLI with the common options and fail-fast checks, records the provenance schema, writes a
 card with figures, and verifies at levels 1 and 2 with every config re-derived. The methods come from
-the registry: a registered method without example arguments here fails
-:func:`test_every_registered_method_has_example_arguments`."""
+the registry and are built from their own ``example_arguments`` (the session's ``family_releases``): a
+registered method without example arguments fails :func:`test_every_registered_method_has_example_arguments`."""
 
 import hashlib
 import subprocess
-import sys
-import zipfile
 
 import datasets
 import pytest
 import yaml
 
+from conftest import FAMILIES, cli_command, verify_rescore
 from split_builders.api import CommonOptions, registry
 from split_builders.cli import main
 
-FAMILIES = tuple(registry())
 
 
 @pytest.fixture(scope="module")
-def family_args(shared, tmp_path_factory):
-    """Arguments (after the subcommand) that build a small real release of each family."""
-    work = tmp_path_factory.mktemp("family-inputs")
-    boolean = work / "boolean_val.jsonl"
-    with zipfile.ZipFile(shared / "data" / "curriculum" / "tasks" / "boolean.zip") as archive:
-        boolean.write_bytes(archive.read("boolean/val.jsonl"))
-    snli = shared / "reference" / "likelihood" / "inputs" / "snli"
-    return {
-        "likelihood": ["--source", str(snli / "all_examples.csv"), "--prompt-field", "premise", "--query-field",
-                       "hypothesis", "--label-field", "gold_label", "--scores",
-                       str(snli / "all_examples__False_loglikelihoods.npy"), "--dev-size", "200", "--test-size", "200",
-                       "--length-buckets", "4"],
-        "tmcd": ["--source", str(shared / "data" / "geoquery" / "geoquery_nqg.tsv"), "--train-size", "440",
-                 "--iterations", "300", "--configs", "tmcd,length"],
-        "pvi": ["--source", str(boolean), "--text-fields", "premise,hypothesis", "--label-field", "gold_label",
-                "--folds", "2", "--limit", "300", "--cache-dir", str(work / "pvi-cache")],
-        "curriculum": ["--source", str(shared / "data" / "curriculum"), "--phenomena", "verbnet"],
-        "behavioural": ["--source", str(shared / "data" / "checklist" / "sentiment_suite.json.gz")],
-    }
-
-
-@pytest.fixture(scope="module")
-def releases(family_args, tmp_path_factory):
-    """One release folder per family, built through the CLI."""
-    root = tmp_path_factory.mktemp("family-releases")
-    built = {}
-    for family in FAMILIES:
-        out = root / family
-        assert main([family, *family_args[family], "--seed", "7", "--out", str(out), "--no-progress",
-                     "--null-splits", "200"]) == 0, family
-        built[family] = out
-    return built
+def releases(family_releases):
+    """One release folder per family (the session's shared, read-only ones: ``--seed 7 --null-splits 200``)."""
+    return family_releases
 
 
 def front_matter(folder):
@@ -59,7 +28,11 @@ def front_matter(folder):
 
 
 def test_every_registered_method_has_example_arguments(family_args):
-    assert set(registry()) <= set(family_args), f"no example arguments for {set(registry()) - set(family_args)}"
+    assert set(registry()) <= set(family_args)
+    missing = [family for family in FAMILIES if not family_args[family]]
+    assert not missing, f"no example arguments for {missing}"
+    for family in FAMILIES:
+        assert "--source" in family_args[family] and "--out" not in family_args[family], family
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -135,7 +108,7 @@ def test_an_existing_out_fails_before_the_source_is_read(family, family_args, tm
 def test_the_command_refuses_an_existing_out_without_a_traceback(family, family_args, tmp_path):
     out = tmp_path / "exists"
     out.mkdir()
-    done = subprocess.run([sys.executable, "-m", "split_builders.cli", family, *family_args[family], "--seed", "1",
+    done = subprocess.run([*cli_command(family), family, *family_args[family], "--seed", "1",
                            "--out", str(out)], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "Traceback" not in done.stderr and "exists" in done.stderr
 
@@ -181,30 +154,34 @@ def test_verify_names_the_config_when_a_row_was_moved(family, config, moves, rel
 
 
 def test_rescore_of_a_release_from_given_scores_says_there_is_nothing_to_recompute(releases):
-    from split_builders.release.verify import verify
-
-    report = verify(str(releases["likelihood"]), load=False, rescore=True)
+    report = verify_rescore(releases["likelihood"], load=False)
     (finding,) = [f for f in report.findings if f.level == 3]
     assert finding.status == "not checked" and "all_examples__False_loglikelihoods.npy" in finding.detail
     assert report.ok  # levels 1 and 2 still checked everything
 
 
-# A field of each family's example source whose groups the family keeps whole; None: it refuses --group-field.
-GROUP_FIELDS = {"likelihood": "premise", "tmcd": "target", "pvi": "premise", "curriculum": "premise",
-                "behavioural": None}
+def _group_field(release) -> str:
+    """A field of a family's example release whose groups it keeps whole: its target where it has one
+    (programs), else its first text field (a premise, a passage)."""
+    from split_builders.api import Fields
+
+    fields = Fields.from_record(front_matter(release)["resplit"])
+    return fields.target or fields.text[0]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_every_family_keeps_groups_whole_or_refuses_group_field_in_one_line(family, family_args, tmp_path, capsys):
+def test_every_family_keeps_groups_whole_or_refuses_group_field_in_one_line(family, family_args, releases, tmp_path,
+                                                                            capsys):
     """Through the CLI: a grouped build has no group in two splits of any config, and verify
-    re-derives it; a family that cannot group says why in one line; a missing field is named."""
-    assert family in GROUP_FIELDS, f"say whether {family} keeps groups whole"
-    field, out = GROUP_FIELDS[family], tmp_path / "grouped"
+    re-derives it; a family that does not declare ``supports_groups`` says why in one line; a missing field
+    is named."""
+    grouping = registry()[family].supports_groups
+    field, out = _group_field(releases[family]) if grouping else None, tmp_path / "grouped"
     args = [*family_args[family], *(["--pvi", "--limit", "300"] if family == "curriculum" else [])]
     code = main([family, *args, "--group-field", field or "premise", "--out", str(out), "--no-progress"])
     captured = capsys.readouterr()
-    if field is None:
-        assert code == 2 and len(captured.err.strip().splitlines()) == 1 and "--group-field" in captured.err
+    if field is None:  # refused before any work: by the method in one line, or by argparse (not offered)
+        assert code == 2 and "--group-field" in captured.err.strip().splitlines()[-1]
         assert "Traceback" not in captured.err and not out.exists()
         return
     assert code == 0, captured.err

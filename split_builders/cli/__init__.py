@@ -25,9 +25,7 @@ TOOL_MODULES = (
     "split_builders.cli.metrics",
     "split_builders.cli.publish",
     "split_builders.cli.evaluate",
-    "split_builders.cli.audit",
-    "split_builders.cli.diagnose",
-    "split_builders.cli.probe",
+    "split_builders.cli.evidence",
     "split_builders.cli.curriculum",
     "split_builders.cli.export",
 )
@@ -92,6 +90,10 @@ def add_options(parser: argparse.ArgumentParser, method) -> list[str]:
                 kwargs.update(required=True)
             elif default not in (None, ()) and spec.name != "source":
                 help_text = _with_default(help_text, ", ".join(map(str, default)) if isinstance(default, tuple) else default)
+        if spec.name == "group_field" and not method.supports_groups:
+            # not offered (its configs do not keep groups whole): kept out of --help, and a value given anyway
+            # reaches the method, whose one-line refusal says why
+            help_text = argparse.SUPPRESS
         group.add_argument(*flags, help=help_text, **kwargs)
         names.append(spec.name)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")

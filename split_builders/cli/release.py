@@ -119,10 +119,11 @@ def _print_report(report, *, every: bool = False) -> None:
 
 
 def run_verify(args) -> int:
+    from split_builders.builder import rebuild
     from split_builders.release.verify import verify
 
     report = verify(args.target, rescore=args.rescore, load=not args.no_load_check, source=args.source,
-                    allow_extra=args.allow_extra)
+                    allow_extra=args.allow_extra, rebuild=rebuild)
     _print_report(report, every=args.all)
     return 0 if report.ok else 1
 

@@ -73,17 +73,14 @@ def run_show(args) -> int:
 
 
 def _signal_column(resplit: dict, loaded) -> str | None:
-    """The method's per-row signal column (an LM score, PVI) that the rows carry, if any."""
-    from split_builders.api import registry
+    """The release's first continuous signal column (an LM score, PVI) that the rows carry, as its recorded
+    ``resplit.fields`` declares the kinds (else its method's ``signal_columns``); None when there is none
+    (a categorical signal, such as a functionality id, has no ends to show)."""
+    from split_builders.release.diff import signal_kinds
 
-    method = registry().get(resplit.get("method"))
     columns = set(next(iter(loaded.values())).column_names) if loaded else set()
-    numeric = [c for c in (method.signal_columns if method else ()) if c in columns]
-    for name in numeric:
-        kind = next(iter(loaded.values())).features[name]
-        if getattr(kind, "dtype", "").startswith(("float", "int")) and name != "functionality_id":
-            return name
-    return None
+    return next((column for column, kind in signal_kinds(resplit).items()
+                 if kind == "continuous" and column in columns), None)
 
 
 def _shown_columns(resplit: dict, loaded, signal: str | None) -> list:

@@ -17,7 +17,9 @@ hypothesis, the question, the input; :mod:`.text_stats` defines words, rare word
 * ``rare_word_fraction``: rare words (Zipf frequency < 3 in ``wordfreq``'s English list) / words;
 * ``unseen_word_rate``: words whose type occurs in no train query / words;
 * ``fk_grade``: mean Flesch-Kincaid grade of the queries (queries with words);
-* the method's own signal (its ``signal_columns`` present in the rows: ``score``, ``pvi``): the mean;
+* the method's own signals (its declared ``signals`` present in the rows): the mean of a continuous one
+  (``score``, ``pvi``); for a categorical one (an id: a cluster, a functionality), ``unseen_<column>``, the
+  share of rows whose value no train row has (against random splits as every statistic);
 * where rows carry a target program (semantic parsing): ``atom_divergence`` and ``compound_divergence``
   from train (Chernoff coefficients 0.5 and 0.1 over ``signals.programs`` atoms and compounds, as the
   TMCD cards compute them), ``unseen_compound_share`` (programs with a compound no train program
@@ -35,9 +37,9 @@ each block of random splits is an ``int8`` assignment matrix (rows x splits), su
 products, and the unseen-word rate of all splits of a block is a product with the sparse row x
 vocabulary count matrix (seen = train column sums > 0).
 
-:func:`diagnose_build` (what a build is about to release), :func:`diagnose_release` (a release
-folder), :func:`diagnose_splits` (any dataset with splits) and :func:`diagnose_target` all go through
-:func:`diagnose`, so ``resplit diagnose`` on a release gives the numbers of its card.
+:func:`compute` diagnoses an :class:`~split_builders.evidence.inputs.EvidenceInput` (a build, a release
+folder, any dataset with splits) through :func:`diagnose`, so ``resplit diagnose`` on a release gives the
+numbers of its card; :mod:`.diagnostics_card` shows them.
 """
 
 from __future__ import annotations
@@ -48,7 +50,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from split_builders.api import DEFAULT_NULL_SPLITS, MAX_NULL_SPLITS, check_number
+from split_builders.evidence.fields import NoTextError, is_text_type
+from split_builders.evidence.pools import Pool, as_text, value_codes
+from split_builders.options import DEFAULT_NULL_SPLITS, MAX_NULL_SPLITS
+from split_builders.splits import check_number
 
 DEFAULT_SEED = 0
 EVALUATION_SPLITS = ("validation", "test")
@@ -57,7 +62,6 @@ BLOCK = 16  # random splits per assignment block (bounds memory: rows x BLOCK fl
 PROGRESS_ROWS = 50_000  # a progress bar (per config) only for more distinct rows than this
 DIGITS = 6  # values are rounded to this many decimals (a build's card and a re-run agree exactly)
 HELD_OUT_COLUMNS = (("functionality", "functionalities"), ("capability", "capabilities"), ("test_type", "test types"))
-LABEL_NAMES = ("label", "labels", "gold_label")
 
 # How a statistic is shown: a phrase for the one-line summary, how a value is printed, its axis label.
 _PERCENT = lambda v: f"{100 * v:.1f}%"  # noqa: E731
@@ -96,73 +100,34 @@ def check_seed(value) -> int:
 
 @dataclass
 class Columns:
-    """The columns the diagnostics read, and the task they make."""
+    """What the diagnostics read of the resolved fields: the task, the query (the text statistics' column),
+    the target program and its language, the label (strata), the signals and their kinds, the behaviour
+    columns (held-out counts of CheckList test cases)."""
 
     task: str
     query: str | None = None
     target: str | None = None
     label: str | None = None
-    signals: tuple = ()
+    signals: dict = field(default_factory=dict)
     behaviour: tuple = ()
     target_language: str | None = None
 
+    @classmethod
+    def of(cls, fields, table) -> "Columns":
+        """The columns of ``table`` (a ``pyarrow.Table``) the resolved ``fields`` name: the query, else the first
+        text field, if it is text; the signals of a numeric type (a categorical one of any type); no signals
+        but the behaviour columns for CheckList test cases."""
+        from split_builders.evidence.fields import is_numeric_type, is_text_type
 
-def _record_target_language(record: dict) -> str | None:
-    signal = (record or {}).get("signal") or {}
-    for value in (signal.get("target_language"), (signal.get("atom_constraint") or {}).get("target_language"),
-                  ((record or {}).get("parameters") or {}).get("target_language"),
-                  ((record or {}).get("parameters") or {}).get("atoms")):
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
-def choose_columns(pool, record: dict | None, *, where: str) -> Columns:
-    """The columns of ``pool`` (a ``pyarrow.Table``) to diagnose: the record's declared fields
-    (``resplit.fields``), else those the leakage audit infers (:func:`~split_builders.release.audit.infer_fields`)."""
-    from split_builders.api import Fields
-    from split_builders.release.audit import is_text_type, method_signal_columns, infer_fields
-
-    record = record or {}
-    names = pool.column_names
-    declared = Fields.from_record(record)
-    if declared is not None:
-        query = declared.query if declared.query in names else next((t for t in declared.text if t in names), None)
-        target = declared.target if declared.target in names else None
-        label = declared.label if declared.label in names else None
-        task = declared.task
-    else:
-        inferred = infer_fields(pool, record, where=where)
-        texts, target = list(inferred.text), inferred.program
-        if target is None:  # a plain dataset: a text column of SQL queries is the target program (Spider's `query`)
-            from split_builders.evidence.sql_hardness import looks_like_sql
-
-            target = next((t for t in texts if looks_like_sql(pool.column(t).slice(0, 400).to_pylist())), None)
-            texts = [t for t in texts if t != target]
-        query = (texts or [None])[0]
-        label = next((n for n in LABEL_NAMES if n in names), None)
-        task = ("behavioural" if record.get("method") == "behavioural" else "semantic_parsing" if target
-                else "classification" if label else "text")
-    if query is not None and not is_text_type(pool.schema.field(query).type):
-        query = None
-    signals = tuple(c for c in method_signal_columns(record) if c in names and task != "behavioural"
-                    and _numeric(pool.schema.field(c).type))
-    behaviour = tuple(c for c, _ in HELD_OUT_COLUMNS if c in names) if task == "behavioural" else ()
-    language = None
-    if target is not None:
-        from loading_scripts.compositional import guess_target_language
-
-        language = _record_target_language(record)
-        if language is None:
-            sample = [t for t in pool.column(target).slice(0, 200).to_pylist() if isinstance(t, str)]
-            language = guess_target_language(sample) if sample else None
-    return Columns(task, query, target, label, signals, behaviour, language)
-
-
-def _numeric(kind) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_integer(kind) or pa.types.is_floating(kind)
+        names = table.column_names
+        query = fields.query or next(iter(fields.text), None)
+        if query is not None and (query not in names or not is_text_type(table.schema.field(query).type)):
+            query = None
+        behavioural = fields.task == "behavioural"
+        signals = {c: k for c, k in fields.signals.items() if c in names and not behavioural
+                   and (k == "categorical" or is_numeric_type(table.schema.field(c).type))}
+        behaviour = tuple(c for c, _ in HELD_OUT_COLUMNS if c in names) if behavioural else ()
+        return cls(fields.task, query, fields.target, fields.label, signals, behaviour, fields.program_language)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,8 +185,6 @@ def row_statistics(pool, columns: Columns) -> RowStatistics:
     n = pool.num_rows
     ones = np.ones(n, dtype=np.float64)
     if columns.query is not None:
-        from split_builders.release.audit import as_text
-
         text = text_stats(as_text(pool.column(columns.query)))
         words = text.words.astype(np.float64)
         grade = text.fk_grade
@@ -232,7 +195,17 @@ def row_statistics(pool, columns: Columns) -> RowStatistics:
                                             "tokens")
         stats.ratios["fk_grade"] = (np.where(has_words > 0, grade, 0.0), has_words)
         stats.order += ["length", "rare_word_fraction", "unseen_word_rate", "fk_grade"]
-    for name in columns.signals:
+    for name, kind in columns.signals.items():
+        if kind == "categorical":  # ids: the share of rows whose value train never holds
+            from scipy import sparse
+
+            codes = value_codes(pool.column(name))
+            held = np.flatnonzero(codes >= 0)
+            matrix = sparse.csr_matrix((np.ones(held.size), (held, codes[held])),
+                                       shape=(n, int(codes.max(initial=-1)) + 1))
+            stats.unseen[f"unseen_{name}"] = (matrix, ones, "rows")
+            stats.order.append(f"unseen_{name}")
+            continue
         values = np.asarray(pool.column(name).to_numpy(zero_copy_only=False), dtype=np.float64)
         finite = np.isfinite(values)
         stats.ratios[name] = (np.where(finite, values, 0.0), finite.astype(np.float64))
@@ -240,8 +213,6 @@ def row_statistics(pool, columns: Columns) -> RowStatistics:
     if columns.target is not None:
         _program_statistics(stats, pool.column(columns.target).to_pylist(), columns.target_language)
     for name in columns.behaviour:
-        from split_builders.release.audit import value_codes
-
         stats.categories[name] = value_codes(pool.column(name))
     return stats
 
@@ -414,26 +385,28 @@ def _config(pool, rows_of, ids_of, config: str, splits: dict, columns: Columns, 
     rows, assignment = rows[order], assignment[order]
     strata = np.zeros(rows.size, dtype=np.int64)
     if columns.label is not None and columns.task == "classification" and parameters.get("train_size") is None:
-        from split_builders.release.audit import value_codes
-
         codes = value_codes(pool.column(columns.label))[rows]
         strata = np.unique(codes, return_inverse=True)[1].reshape(-1).astype(np.int64)
     groups = None
     group_field = parameters.get("grouped_by")
     if group_field and group_field in pool.column_names:
-        from split_builders.release.audit import value_codes
-
         codes = value_codes(pool.column(group_field))[rows]
         groups = np.unique(codes, return_inverse=True)[1].reshape(-1).astype(np.int64)
     evaluation = tuple(s for s in EVALUATION_SPLITS if s in present)
     return _Config(rows, assignment[:, None], strata, groups, evaluation)
 
 
-def diagnose(parts: dict, *, record: dict | None = None, parameters: dict | None = None,
+def compute(data, *, null_splits: int = DEFAULT_NULL_SPLITS, seed: int = DEFAULT_SEED, progress: bool = False) -> dict:
+    """The diagnostics of ``data`` (an :class:`~split_builders.evidence.inputs.EvidenceInput`)."""
+    return diagnose(data.parts, fields=data.fields, parameters=data.parameters, null_splits=null_splits, seed=seed,
+                    progress=progress, where=data.where)
+
+
+def diagnose(parts: dict, *, fields=None, record: dict | None = None, parameters: dict | None = None,
              null_splits: int = DEFAULT_NULL_SPLITS, seed: int = DEFAULT_SEED, progress: bool = False,
              where: str = "the release") -> dict:
-    """The diagnostics of ``parts`` (``{config: {split: release.audit.Part}}``, each config with a
-    ``train`` part); ``record`` is the release's provenance (its fields, method, target language),
+    """The diagnostics of ``parts`` (``{config: {split: Part}}``, each config with a ``train`` part);
+    ``fields`` the resolved fields (default: resolved from the rows and ``record``, the release's provenance),
     ``parameters`` ``{config: parameters}`` (``grouped_by``, ``train_size``).
 
     Returns ``{"null_splits", "seed", "task", "fields": {query, target, label, signals},
@@ -441,17 +414,21 @@ def diagnose(parts: dict, *, record: dict | None = None, parameters: dict | None
     "null_distributions": {name: {"configs": [...], "splits": {split: {statistic: [values]}}}},
     "held_out": {config: {split: {column: {"held_out", "of"}}}} (behavioural)}``.
     """
+    from split_builders.evidence.inputs import EvidenceInput, evaluated_configs
     from split_builders.progress import progress_bar
-    from split_builders.release.audit import Pool, evaluated_configs
 
     null_splits = check_null_splits(null_splits)
     seed = check_seed(seed)
     parameters = parameters or {}
     configs = evaluated_configs(parts, where=where, purpose="diagnose")
-    candidates = candidate_text_columns(configs, record, parameters)
-    pool = Pool(configs, candidates)
-    columns = choose_columns(pool.table, record, where=where)
+    if fields is None:
+        fields = EvidenceInput(configs, dict(record or {}), where=where).fields
+    pool = Pool(configs, candidate_columns(configs, fields, parameters))
+    columns = Columns.of(fields, pool.table)
     stats = row_statistics(pool.table, columns)
+    if not stats.order and not stats.categories:
+        raise NoTextError(f"{where} has no text, program or signal column to diagnose "
+                          f"(columns: {', '.join(pool.table.column_names) or 'none'})")
     report = {"null_splits": null_splits, "seed": seed, "task": columns.task,
               "fields": {"query": columns.query, "target": columns.target, "label": columns.label,
                          "signals": list(columns.signals), "target_language": columns.target_language},
@@ -511,249 +488,18 @@ def _held_out(stats: RowStatistics, setup: _Config) -> dict:
     return out
 
 
-def candidate_text_columns(parts: dict, record: dict | None, parameters: dict) -> list:
-    """Every column the diagnostics may read: text, the recorded fields, labels, signals, groups."""
-    from split_builders.api import Fields
-    from split_builders.release.audit import candidate_text_columns as text_columns, method_signal_columns
+def candidate_columns(parts: dict, fields, parameters: dict) -> list:
+    """Every column the pool of distinct rows keeps: the text columns, ``target``, the fields, labels,
+    signals, behaviour columns and groups."""
+    from split_builders.evidence.fields import LABEL_NAMES
 
-    names = list(text_columns(parts, record, None))
-    declared = Fields.from_record(record)
-    wanted = [*(declared.columns if declared else ()), *LABEL_NAMES, *method_signal_columns(record or {}),
-              *(c for c, _ in HELD_OUT_COLUMNS)]
+    names = []
+    for splits in parts.values():
+        for part in splits.values():
+            schema = part.table.schema
+            names += [c for c in schema.names if c not in names and c != "source_id"
+                      and (is_text_type(schema.field(c).type) or c == "target")]
+    wanted = [*fields.columns, *LABEL_NAMES, *fields.signals, *(c for c, _ in HELD_OUT_COLUMNS)]
     wanted += [(v or {}).get("grouped_by") for v in parameters.values()]
     present = {c for splits in parts.values() for part in splits.values() for c in part.table.column_names}
     return list(dict.fromkeys([*names, *(c for c in wanted if c and c in present)]))
-
-
-# ---------------------------------------------------------------------------------------------
-# What is diagnosed: a build, a release folder, any dataset with splits, a target
-# ---------------------------------------------------------------------------------------------
-
-
-def diagnose_build(rows, configs, *, record: dict, null_splits: int = DEFAULT_NULL_SPLITS, seed: int = DEFAULT_SEED,
-                   progress: bool = False) -> dict | None:
-    """The diagnostics of the configs a build releases: ``rows`` (a ``datasets.Dataset``, or None) and
-    ``configs`` (``ConfigSplit``, positions into ``rows`` or their own ``rows``), as
-    :func:`~split_builders.release.audit.audit_build` takes them; ``record`` the release's
-    provenance. None when the rows have nothing to diagnose (no text, program or signal column)."""
-    from loading_scripts.tables import arrow_table
-    from split_builders.release.audit import NoTextError, Part
-
-    tables, parts = {}, {}
-    for config in configs:
-        data = config.rows if config.rows is not None else rows
-        if id(data) not in tables:
-            tables[id(data)] = arrow_table(data)
-        parts[config.name] = {split: Part(tables[id(data)], np.sort(np.asarray(config.indices[split], dtype=np.int64)))
-                              for split in config.splits}
-    try:
-        return diagnose(parts, record=record, parameters={c.name: dict(c.parameters or {}) for c in configs},
-                        null_splits=null_splits, seed=seed, progress=progress)
-    except NoTextError:
-        return None
-
-
-def diagnose_release(released, *, null_splits: int = DEFAULT_NULL_SPLITS, seed: int = DEFAULT_SEED,
-                     progress: bool = False) -> dict:
-    """The diagnostics of a release folder (a :class:`split_builders.release.folder.Released`)."""
-    from split_builders.release.audit import Part
-
-    parts = {config: {split: Part(released.table(config, split)) for split in released.files[config]}
-             for config in released.configs}
-    recorded = released.record.get("configs") or {}
-    parameters = {c: dict((recorded.get(c) or {}).get("parameters") or {}) for c in released.configs}
-    return diagnose(parts, record=released.record, parameters=parameters, null_splits=null_splits, seed=seed,
-                    progress=progress, where=str(released.folder))
-
-
-def diagnose_splits(datasets_by_config: dict, *, null_splits: int = DEFAULT_NULL_SPLITS, seed: int = DEFAULT_SEED,
-                    progress: bool = False, where: str = "the dataset") -> dict:
-    """The diagnostics of any dataset: ``{config: {split: datasets.Dataset or pyarrow.Table}}``."""
-    import pyarrow as pa
-
-    from loading_scripts.tables import arrow_table
-    from split_builders.release.audit import Part
-
-    parts = {config: {split: Part(data if isinstance(data, pa.Table) else arrow_table(data))
-                      for split, data in splits.items()}
-             for config, splits in datasets_by_config.items()}
-    return diagnose(parts, null_splits=null_splits, seed=seed, progress=progress, where=where)
-
-
-def diagnose_target(target: str, *, work, revision: str | None = None, null_splits: int = DEFAULT_NULL_SPLITS,
-                    seed: int = DEFAULT_SEED, progress: bool = False) -> dict:
-    """The diagnostics of ``target``: a release folder, a folder laid out as a Hub dataset, or a Hub
-    dataset id (at ``revision``), found as ``resplit audit`` finds it
-    (:func:`~split_builders.release.audit.locate_target`)."""
-    from pathlib import Path
-
-    from split_builders.release.audit import locate_target, read_splits
-    from split_builders.release.folder import Released
-
-    null_splits, seed = check_null_splits(null_splits), check_seed(seed)
-    path, is_release = locate_target(target, work=work, revision=revision)
-    if is_release:
-        return diagnose_release(Released(path), null_splits=null_splits, seed=seed, progress=progress)
-    return diagnose_splits(read_splits(path, Path(work) / "datasets-cache"), null_splits=null_splits, seed=seed,
-                           progress=progress, where=str(target))
-
-
-# ---------------------------------------------------------------------------------------------
-# How the diagnostics are shown: card, figures, YAML, terminal
-# ---------------------------------------------------------------------------------------------
-
-
-# Statistics of an evaluation split measured against train: train's own value (0) is no information.
-AGAINST_TRAIN = frozenset({"unseen_word_rate", "atom_divergence", "compound_divergence", "unseen_compound_share",
-                           "unseen_template_share"})
-
-
-def _shown(name: str, value) -> str:
-    if value is None:
-        return "n/a"
-    return DISPLAY[name][1](value) if name in DISPLAY else f"{value:.4g}"
-
-
-def _phrase(name: str) -> str:
-    return DISPLAY[name][0] if name in DISPLAY else f"mean `{name}`"
-
-
-def _main_split(splits: dict) -> str:
-    return "test" if "test" in splits else next(iter(splits))
-
-
-def summary_sentence(config: str, splits: dict, null_splits: int, *, limit: int = 3) -> str:
-    """One plain sentence of what a config's numbers say: its main evaluation split's statistics
-    outside the 5th-95th percentiles of the random splits (the most extreme first, up to ``limit``)."""
-    split = _main_split(splits)
-    entries = [(name, e) for name, e in splits[split].items() if e["percentile"] is not None]
-    outside = sorted((abs(e["percentile"] - 50), name, e) for name, e in entries
-                     if e["percentile"] >= 95 or e["percentile"] <= 5)
-    if not outside:
-        return (f"`{config}` {split}: every statistic lies within the 5th-95th percentiles of {null_splits} random "
-                "splits of the same sizes, as a random split's would.")
-    parts = []
-    for _, name, e in sorted(outside, key=lambda t: (-t[0], t[1]))[:limit]:
-        value, low, high = (_shown(name, e[k]) for k in ("value", "null_p05", "null_p95"))
-        if e["percentile"] >= 100:
-            text = f"higher than in any of {null_splits} random splits, whose 95th percentile is {high}"
-        elif e["percentile"] <= 0:
-            text = f"lower than in any of {null_splits} random splits, whose 5th percentile is {low}"
-        elif e["percentile"] >= 95:
-            text = f"above {e['percentile']:.0f}% of {null_splits} random splits (95th percentile {high})"
-        else:
-            text = f"below {100 - e['percentile']:.0f}% of {null_splits} random splits (5th percentile {low})"
-        parts.append(f"{value} {_phrase(name)}, {text}" if DISPLAY.get(name, (None, None))[1] is _PERCENT
-                     else f"{_phrase(name)} {value}, {text}")
-    more = len(outside) - min(len(outside), limit)
-    return (f"`{config}` {split}: " + "; ".join(parts)
-            + (f"; and {more} more statistic(s) outside the 5th-95th percentiles" if more else "") + ".")
-
-
-def card_lines(report: dict) -> list[str]:
-    """The card's "Diagnostics against random splits" section (Markdown lines, heading included; the
-    figures, :func:`figures`, are drawn and linked by the card's renderer after these lines)."""
-    n = report["null_splits"]
-    fields = report["fields"]
-    lines = ["## Diagnostics against random splits", "",
-             f"For every config and evaluation split, each statistic's value is set against {n} random splits of "
-             f"the config's own rows with the same split sizes (seed {report['seed']}), drawn as the config's "
-             "baseline draws them (label-balanced where the config is, whole groups where it is grouped); "
-             "*percentile* is the value's percentile among them (ties count half), and the last column the "
-             "5th-95th percentile range of the random splits. "
-             + (f"Text statistics are of `{fields['query']}`: words are runs of letters and digits, rare words have "
-                "a Zipf frequency below 3 in `wordfreq`'s English list (under one per million words), the "
-                "Flesch-Kincaid grade counts syllables with `pyphen`. " if fields.get("query") else "")
-             + ("Program statistics compare with the train split's programs (`signals.programs` atoms and "
-                "compounds; divergences as Keysers et al.)"
-                + ("; hardness is Spider's (its evaluation script's rules). " if fields.get("target_language") == "sql"
-                   else ". ") if fields.get("target") else "")
-             + "The YAML header records these numbers under `resplit.configs.<config>.diagnostics`; "
-               f"`resplit diagnose FOLDER --null-splits {n} --seed {report['seed']} --json` recomputes them.", ""]
-    for config, splits in report["configs"].items():
-        lines += [f"### `{config}`", "", summary_sentence(config, splits, n), ""]
-        header = ["statistic", "train"]
-        for split in splits:
-            header += [split, "percentile", f"random {split} (5th-95th)"]
-        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for name in report["statistics"]:
-            first = next(iter(splits.values()))[name]
-            cells = [_phrase(name), "-" if name in AGAINST_TRAIN else _shown(name, first["train"])]
-            for split, entries in splits.items():
-                e = entries[name]
-                cells += [_shown(name, e["value"]), "n/a" if e["percentile"] is None else f"{e['percentile']:.1f}",
-                          f"{_shown(name, e['null_p05'])} - {_shown(name, e['null_p95'])}"]
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
-        held = (report.get("held_out") or {}).get(config)
-        if held:
-            parts = [f"{split}: " + ", ".join(f"{c['held_out']} of its {c['of']} {dict(HELD_OUT_COLUMNS)[k]}"
-                                               for k, c in counts.items())
-                     for split, counts in held.items()]
-            lines += ["Held out from train (never in its train split): " + "; ".join(parts) + ".", ""]
-    return lines
-
-
-def figures(report: dict, *, folder: str = "figures") -> list:
-    """One :class:`~split_builders.release.card.Figure` per statistic: per evaluation split, the
-    random splits' values (a histogram per distinct null distribution) with each config's value marked."""
-    from split_builders.release.card import Figure, Panel
-
-    out = []
-    for name in report["statistics"]:
-        panels = []
-        for split in EVALUATION_SPLITS:
-            series, markers = {}, {}
-            for owner, null in report["null_distributions"].items():
-                values = [v for v in null["splits"].get(split, {}).get(name, []) if v is not None]
-                if values:
-                    label = ("random splits" if len(report["null_distributions"]) == 1
-                             else f"random, like `{owner}`")
-                    series[label] = values
-            for config, splits in report["configs"].items():
-                if split in splits and splits[split][name]["value"] is not None:
-                    markers[config] = splits[split][name]["value"]
-            if series:
-                panels.append(Panel(xlabel=f"{DISPLAY.get(name, (None, None, name))[2]}, {split}", series=series,
-                                    ylabel="random splits (density)", markers=markers))
-        if panels:
-            out.append(Figure(path=f"{folder}/diagnostics_{name}.png", title=f"{_phrase(name)} vs random splits",
-                              panels=panels, alt=f"{_phrase(name)} of each config against {report['null_splits']} "
-                                                 "random splits"))
-    return out
-
-
-def yaml_record(report: dict) -> tuple[dict, dict]:
-    """What the README's YAML records: the settings (``resplit.diagnostics``) and per config
-    ``{split: {statistic: {value, train, percentile, null_p05, null_p95}}}``
-    (``resplit.configs.<config>.diagnostics``; ``held_out`` beside the splits for behavioural releases)."""
-    settings = {"null_splits": report["null_splits"], "seed": report["seed"], "statistics": list(report["statistics"]),
-                "fields": dict(report["fields"])}
-    per_config = {config: {split: {k: dict(e) for k, e in entries.items()} for split, entries in splits.items()}
-                  for config, splits in report["configs"].items()}
-    for config, held in (report.get("held_out") or {}).items():
-        per_config.setdefault(config, {})["held_out"] = held
-    return settings, per_config
-
-
-def format_report(report: dict) -> list[str]:
-    """The terminal table of ``resplit diagnose``."""
-    fields = report["fields"]
-    out = [f"{report['null_splits']} random splits (seed {report['seed']}); query: {fields.get('query') or '-'}"
-           + (f"; program: {fields['target']}" if fields.get("target") else "")
-           + (f"; signal: {', '.join(fields['signals'])}" if fields.get("signals") else "")]
-    header = ["config", "split", "statistic", "train", "value", "pct", "random 5-95"]
-    table = []
-    for config, splits in report["configs"].items():
-        for split, entries in splits.items():
-            for name, e in entries.items():
-                table.append([config, split, name, _shown(name, e["train"]), _shown(name, e["value"]),
-                              "n/a" if e["percentile"] is None else f"{e['percentile']:.1f}",
-                              f"{_shown(name, e['null_p05'])} - {_shown(name, e['null_p95'])}"])
-    widths = [max(len(str(r[i])) for r in [header, *table]) for i in range(len(header))]
-    line = lambda cells: "  ".join(str(c).ljust(w) if i < 3 else str(c).rjust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths)))
-    out += [line(header), *(line(r) for r in table)]
-    for config, splits in report["configs"].items():
-        out.append(summary_sentence(config, splits, report["null_splits"]).replace("`", ""))
-    return out

@@ -1,6 +1,7 @@
 """The baseline probe: a fast, deterministic baseline trained on each config's train split and scored on its
 validation and test splits, with a bootstrap interval and the relative error increase over the release's
-``random`` (or ``standard``) config, as the Likelihood Splits paper reports its models' (Godbole & Jia, 2023).
+baseline config (the one its method declares; ``random`` or ``standard`` for releases that record no fields),
+as the Likelihood Splits paper reports its models' (Godbole & Jia, 2023).
 
 What is trained depends on the task the release's ``fields`` record (:class:`split_builders.api.Fields`):
 
@@ -21,8 +22,8 @@ increase of a split is ``(err - err_ref) / err_ref`` with ``err = 1 - accuracy``
 reference config's on the same split; null for the reference config itself and where there is none.
 
 Every split is read in ``source_id`` order, so the numbers depend only on the rows and the seed:
-:func:`probe_build` (the card's), :func:`probe_release` (a release folder) and :func:`probe_target`
-(``resplit probe``: a release, a dataset folder, a Hub id) all go through :func:`probe`.
+:func:`compute` probes an :class:`~split_builders.evidence.inputs.EvidenceInput` (the card's, and
+``resplit probe``'s of a release, a dataset folder, a Hub id) through :func:`probe`; :mod:`.probe_card` shows it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
+from split_builders.evidence.fields import PASSED_COLUMNS
+from split_builders.evidence.pools import as_text
 
 EVALUATION_SPLITS = ("validation", "test")
 REFERENCE_CONFIGS = ("random", "standard")  # the first present is the relative error increase's reference
@@ -42,9 +45,6 @@ NGRAMS = (1, 2)
 TOKENS = r"(?u)\b\w+\b"  # words, one letter included (GeoQuery's m0, SNLI's "a")
 MAX_ITER = 1000
 C = 1.0
-PASSED_COLUMNS = ("passed", "pass")
-LABEL_COLUMNS = ("label", "gold_label")
-QUERY_NAMES = ("hypothesis", "question", "query", "input", "sentence2", "utterance")
 DIGITS = 4
 _CHUNK_BYTES = 1 << 26  # similarities computed per block of evaluation rows (bounds memory)
 
@@ -59,9 +59,10 @@ BASELINES = {
 
 @dataclass
 class ProbeFields:
-    """The columns the probe reads: ``text`` (in order: the whole input), ``query`` (the query-only
-    baseline's input), ``label`` (classification), ``target`` (semantic parsing), ``passed`` (behavioural);
-    ``task`` says which baseline runs, None when none can (``reason`` says why)."""
+    """What the probe reads of the resolved fields: ``text`` (in order: the whole input), ``query`` (the
+    query-only baseline's input), ``label`` (classification), ``target`` (semantic parsing), ``passed``
+    (behavioural: the suite's own outcome per test case); ``task`` says which baseline runs, None when none
+    can (``reason`` says why)."""
 
     task: str | None
     text: list
@@ -71,57 +72,31 @@ class ProbeFields:
     passed: str | None = None
     reason: str | None = None
 
+    @classmethod
+    def of(cls, fields, columns, *, where: str = "the release") -> "ProbeFields":
+        """The probe's reading of the resolved ``fields`` over the ``columns`` present."""
+        columns = set(columns)
+        passed = next((c for c in PASSED_COLUMNS if c in columns), None)
+        text = [c for c in fields.text if c in columns]
+        query, label, target, task = fields.query, fields.label, fields.target, fields.task
+        if task == "classification" and not (text and label):
+            return cls(None, text, query, label, reason=f"{where} has no {'label' if text else 'text'} column "
+                                                        "to train a classifier on")
+        if task == "semantic_parsing" and not (text and target):
+            return cls(None, text, query, label, target, reason=f"{where} has no input and target program "
+                                                                "columns to retrieve from")
+        if task == "behavioural" and not passed:
+            return cls(None, text, reason="the test cases carry no outcome of the suite's own predictions (a "
+                                          "boolean `passed` column, one per test case); evaluate a model with "
+                                          "the pass_rate metric instead")
+        if task not in BASELINES:
+            return cls(None, text, query, label, target,
+                       reason=f"{where} has no label, target program or test outcome to predict")
+        return cls(task, text, query, label, target, passed if task == "behavioural" else None)
+
     def record(self) -> dict:
         return {"task": self.task, "text": list(self.text), "query": self.query, "label": self.label,
                 "target": self.target, **({"passed": self.passed} if self.passed else {})}
-
-
-def probe_fields(table, record: dict | None = None, *, where: str = "the release") -> ProbeFields:
-    """The probe's columns of ``table`` (a ``pyarrow.Table`` of a config's rows): those the release's
-    ``fields`` record (:meth:`split_builders.api.Fields.from_record`), else guessed: the audit's text
-    fields (:func:`split_builders.release.audit.infer_fields`), its program as the target, a ``label`` or
-    ``gold_label`` column as the label, and as the query the recorded query field or the first text field
-    named like one (hypothesis, question, ...)."""
-    from split_builders.api import Fields
-    from split_builders.release.audit import NoTextError, recorded_names, infer_fields
-
-    columns = set(table.column_names)
-    passed = next((c for c in PASSED_COLUMNS if c in columns), None)
-    fields = Fields.from_record(record)
-    if fields is not None:
-        text = [c for c in fields.text if c in columns]
-        query = fields.query if fields.query in columns else None
-        label = fields.label if fields.label in columns else None
-        target = fields.target if fields.target in columns else None
-        task = fields.task
-    else:
-        try:
-            guessed = infer_fields(table, record, where=where)
-        except NoTextError:
-            guessed = None
-        text = list(guessed.text) if guessed else []
-        target = guessed.program if guessed else None
-        label = next((c for c in LABEL_COLUMNS if c in columns), None)
-        recorded = [c for c in recorded_names(record or {}, "signal.fields.query", "parameters.query_field") if c in text]
-        query = next(iter(recorded), None) or next((c for c in QUERY_NAMES if c in text), None)
-        if query is None and len(text) > 1:
-            query = text[-1]
-        task = ("semantic_parsing" if target else "classification" if label
-                else "behavioural" if passed or (record or {}).get("method") == "behavioural" else None)
-    if task == "classification" and not (text and label):
-        return ProbeFields(None, text, query, label, reason=f"{where} has no {'label' if text else 'text'} column "
-                                                            "to train a classifier on")
-    if task == "semantic_parsing" and not (text and target):
-        return ProbeFields(None, text, query, label, target, reason=f"{where} has no input and target program "
-                                                                    "columns to retrieve from")
-    if task == "behavioural" and not passed:
-        return ProbeFields(None, text, reason="the test cases carry no outcome of the suite's own predictions (a "
-                                              "boolean `passed` column, one per test case); evaluate a model with "
-                                              "the pass_rate metric instead")
-    if task not in BASELINES:
-        return ProbeFields(None, text, query, label, target,
-                           reason=f"{where} has no label, target program or test outcome to predict")
-    return ProbeFields(task, text, query, label, target, passed if task == "behavioural" else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,8 +116,6 @@ def _texts(table, names) -> np.ndarray:
     """The ``names`` columns joined per row by a newline (nulls as empty), as an object array of str."""
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    from split_builders.release.audit import as_text
 
     columns = [as_text(table.column(n)).fill_null("") for n in names]
     if not columns:
@@ -169,8 +142,6 @@ def _labels(table, name) -> tuple[np.ndarray, np.ndarray]:
 def _programs(table, name) -> np.ndarray:
     """The target programs with every run of whitespace one space, trimmed (exact match compares these)."""
     import pyarrow.compute as pc
-
-    from split_builders.release.audit import as_text
 
     column = pc.replace_substring_regex(as_text(table.column(name)).fill_null(""), r"\s+", " ")
     column = pc.utf8_trim_whitespace(column)
@@ -287,8 +258,14 @@ def relative_error_increase(accuracy, reference) -> float | None:
 # ---------------------------------------------------------------------------------------------
 
 
-def reference_config(names) -> str | None:
-    """The config whose errors the others are compared with: ``random``, else ``standard``, else none."""
+def reference_config(names, fields=None, record: dict | None = None) -> str | None:
+    """The config whose errors the others are compared with: the declared baseline (``Fields.baseline``) where
+    the release records its fields, else (older releases, foreign datasets) ``random``, else ``standard``; None
+    where that config is not among ``names``."""
+    from split_builders.contracts import Fields
+
+    if Fields.from_record(record) is not None:
+        return fields.baseline if fields is not None and fields.baseline in names else None
     return next((name for name in REFERENCE_CONFIGS if name in names), None)
 
 
@@ -334,11 +311,18 @@ def _config_outcomes(splits: dict, fields: ProbeFields, seed: int) -> dict:
     return out
 
 
-def probe(tables: dict, *, record: dict | None = None, seed: int = 0, configs=None, resamples: int = RESAMPLES,
-          progress: bool = False, where: str = "the release") -> dict:
+def compute(data, *, seed: int = 0, configs=None, progress: bool = False) -> dict:
+    """The probe of ``data`` (an :class:`~split_builders.evidence.inputs.EvidenceInput`), of ``configs``."""
+    tables = {config: data.tables(config) for config in data.parts}
+    return probe(tables, fields=data.fields, record=data.record, seed=seed, configs=configs, progress=progress,
+                 where=data.where)
+
+
+def probe(tables: dict, *, fields=None, record: dict | None = None, seed: int = 0, configs=None,
+          resamples: int = RESAMPLES, progress: bool = False, where: str = "the release") -> dict:
     """The baseline probe of ``tables`` (``{config: {split: pyarrow.Table}}``), of ``configs`` (default: every
     config with a train split and a validation or test split); ``record`` is the release's ``resplit:``
-    provenance (its ``fields``).
+    provenance; ``fields`` the resolved fields (default: resolved from the rows and ``record``).
 
     Returns ``{"baseline", "task", "seed", "confidence", "resamples", "fields", "reference", "skipped",
     "configs": {config: {split: {"rows", "accuracy", "ci_low", "ci_high", "query_only_accuracy",
@@ -353,11 +337,15 @@ def probe(tables: dict, *, record: dict | None = None, seed: int = 0, configs=No
     if not usable:
         raise InvalidParameterError(f"{where} has no config with a train split and a validation or test split to "
                                     f"probe (configs: {', '.join(chosen) or 'none'})")
-    reference = reference_config(tables)
+    if fields is None:
+        from split_builders.evidence.inputs import EvidenceInput
+
+        fields = EvidenceInput.from_splits(tables, record=record, where=where).fields
+    reference = reference_config(tables, fields, record)
     if reference is not None and ("train" not in tables[reference]
                                   or not any(s in tables[reference] for s in EVALUATION_SPLITS)):
         reference = None
-    fields = probe_fields(tables[usable[0]]["train"], record, where=where)
+    fields = ProbeFields.of(fields, tables[usable[0]]["train"].column_names, where=where)
     report = {"baseline": BASELINES.get(fields.task, "none"), "task": fields.task, "seed": seed,
               "confidence": CONFIDENCE, "resamples": resamples, "fields": fields.record(), "reference": reference,
               "skipped": fields.reason, "configs": {}}
@@ -383,147 +371,3 @@ def probe(tables: dict, *, record: dict | None = None, seed: int = 0, configs=No
             entry["relative_error_increase"] = relative_error_increase(entry["accuracy"], base and base["accuracy"])
         report["configs"][config] = results[config]
     return report
-
-
-# ---------------------------------------------------------------------------------------------
-# What is probed: a build, a release folder, any dataset with splits
-# ---------------------------------------------------------------------------------------------
-
-
-def probe_build(rows, configs, *, record: dict, seed: int = 0, progress: bool = False) -> dict:
-    """The probe of the configs a build releases: ``rows`` (a ``datasets.Dataset``, or None) and
-    ``configs`` (``ConfigSplit``, with positions into ``rows`` or their own ``rows``), as
-    :func:`split_builders.release.audit.audit_build` takes them; ``record`` is the release's provenance."""
-    import pyarrow as pa
-
-    from loading_scripts.tables import arrow_table
-
-    tables, parts = {}, {}
-    for config in configs:
-        data = config.rows if config.rows is not None else rows
-        if id(data) not in tables:
-            tables[id(data)] = arrow_table(data)
-        table = tables[id(data)]
-        parts[config.name] = {split: table.take(pa.array(np.sort(np.asarray(config.indices[split], dtype=np.int64))))
-                              for split in config.splits}
-    return probe(parts, record=record, seed=seed, progress=progress)
-
-
-def probe_release(released, *, configs=None, seed: int = 0, progress: bool = False) -> dict:
-    """The probe of a release folder (a :class:`split_builders.release.folder.Released`)."""
-    tables = {config: {split: released.table(config, split) for split in released.files[config]}
-              for config in released.configs}
-    return probe(tables, record=released.record, seed=seed, configs=configs, progress=progress,
-                 where=str(released.folder))
-
-
-def probe_target(target: str, *, work, revision: str | None = None, configs=None, seed: int = 0,
-                 progress: bool = False) -> dict:
-    """The probe of ``target``: a release folder of any family, a folder laid out as a Hub dataset (train /
-    validation / test data files), or a Hub dataset id (``org/name``, at ``revision`` or
-    ``org/name@revision``) downloaded into ``work``; resolved as ``resplit audit`` resolves it."""
-    from pathlib import Path
-
-    from split_builders.release.audit import locate_target, read_splits
-    from split_builders.release.folder import Released
-
-    path, is_release = locate_target(target, work=work, revision=revision)
-    if is_release:
-        return probe_release(Released(path), configs=configs, seed=seed, progress=progress)
-    tables = read_splits(path, Path(work) / "datasets-cache")
-    return probe(tables, seed=seed, configs=configs, progress=progress, where=str(target))
-
-
-# ---------------------------------------------------------------------------------------------
-# How the probe is shown: YAML, card, terminal
-# ---------------------------------------------------------------------------------------------
-
-SETTINGS = ("baseline", "task", "seed", "confidence", "resamples", "fields", "reference", "skipped")
-NUMBERS = ("rows", "accuracy", "ci_low", "ci_high", "query_only_accuracy", "relative_error_increase")
-
-
-def yaml_record(report: dict) -> tuple[dict, dict]:
-    """What the README's YAML records: the settings (``resplit.probe``) and per config its numbers
-    (``resplit.configs.<config>.probe``: ``{split: {rows, accuracy, ci_low, ci_high, query_only_accuracy,
-    relative_error_increase}}``)."""
-    settings = {key: report[key] for key in SETTINGS}
-    per_config = {config: {split: {k: entry[k] for k in NUMBERS if k in entry} for split, entry in splits.items()}
-                  for config, splits in report["configs"].items()}
-    return settings, per_config
-
-
-def _percent(value) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _interval(entry: dict, prefix: str = "") -> str:
-    accuracy = entry.get(f"{prefix}accuracy")
-    if accuracy is None:
-        return "-"
-    return f"{_percent(accuracy)} [{_percent(entry[f'{prefix}ci_low'])}, {_percent(entry[f'{prefix}ci_high'])}]"
-
-
-def _increase(value) -> str:
-    return "-" if value is None else f"{100 * value:+.1f}%"
-
-
-def card_lines(report: dict) -> list[str]:
-    """The card's "Baseline probe" section (Markdown lines, heading included)."""
-    lines = ["## Baseline probe", ""]
-    if report.get("skipped"):
-        return lines + [f"No baseline was run: {report['skipped']}.", ""]
-    fields = report["fields"]
-    query = report["task"] == "classification" and fields.get("query")
-    reference = report.get("reference")
-    what = {"classification": f"a logistic regression on TF-IDF word 1-2-grams (scikit-learn) of "
-                              f"{', '.join(f'`{t}`' for t in fields['text'])} (one block of features per field)"
-                              + (f", and the same on `{fields['query']}` alone (the query-only baseline)"
-                                 if query else ""),
-            "semantic_parsing": f"nearest-neighbour retrieval: the `{fields['target']}` of the train row whose "
-                                f"{', '.join(f'`{t}`' for t in fields['text'])} is most similar by TF-IDF cosine "
-                                "(word 1-2-grams), scored by exact match",
-            "behavioural": f"the pass rate of the suite's own predictions (`{fields.get('passed')}`)"}[report["task"]]
-    lines += [f"A quick sanity check, not a measure of what models can do: {what}, trained on each config's train "
-              f"split and scored on its validation and test splits (seed {report['seed']}). Intervals are "
-              f"{100 * report['confidence']:.0f}% percentile bootstrap intervals of accuracy "
-              f"({report['resamples']} resamples, `scipy.stats.bootstrap`)"
-              + (f"; the relative error increase is (error - error of `{reference}`) / error of `{reference}` on "
-                 "the same split, as the Likelihood Splits paper reports it" if reference else
-                 "; the release has no `random` or `standard` config to compare errors with")
-              + ". Stronger models (fine-tuned transformers, the papers' own) should be evaluated on the release "
-                "before drawing conclusions; `resplit probe FOLDER --json` recomputes these numbers.", ""]
-    header = ["config", "split", "rows", "accuracy [95% CI]"]
-    header += [f"`{fields['query']}`-only accuracy [95% CI]"] if query else []
-    header += [f"relative error increase vs `{reference}`"] if reference else []
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for config, splits in report["configs"].items():
-        for split, entry in splits.items():
-            cells = [f"`{config}`", split, str(entry["rows"]), _interval(entry)]
-            cells += [_interval(entry, "query_only_")] if query else []
-            cells += [_increase(entry["relative_error_increase"]) if config != reference else "(reference)"] \
-                if reference else []
-            lines.append("| " + " | ".join(cells) + " |")
-    return lines + [""]
-
-
-def format_report(report: dict) -> list[str]:
-    """The terminal table of ``resplit probe``."""
-    if report.get("skipped"):
-        return [f"no baseline was run: {report['skipped']}"]
-    query = report["task"] == "classification" and report["fields"].get("query")
-    reference = report.get("reference")
-    headers = ["config", "split", "rows", "accuracy [95% CI]", *(["query-only"] if query else []),
-               *([f"err. increase vs {reference}"] if reference else [])]
-    table = []
-    for config, splits in report["configs"].items():
-        for split, entry in splits.items():
-            row = [config, split, str(entry["rows"]), _interval(entry)]
-            row += [_interval(entry, "query_only_")] if query else []
-            row += [_increase(entry["relative_error_increase"])] if reference else []
-            table.append(row)
-    widths = [max(len(str(r[i])) for r in [headers, *table]) for i in range(len(headers))]
-    line = lambda cells: "  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths)))
-    head = f"baseline: {report['baseline']}; seed {report['seed']}"
-    head += f"; query: {report['fields']['query']}" if query else ""
-    return [head, line(headers), *(line(r) for r in table)]

@@ -192,19 +192,19 @@ class BehaviouralMethod(SplitMethod):
         return [f"CheckList {suite.name} suite: {len(suite.tests)} functionalities, {result.rows} test cases; "
                 f"seed {seed} ({draw})"]
 
-    def rederive(self, released, record) -> dict:
-        """Every config from the released test cases' functionality, capability and type, with the
-        recorded selections and seed (rows in ``source_id`` order, the suite's order)."""
-        from split_builders.release.folder import row_ids
-
+    def rederive(self, released, record) -> list:
+        """Every config through :func:`~split_builders.splitters.behavioural.behavioural_configs`, as
+        :meth:`configs` calls it, from the released test cases' functionality, capability and type (rows in
+        ``source_id`` order, the suite's order) with the recorded selections and seed."""
         rows = released.all_rows()
         column = lambda name: np.asarray(rows.column(name).to_pylist(), dtype=object)
         parameters = record.get("parameters") or {}
         configs = behavioural_configs(column("functionality"), column("capability"), column("type"),
                                       functionalities=parameters.get("functionalities"),
                                       capabilities=parameters.get("capabilities"), random_state=record["seed"])
-        ids = row_ids(rows)
-        return {c.name: {s: ids[np.asarray(r, dtype=np.int64)] for s, r in c.indices.items()} for c in configs}
+        for config in configs:
+            config.rows = rows
+        return configs
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def _distinct(rows, name: str) -> list:
 
 def _card(suite, rows, configs, options):
     """The card's text and figures: what the configs are, the functionalities, how to evaluate."""
-    from split_builders.release.card import CardSpec, Section
+    from split_builders.release.cardspec import CardSpec, Section
 
     intro = (
         f"Every test case of CheckList's {suite.name} suite is one row, with its examples, labels, expectation, "
@@ -353,7 +353,7 @@ def _card(suite, rows, configs, options):
 
 def _seen_figure(rows, seen):
     """Test cases per functionality (by id) in each split of ``seen``, as grouped bars."""
-    from split_builders.release.card import Figure, Panel
+    from split_builders.release.cardspec import Figure, Panel
 
     ids = _column(rows, "functionality_id")
     categories = list(dict.fromkeys(ids.tolist()))
@@ -366,7 +366,7 @@ def _seen_figure(rows, seen):
 
 def _sizes_figure(configs, prefix: str, title: str):
     """Test cases in each split of each config of one group, as grouped bars."""
-    from split_builders.release.card import Figure, Panel
+    from split_builders.release.cardspec import Figure, Panel
 
     categories = [c.name[len(prefix):] for c in configs]
     series = {split: [int(len(c.indices[split])) for c in configs] for split in SPLITS}

@@ -218,7 +218,7 @@ class CurriculumMethod(SplitMethod):
                       label_names=names)
 
     def card(self, loaded, signal, configs, options):
-        from split_builders.release.card import CardSpec, Figure, Panel, Section
+        from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
 
         phenomena, iv = loaded.data, signal.provenance.get("I_V", {})
         names = [p.name for p in phenomena]
@@ -274,30 +274,28 @@ class CurriculumMethod(SplitMethod):
         lines += [f"{name}: I_V {value:.3f} bits" for name, value in result.signal.provenance.get("I_V", {}).items()]
         return lines
 
-    def rederive(self, released, record) -> dict:
+    def rederive(self, released, record) -> list:
         """Phenomenon configs from the released sizes the card records (``source_id`` counts train
-        rows first, then validation); inoculation configs drawn again from the labels of the
-        phenomenon's released train rows (:func:`~split_builders.splitters.inoculation.rederive_configs`);
-        difficulty configs from their rows' ``pvi`` and label
-        (:func:`~split_builders.splitters.difficulty.rederive_configs`, one phenomenon at a time)."""
-        out = {}
+        rows first, then validation); inoculation configs drawn again by
+        :func:`~split_builders.splitters.inoculation.inoculation_configs` from the labels of the
+        phenomenon's released rows (:func:`_rederive_inoculation`); difficulty configs by
+        :func:`~split_builders.splitters.difficulty.difficulty_configs` from their rows' ``pvi`` and label, one
+        phenomenon at a time."""
+        import pyarrow as pa
+
+        out = []
         configs = record.get("configs", {})
         for name, entry in configs.items():
-            parameters = entry.get("parameters") or {}
-            sizes = parameters.get("released_rows")
+            sizes = (entry.get("parameters") or {}).get("released_rows")
             if entry.get("method") in ("curriculum", "curriculum-hypothesis-only") and sizes is not None:
-                n_train = int(sizes["train"])
-                out[name] = {"train": np.arange(n_train, dtype=np.int64),
-                             "validation": np.arange(n_train, n_train + int(sizes["validation"]), dtype=np.int64)}
-        by_phenomenon: dict = {}
-        for name, entry in configs.items():
-            if entry.get("method") == "pvi-difficulty":
-                by_phenomenon.setdefault(entry["parameters"]["phenomenon"], []).append(name)
-        for members in by_phenomenon.values():  # a phenomenon's difficulty configs split the same rows
-            out.update(rederive_configs(released.all_rows(members),
-                                        {name: configs[name]["parameters"] for name in members}))
-        out.update(_rederive_inoculation(released, configs))
-        return out
+                n_train, n_rows = int(sizes["train"]), int(sizes["train"]) + int(sizes["validation"])
+                out.append(ConfigSplit(name, {"train": np.arange(n_train), "validation": np.arange(n_train, n_rows)},
+                                       method=entry["method"], rows=pa.table({"source_id": np.arange(n_rows)})))
+        for phenomenon, members in _by_phenomenon(configs, "pvi-difficulty").items():
+            # a phenomenon's difficulty configs split the same rows
+            out += rederive_configs(released.all_rows(members), configs[members[0]]["parameters"],
+                                    prefix=phenomenon + "_")
+        return out + _rederive_inoculation(released, configs)
 
     def example_arguments(self, data, work) -> list:
         """One phenomenon (verbnet) of the released zips."""
@@ -350,20 +348,25 @@ def _labels_and_splits(p) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(p.label_set, dtype=object)[ids], released
 
 
-def _rederive_inoculation(released, configs: dict) -> dict:
+def _by_phenomenon(configs: dict, method: str) -> dict:
+    """``{phenomenon: [config, ...]}`` of the recorded configs of ``method``."""
+    out: dict = {}
+    for name, entry in configs.items():
+        if entry.get("method") == method:
+            out.setdefault(entry["parameters"]["phenomenon"], []).append(name)
+    return out
+
+
+def _rederive_inoculation(released, configs: dict) -> list:
     """Inoculation configs drawn again from their phenomenon's released rows: the labels of the
     ``<phenomenon>`` config (or its hypothesis-only variant) and the split of each row from the sizes the
     card records (so a row moved in the phenomenon's files is reported there, not in every subset), train
     rows in ``source_id`` order as the build saw them. A phenomenon without either config in the release
     is left out (not checked)."""
-    from split_builders.release.folder import row_ids
+    from split_builders.splits import row_ids
 
-    by_phenomenon: dict = {}
-    for name, entry in configs.items():
-        if entry.get("method") == INOCULATION:
-            by_phenomenon.setdefault(entry["parameters"]["phenomenon"], []).append(name)
-    out = {}
-    for phenomenon, members in by_phenomenon.items():
+    out = []
+    for phenomenon, members in _by_phenomenon(configs, INOCULATION).items():
         base = next((c for c in (phenomenon, phenomenon + HYPOTHESIS_ONLY) if c in released.files), None)
         if base is None:
             continue
@@ -371,8 +374,9 @@ def _rederive_inoculation(released, configs: dict) -> dict:
         sizes = (configs[base].get("parameters") or {}).get("released_rows")
         if sizes is not None:  # the released split of each row, from the card (as the phenomenon's own check)
             splits = np.where(row_ids(table) < int(sizes["train"]), "train", "validation").astype(object)
-        out.update(rederive_inoculation(table.column("label").to_numpy(zero_copy_only=False), splits,
-                                        row_ids(table), {name: configs[name]["parameters"] for name in members}))
+        out += rederive_inoculation(table.column("label").to_numpy(zero_copy_only=False), splits,
+                                    [configs[name]["parameters"] for name in members], rows=table,
+                                    prefix=phenomenon + "_")
     return out
 
 

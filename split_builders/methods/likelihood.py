@@ -21,15 +21,14 @@ from pathlib import Path
 import numpy as np
 
 from loading_scripts import TASKS
+from loading_scripts.labels import encode_labels
 from split_builders.api import (HarnessTask, CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, check_number,
                                 check_size, option, parse_size)
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.given import given_scores_record
 from split_builders.signals.lm.prompts import NAMED_TEMPLATES
 from split_builders.signals.programs.atoms import ATOM_FUNCTIONS, atom_function
-from split_builders.splitters.likelihood import (CONFIG_NAMES, SPLITTERS, LikelihoodSplitter, class_groups, config_split,
-                                                likelihood_configs)
-from split_builders.splitters.partition import encode_labels
+from split_builders.splitters.likelihood import CONFIG_NAMES, LikelihoodSplitter, class_groups, likelihood_configs
 
 DEFAULT_LENGTH_BUCKETS = 4
 # The fine-tuned setting's template per task: no label in the prompt (the paper's ll_split).
@@ -277,9 +276,7 @@ class LikelihoodMethod(SplitMethod):
         lengths = word_lengths(nqg.questions(src.texts(src.query_field)))
         data = LikelihoodSource(src, lengths, src.labels(), atoms, unparseable,
                                 length_buckets=options.buckets or DEFAULT_LENGTH_BUCKETS, input_rows=input_rows)
-        info = SourceInfo(name=src.name, rows=len(src), content_sha256=src.content_hash(), revision=src.revision,
-                          filters=dict(src.filtered), source_id=src.source_id_note, license=src.license,
-                          citation=src.citation, language=src.language, hub_id=src.hub_id)
+        info = SourceInfo.of(src)
         return Loaded(data, info)
 
     def row_keys(self, loaded: Loaded):
@@ -385,10 +382,12 @@ class LikelihoodMethod(SplitMethod):
         return Fields(task, text=(src.prompt_field, src.query_field), query=src.query_field,
                       label=LABEL if src.label_field else None,
                       label_names=label_names(src.dataset, src.label_field) if src.label_field else None,
-                      target=src.target_field, harness=HarnessTask("generation") if src.target_field else None)
+                      target=src.target_field, program_language=options.atoms if src.target_field else None,
+                      harness=HarnessTask("generation") if src.target_field else None)
 
     def card(self, loaded: Loaded, signal: Signal, configs: list, options: LikelihoodOptions):
-        from split_builders.release.card import CardSpec, Section, config_section, split_histograms
+        from split_builders.release.cardspec import CardSpec, Section
+        from split_builders.summaries import config_section, split_histograms
 
         data, src = loaded.data, loaded.data.source
         stats = summaries(loaded, signal, configs)
@@ -430,45 +429,43 @@ class LikelihoodMethod(SplitMethod):
             lines.append(f"{name:<28}{summary['ks_score_train_test']:>10.3f}{summary['ks_length_train_test']:>11.3f}")
         return lines
 
-    def rederive(self, released, record) -> dict:
-        """Every config from the released rows alone, in ``source_id`` order (the order they were
-        split in): ``score`` (``score_finetuned`` for the fine-tuned setting), ``length``, the label
-        column and, under the atom constraint, the atoms of the target column, each config split by
-        the splitter its recorded parameters build (:func:`~split_builders.splitters.likelihood.config_split`)."""
+    def rederive(self, released, record) -> list:
+        """Every config from the released rows alone, through
+        :func:`~split_builders.splitters.likelihood.likelihood_configs` as :meth:`configs` calls it: rows in
+        ``source_id`` order (the order they were split in), ``score`` (``score_finetuned`` for the fine-tuned
+        setting), ``length``, the label column, under the atom constraint the atoms of the target column, and
+        the sizes, length buckets, seed and group field the configs record."""
         from loading_scripts.labels import label_column
-        from split_builders.release.folder import row_ids
         from split_builders.signals.programs.atoms import atoms_by_row
         from split_builders.splitters.groups import group_codes
 
         signal = record.get("signal") or {}
         fields = signal.get("fields")
-        if fields is None:  # a release from before the columns were recorded
-            return {}
+        recorded = [e.get("parameters") or {} for e in (record.get("configs") or {}).values()
+                    if e.get("method") == "likelihood"]
+        if fields is None or not recorded:  # a release from before the columns were recorded
+            return []
         rows = released.all_rows()
-        ids = row_ids(rows)
         column = lambda name: rows.column(name).to_numpy(zero_copy_only=False)
         # the recorded label field, released as `label` since the one label policy (label_column reads both)
         labels = None if fields.get("label") is None else np.asarray(
             column(label_column(rows, fields["label"]) or fields["label"]), dtype=object)
-        lengths = np.asarray(column("length"), dtype=np.int64)
         constraint = signal.get("atom_constraint")
-        groups = {}  # group numbers by group field, read once
-        atoms = None
-        if constraint is not None:
-            atoms = atoms_by_row(rows.column(fields["target"]).to_pylist(), constraint["target_language"]).atoms
-        out = {}
-        for name, entry in record.get("configs", {}).items():
-            parameters, method = entry.get("parameters") or {}, entry.get("method")
-            if method not in SPLITTERS:
-                continue
-            scores = column("score_finetuned" if parameters.get("setting") == "finetuned" else "score")
-            field = parameters.get("grouped_by")
-            if field is not None and field not in groups:
-                groups[field] = group_codes(column(field))
-            split, _ = config_split(method, parameters, scores=scores, labels=labels, lengths=lengths, atoms=atoms,
-                                    groups=groups.get(field))
-            out[name] = {s: ids[np.asarray(r, dtype=np.int64)] for s, r in split.as_indices().items()}
-        return out
+        atoms = None if constraint is None else atoms_by_row(rows.column(fields["target"]).to_pylist(),
+                                                             constraint["target_language"]).atoms
+        first, group_field = recorded[0], recorded[0].get("grouped_by")
+        inputs = dict(labels=labels, lengths=np.asarray(column("length"), dtype=np.int64),
+                      validation_size=first["validation_size"], test_size=first["test_size"],
+                      train_size=first["train_size"], atoms=atoms, random_state=first["random_state"],
+                      length_buckets=next((p["length_buckets"] for p in recorded if p.get("length_buckets")), None),
+                      groups=None if group_field is None else group_codes(column(group_field)), group_field=group_field)
+        settings = list(dict.fromkeys(p["setting"] for p in recorded))
+        configs = [config for setting in settings for config in likelihood_configs(
+            column("score_finetuned" if setting == "finetuned" else "score"), setting=setting,
+            baselines=setting != "finetuned", **inputs)]
+        for config in configs:
+            config.rows = rows
+        return configs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -627,9 +624,9 @@ def _per_split(config, values: np.ndarray, data: LikelihoodSource) -> dict:
 
 def summaries(loaded: Loaded, signal: Signal, configs) -> dict:
     """Per config: rows, label shares, mean score and length per split, and the train-vs-test
-    Kolmogorov-Smirnov statistics of score and length (:func:`split_builders.release.card.split_summary`).
+    Kolmogorov-Smirnov statistics of score and length (:func:`split_builders.summaries.split_summary`).
     Computed once per build (the card and the terminal report both show them)."""
-    from split_builders.release.card import split_summary
+    from split_builders.summaries import split_summary
 
     data = loaded.data
     key = tuple(id(c) for c in configs)

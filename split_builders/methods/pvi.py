@@ -95,7 +95,7 @@ class PVIMethod(SplitMethod):
 
     def load(self, options) -> Loaded:
         from loading_scripts.source import content_sha256
-        from split_builders.splitters.partition import encode_labels
+        from loading_scripts.labels import encode_labels
 
         dataset, src, text_fields, label_field = read_rows(options)
         name = src.name if src is not None else options.source
@@ -110,11 +110,7 @@ class PVIMethod(SplitMethod):
         filters = dict(src.filtered) if src is not None else {}
         if dropped:
             filters["no label"] = dropped
-        info = SourceInfo(name=name, rows=len(dataset), content_sha256=content_sha256(dataset),
-                          revision=getattr(src, "revision", None), filters=filters,
-                          source_id=getattr(src, "source_id_note", SourceInfo.source_id),
-                          license=getattr(src, "license", None), citation=getattr(src, "citation", None),
-                          language=getattr(src, "language", None), hub_id=getattr(src, "hub_id", None))
+        info = SourceInfo.of(src, name=name, rows=len(dataset), content_sha256=content_sha256(dataset), filters=filters)
         return Loaded(PVIRows(dataset, text_fields, label_field, group_field, labels, label_names.tolist()), info)
 
     def row_keys(self, loaded):
@@ -203,7 +199,7 @@ class PVIMethod(SplitMethod):
                       label=LABEL, label_names=label_names(rows.dataset, rows.label_field))
 
     def card(self, loaded, signal, configs, options):
-        from split_builders.release.card import CardSpec, Figure, Panel, Section
+        from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
 
         rows, result, info = loaded.data, signal.values, loaded.info
         summary = pvi_summary(result, rows.label_names, rows.labels, configs)
@@ -248,15 +244,13 @@ class PVIMethod(SplitMethod):
                                                      for s, e in splits.items()))
         return lines
 
-    def rederive(self, released, record) -> dict:
-        """The four configs from the released rows' ``pvi`` and label (rows in ``source_id`` order) with
-        each config's recorded splitter parameters."""
+    def rederive(self, released, record) -> list:
+        """The four configs from the released rows' ``pvi`` and label (rows in ``source_id`` order) through
+        :func:`~split_builders.splitters.difficulty.difficulty_configs` with the recorded rule, sizes and seed."""
         members = [c for c in released.configs if c in CONFIGS]
         if not members:
-            return {}
-        # every difficulty config splits the same rows: read them once
-        return rederive_configs(released.all_rows(members),
-                                {c: record["configs"][c]["parameters"] for c in members})
+            return []
+        return rederive_configs(released.all_rows(members), record["configs"][members[0]]["parameters"])
 
     def example_arguments(self, data, work) -> list:
         """300 rows of CURRICULUM's boolean phenomenon (its validation file), two folds."""

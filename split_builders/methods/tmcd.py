@@ -107,9 +107,7 @@ class TMCDMethod(SplitMethod):
         if options.limit is not None and options.limit < len(src):
             filters[f"beyond --limit {options.limit}"] = len(src) - options.limit
             src = src.head(options.limit)
-        info = SourceInfo(name=src.name, rows=len(src), content_sha256=content_sha256(src.rows), filters=filters,
-                          source_id=src.source_id_note, license=src.license, language=src.language,
-                          hub_id=src.hub_id)
+        info = SourceInfo.of(src, content_sha256=content_sha256(src.rows), filters=filters)
         return Loaded(CompositionalRows(src, options.target_language or src.target_language, input_rows), info)
 
     def row_keys(self, loaded: Loaded):
@@ -181,6 +179,7 @@ class TMCDMethod(SplitMethod):
         return Signal(values, provenance, summary)
 
     def configs(self, loaded: Loaded, signal: Signal, options: TMCDOptions) -> list:
+        from split_builders.splits import membership_sha256
         from split_builders.splitters.compositional import compositional_configs
 
         src, values = loaded.data.source, signal.values
@@ -188,7 +187,8 @@ class TMCDMethod(SplitMethod):
         return compositional_configs(values.atoms, values.compounds, inputs=src.inputs, targets=src.targets,
                                      target_language=loaded.data.language, **search_parameters(options),
                                      scores=values.scores, published=published, published_from=src.published_from,
-                                     source_ids=src.source_ids, wugs=values.wugs, progress=values.progress,
+                                     source_ids=src.source_ids, membership=membership_sha256, wugs=values.wugs,
+                                     progress=values.progress,
                                      seconds=values.search_seconds, groups=loaded.groups,
                                      group_field=options.group_field)
 
@@ -214,11 +214,12 @@ class TMCDMethod(SplitMethod):
         return datasets.concatenate_datasets(variants)
 
     def fields(self, loaded: Loaded, signal: Signal, options: TMCDOptions) -> Fields:
-        """An input utterance and its target program."""
-        return Fields("semantic_parsing", text=("input",), query="input", target="target")
+        """An input utterance and its target program, in the language its atoms are read in."""
+        return Fields("semantic_parsing", text=("input",), query="input", target="target",
+                      program_language=loaded.data.language)
 
     def card(self, loaded: Loaded, signal: Signal, configs: list, options: TMCDOptions):
-        from split_builders.release.card import CardSpec, Figure, Panel, Section
+        from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
 
         src, language, values = loaded.data.source, loaded.data.language, signal.values
         name = Path(src.name).name
@@ -266,18 +267,19 @@ class TMCDMethod(SplitMethod):
                          f"{f['compound_divergence']:>14.4f}{f['atom_divergence']:>10.4f}{seconds:>9.1f}")
         return lines
 
-    def rederive(self, released, record) -> dict:
+    def rederive(self, released, record) -> list:
         """The configs resplit built, re-built from the released rows: the original rows (``variant``
         original, in ``source_id`` order) are the source, their atoms and compounds are read again
         from the programs, and the search runs again with the recorded options and seed. A lexical
         variant holds the same source_ids as the config it copies; ``ll_split*`` come from the rows'
         ``score``. Published splits are not derived: verify compares them with the membership the
         card records."""
+        import dataclasses
+
         import datasets
         from datasets.table import InMemoryTable
 
         from loading_scripts.compositional import CompositionalSource
-        from split_builders.release.folder import row_ids
         from split_builders.signals.programs.compounds import compounds_by_row
         from split_builders.splitters.compositional import compositional_configs
 
@@ -285,7 +287,6 @@ class TMCDMethod(SplitMethod):
         signal = record.get("signal") or {}
         originals = [c for c, entry in configs.items() if "+" not in entry.get("method", "")]
         table = released.all_rows(originals)
-        ids = row_ids(table)
         language = signal.get("target_language")
         source = CompositionalSource(datasets.Dataset(InMemoryTable(table)), name=str(released.folder),
                                      target_language=language, source_id_note="")
@@ -306,12 +307,12 @@ class TMCDMethod(SplitMethod):
                                       inputs=source.inputs, targets=source.targets, target_language=language,
                                       **search_parameters(options), scores=scores, groups=groups,
                                       group_field=options.group_field)
-        out = {c.name: {s: ids[np.asarray(r, dtype=np.int64)] for s, r in c.indices.items()} for c in built}
-        for name, entry in configs.items():
+        by_name = {c.name: dataclasses.replace(c, rows=table) for c in built}
+        for name, entry in configs.items():  # a lexical variant holds the rows of the config it copies
             base = name.removesuffix("_" + entry["parameters"]["wug"]) if "+" in entry.get("method", "") else None
-            if base in out:
-                out[name] = out[base]
-        return out
+            if base in by_name:
+                by_name[name] = dataclasses.replace(by_name[base], name=name)
+        return list(by_name.values())
 
     def config_statistics(self, parameters: dict) -> dict:
         """The compound and atom divergence (train against test) the config records."""

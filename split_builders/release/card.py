@@ -6,9 +6,9 @@ configs table (sizes per split plus the method's columns), how it was built, how
 citations. A method describes its card as a :class:`CardSpec` of text and :class:`Figure`
 specifications (no I/O); :func:`render` draws the figures into the release and writes the Markdown.
 
-Helpers for the statistics cards show: per split rows, label shares, mean signal and length, the
-two-sample Kolmogorov-Smirnov statistic of the signal and of the length between train and test,
-and the total-variation distance of the label distributions.
+The statistics method cards show per split live in :mod:`split_builders.summaries`; the plain data types (:class:`CardSpec`,
+:class:`Section`, :class:`Figure`, :class:`Panel`, :class:`EvidenceSection`) live in
+:mod:`split_builders.release.cardspec`; every evidence view the build ran brings its own section.
 
 :func:`hub_metadata` is the card's Hub metadata (the YAML keys the Hub's search and filters read):
 ``pretty_name``, ``license``, ``language``, ``task_categories`` and ``task_ids`` (from the method's
@@ -18,8 +18,6 @@ buckets), ``source_datasets`` and ``tags``.
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import re
@@ -27,7 +25,7 @@ import re
 import numpy as np
 
 from split_builders.api import SPLITS
-from split_builders.release import audit as audit_view
+from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
 
 SPLIT_COLOURS = {"train": "#4c72b0", "validation": "#dd8452", "test": "#c44e52"}
 UNKNOWN_LICENSE = "unknown"  # the Hub's own id for "not stated"; push refuses it
@@ -42,83 +40,6 @@ SUITE_TASKS = {"sentiment": ("text-classification", "sentiment-classification"),
                "qqp": ("text-classification", "semantic-similarity-classification"),
                "squad": ("question-answering", "extractive-qa")}
 NLI_LABELS = {"entailment", "contradiction", "neutral", "not_entailment", "non-entailment"}
-
-
-def ks_statistic(a, b) -> float:
-    """Two-sample Kolmogorov-Smirnov statistic: the largest gap between the two empirical CDFs."""
-    a, b = np.sort(np.asarray(a, dtype=float)), np.sort(np.asarray(b, dtype=float))
-    if a.size == 0 or b.size == 0:
-        return float("nan")
-    grid = np.concatenate([a, b])
-    gap = np.searchsorted(a, grid, side="right") / a.size - np.searchsorted(b, grid, side="right") / b.size
-    return float(np.abs(gap).max())
-
-
-def label_shares(labels) -> dict:
-    counts = Counter(labels)
-    total = sum(counts.values())
-    return {label: counts[label] / total for label in sorted(counts, key=str)}
-
-
-def total_variation(p: dict, q: dict) -> float:
-    keys = set(p) | set(q)
-    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in keys)
-
-
-def split_summary(values: dict, signal: str, *, labels=None) -> dict:
-    """Per-config statistics: ``values[split]`` is a dict with arrays 'signal' and 'length'."""
-    summary = {"splits": {}}
-    for split in SPLITS:
-        part = values[split]
-        entry = {"rows": len(part["signal"]),
-                 f"mean_{signal}": float(np.mean(part["signal"])) if len(part["signal"]) else float("nan"),
-                 "mean_length": float(np.mean(part["length"])) if len(part["length"]) else float("nan")}
-        if labels is not None:
-            entry["labels"] = label_shares(part["labels"])
-        summary["splits"][split] = entry
-    summary[f"ks_{signal}_train_test"] = ks_statistic(values["train"]["signal"], values["test"]["signal"])
-    summary["ks_length_train_test"] = ks_statistic(values["train"]["length"], values["test"]["length"])
-    if labels is not None:
-        summary["label_tv_train_test"] = total_variation(summary["splits"]["train"]["labels"],
-                                                         summary["splits"]["test"]["labels"])
-    return summary
-
-
-
-def split_histograms(values: dict, *, title: str, signal_label: str, path: str) -> "Figure":
-    """The usual figure of a config: the signal's and the length's distribution per split."""
-    present = [s for s in SPLITS if s in values]
-    return Figure(path=path, title=title, alt=f"{signal_label} and length histograms of {title}", panels=[
-        Panel(xlabel=signal_label, series={s: values[s]["signal"] for s in present}),
-        Panel(xlabel="length (word tokens)", series={s: values[s]["length"] for s in present}, kind="discrete"),
-    ])
-
-
-def _fmt(value, digits=2) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:.{digits}f}"
-
-
-def config_section(name: str, description: str, summary: dict, *, signal: str, figure: str | None) -> str:
-    """Markdown for one config: table per split, divergences, figure."""
-    splits = summary["splits"]
-    has_labels = "labels" in splits["train"]
-    label_names = sorted({k for s in SPLITS for k in splits[s].get("labels", {})}, key=str)
-    header = ["split", "rows", f"mean {signal}", "mean length"] + [f"% {label}" for label in label_names]
-    lines = [f"### `{name}`", "", description, "", "| " + " | ".join(header) + " |",
-             "|" + "---|" * len(header)]
-    for split in SPLITS:
-        entry = splits[split]
-        cells = [split, str(entry["rows"]), _fmt(entry[f"mean_{signal}"]), _fmt(entry["mean_length"])]
-        cells += [_fmt(100 * entry["labels"].get(label, 0.0), 1) for label in label_names] if has_labels else []
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"Train vs test: Kolmogorov-Smirnov statistic of {signal} "
-                  f"**{_fmt(summary[f'ks_{signal}_train_test'], 3)}**, of length "
-                  f"**{_fmt(summary['ks_length_train_test'], 3)}**"
-              + (f"; total-variation distance of the label distributions "
-                 f"**{_fmt(summary['label_tv_train_test'], 3)}**." if has_labels else ".")]
-    if figure:
-        lines += ["", f"![{signal} and length histograms of {name}]({figure})", ""]
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,82 +136,6 @@ def hub_metadata(*, method, info, fields, sizes: dict, license: str | None = Non
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Panel:
-    """One plot of a figure.
-
-    ``kind``: ``"hist"`` (continuous values, 40 shared bins, density), ``"discrete"`` (integer
-    values, one bin each, density) or ``"bars"`` (``series`` holds one count per category of
-    ``categories``; grouped bars).
-    """
-
-    xlabel: str
-    series: dict
-    kind: str = "hist"
-    categories: list | None = None
-    ylabel: str | None = None
-    markers: dict | None = None  # {label: x}: a vertical line at x per label (a config's value over a null)
-
-
-@dataclass
-class Figure:
-    """A PNG of one or more panels side by side, written at ``path`` inside the release."""
-
-    path: str
-    title: str
-    panels: list
-    alt: str = ""
-
-
-@dataclass
-class Section:
-    """A titled part of the card: Markdown text and figures shown after it."""
-
-    title: str
-    text: str = ""
-    figures: list = field(default_factory=list)
-
-
-@dataclass
-class CardSpec:
-    """What a method says in its card; :func:`render` lays it out in the shared skeleton.
-
-    Attributes
-    ----------
-    title : str
-        The card's heading.
-    intro : str
-        What the release is (a paragraph).
-    how_built : list of str
-        Paragraphs of "How the splits were built" (the signal, its parameters, filters).
-    configs : list of Section
-        "How the splits differ": one section per config (or per group of configs).
-    columns : dict
-        Extra columns of the configs table: ``{column title: {config: cell text}}``.
-    descriptions : dict
-        ``{config: what it holds out}`` for the configs table (default: the config's description).
-    extra : list of Section
-        Sections after "How the splits differ" (maps, per-phenomenon tables, ...).
-    citation : str
-        BibTeX or a reference line of the source dataset (the method's paper is added).
-    """
-
-    title: str
-    intro: str
-    how_built: list = field(default_factory=list)
-    configs: list = field(default_factory=list)
-    columns: dict = field(default_factory=dict)
-    descriptions: dict = field(default_factory=dict)
-    extra: list = field(default_factory=list)
-    citation: str | None = None
-    duplicates: dict | None = None  # filled by the builder (builder.duplicate_report)
-    audit: dict | None = None  # filled by the builder (release.audit.audit_build): the leakage audit
-    diagnostics: dict | None = None  # filled by the builder (evidence.diagnostics.diagnose_build), unless --null-splits 0
-    probe: dict | None = None  # filled by the builder with --probe (evidence.probe.probe_build)
-    repo_id: str | None = None  # filled by the builder: the Hub repository, where known (--org, a recipe)
-    labels: dict | None = None  # filled by the builder (label_view): the label column and its class names
-
-
 def render_figure(path: Path, figure: Figure) -> None:
     """Draw ``figure`` as a PNG at ``path`` (stable bytes: no software version in the metadata)."""
     import matplotlib
@@ -355,9 +200,10 @@ def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> 
              f"Built with resplit (`resplit {method.name}`).", "",
              *load_section(spec, configs[0].name, info), "## Configs", ""]
     columns = dict(spec.columns)
-    if spec.audit is not None:  # evaluation rows with an exact / near-duplicate in train (## Leakage audit)
-        columns.update(audit_view.table_columns(spec.audit))
-    elif spec.duplicates is not None:
+    covered = any(section.covers_duplicates for section in spec.evidence)  # the leakage audit counts duplicates
+    for section in spec.evidence:
+        columns.update(section.columns)
+    if spec.duplicates is not None and not covered:
         columns["evaluation rows duplicated in train"] = spec.duplicates["eval_rows_in_train"]
     header = ["config", "train", "validation", "test", *columns, "what is held out"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -367,7 +213,7 @@ def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> 
         extra = [str(column.get(config.name, "")) for column in columns.values()]
         what = spec.descriptions.get(config.name, config.description)
         lines.append("| " + " | ".join([f"`{config.name}`", *sizes, *extra, what]) + " |")
-    lines += ["", *_paragraphs(audit_view.sharing_lines(spec.audit) if spec.audit is not None else [])]
+    lines += ["", *_paragraphs([note for section in spec.evidence for note in section.notes])]
     lines += ["## How the splits were built", "", *_paragraphs(spec.how_built),
               f"Rows dropped while reading the source: {_filters(info.filters)}.", ""]
     lines += _grouping(configs)
@@ -375,7 +221,7 @@ def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> 
         lines += [f"Exact duplicates: {spec.duplicates['duplicate_rows']} row(s) repeat an earlier row; the configs "
                   "table counts, per config, the evaluation rows whose exact duplicate is in train (`--dedupe` "
                   "drops duplicates before splitting, keeping the first `source_id`"
-                  + ("; the leakage audit below has the details" if spec.audit is not None else "") + ").", ""]
+                  + ("; the leakage audit below has the details" if covered else "") + ").", ""]
     lines += [
               "The YAML header (`resplit:`) records the method, every parameter, the seed, the source's "
               "content hash or revision, the signal (model and revision, precision), the library versions "
@@ -386,17 +232,9 @@ def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> 
     for section in spec.extra:
         lines += [f"## {section.title}", "", section.text.strip(), ""]
         lines += _figures(section.figures, staging)
-    if spec.audit is not None:
-        lines += audit_view.card_lines(spec.audit)
-    if spec.diagnostics is not None:
-        from split_builders.evidence import diagnostics as diagnostics_view  # evidence imports release.audit
-
-        lines += diagnostics_view.card_lines(spec.diagnostics)
-        lines += _figures(diagnostics_view.figures(spec.diagnostics), staging)
-    if spec.probe is not None:
-        from split_builders.evidence import probe as probe_view
-
-        lines += probe_view.card_lines(spec.probe)
+    for section in spec.evidence:  # each evidence view's section, in the order of the views' registry
+        lines += section.lines
+        lines += _figures(section.figures, staging)
     lines += ["## Source and citation", "",
               f"Source: {info.name}" + (f", license {info.license}." if info.license else "."), ""]
     if spec.citation or info.citation:

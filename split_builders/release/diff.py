@@ -69,22 +69,54 @@ def provenance_changes(a: dict, b: dict) -> dict:
             if flat_a.get(key) != flat_b.get(key)}
 
 
+def signal_kinds(record: dict) -> dict:
+    """``{column: kind}`` of a release's signal columns: as its provenance (``resplit:``, ``record``) records
+    them in ``fields``, else as its method declares them (``signal_columns``; none for a method not
+    registered here)."""
+    from split_builders.api import Fields, registry
+
+    fields = Fields.from_record(record)
+    if fields is not None and fields.signals:
+        return dict(fields.signals)
+    method = registry().get(record.get("method"))
+    return dict(method.signal_columns) if method is not None else {}
+
+
+def categorical_statistics(column: str, train, test) -> dict:
+    """A categorical signal (ids) of train against test: the total-variation distance of the two splits'
+    shares of each value, and the values held out of train (in test, never in train)."""
+    train_values, train_counts = np.unique(np.asarray(train), return_counts=True)
+    test_values, test_counts = np.unique(np.asarray(test), return_counts=True)
+    values = np.union1d(train_values, test_values)
+    def share(found, counts):  # each value's share of one split's rows
+        return np.bincount(np.searchsorted(values, found), counts, values.size) / max(counts.sum(), 1)
+
+    distance = 0.5 * float(np.abs(share(train_values, train_counts) - share(test_values, test_counts)).sum())
+    return {f"tv_{column}_train_test": round(distance, 6),
+            f"held_out_{column}": int(np.setdiff1d(test_values, train_values).size)}
+
+
 def _statistics(released, config: str) -> dict:
-    """Statistics of one config that a reader compares across versions: the train / test KS
-    statistic of each signal column the method declares, and the numbers its recorded parameters
-    hold (:meth:`~split_builders.api.SplitMethod.config_statistics`)."""
+    """Statistics of one config that a reader compares across versions: per signal column, as its kind
+    says (:func:`signal_kinds`), train against test: a continuous one's Kolmogorov-Smirnov statistic, a
+    categorical one's :func:`categorical_statistics`; and the numbers its recorded parameters hold
+    (:meth:`~split_builders.api.SplitMethod.config_statistics`)."""
     from split_builders.api import get_method
-    from split_builders.release.card import ks_statistic
+    from split_builders.summaries import ks_statistic
 
     method = get_method(released.record.get("method"))
     stats = {}
     files = released.files[config]
     if "train" in files and "test" in files:
         train, test = released.table(config, "train"), released.table(config, "test")
-        for column in method.signal_columns:
-            if column in train.column_names and column in test.column_names:
-                stats[f"ks_{column}_train_test"] = round(ks_statistic(train.column(column).to_numpy(),
-                                                                      test.column(column).to_numpy()), 6)
+        for column, kind in signal_kinds(released.record).items():
+            if column not in train.column_names or column not in test.column_names:
+                continue
+            before, after = train.column(column).to_numpy(), test.column(column).to_numpy()
+            if kind == "categorical":
+                stats.update(categorical_statistics(column, before, after))
+            else:
+                stats[f"ks_{column}_train_test"] = round(ks_statistic(before, after), 6)
     parameters = ((released.record.get("configs") or {}).get(config) or {}).get("parameters") or {}
     stats.update(method.config_statistics(parameters))
     return stats

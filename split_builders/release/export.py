@@ -10,7 +10,7 @@ files; no rows but the label column of a string-labelled config) and writes, int
     (the parquet schema's ``datasets`` features); a label stored as text (older pvi and CSV-built
     releases) is mapped to its index in those names by a Jinja ``doc_to_target``, with the names from
     ``resplit.fields.label_names`` or, without them, the distinct values sorted as text (the project's
-    one label encoder, :func:`split_builders.splitters.partition.encode_labels`);
+    one label encoder, :func:`loading_scripts.labels.encode_labels`);
   * ``generate_until`` with ``exact_match`` where the rows carry a target program (tmcd; likelihood
     with ``--target-field``);
   * behavioural (CheckList) test cases where they carry a label that is the expected prediction
@@ -34,7 +34,7 @@ loaded: the task runs offline, from any working directory, and no absolute path 
 
 ``lm_eval --include_path FOLDER/lm_eval --tasks <group>`` (or ``<group>_<config>``) runs them.
 Fields come from ``resplit.fields`` (:class:`split_builders.api.Fields`); releases built before it are
-read with :func:`split_builders.release.audit.infer_fields` and the recorded label and target fields.
+read with :func:`split_builders.evidence.fields.resolve_fields`.
 """
 
 from __future__ import annotations
@@ -177,33 +177,19 @@ def recorded_repo_id(metadata: dict) -> str | None:
 
 
 def release_fields(folder: Path, record: dict, configs: list) -> Fields | None:
-    """The release's :class:`Fields`: recorded, or inferred from the first config's rows and the
-    provenance (text columns as the audit finds them; the recorded label and target fields, else a
-    column named ``label`` / ``labels`` / ``gold_label``, or ``target`` where the signal is over programs)."""
-    fields = Fields.from_record(record)
-    if fields is not None:
-        return fields
+    """The release's :class:`Fields`: the one resolver's (:func:`split_builders.evidence.fields.resolve_fields`)
+    on the first config's rows, the recorded declaration or the inference for older releases; None where the
+    rows hold no text."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from split_builders.release.audit import LABEL_NAMES, NoTextError, recorded_names, infer_fields
+    from split_builders.evidence.fields import resolve_fields
 
     first = configs[0]
     table = pa.concat_tables([pq.read_table(folder / path) for path in first.files.values()],
                              promote_options="default")
-    columns = table.column_names
-    if record.get("method") == "behavioural":
-        return Fields("behavioural", text=("examples",), query="examples",
-                      label="labels" if "labels" in columns else None)
-    try:
-        audited = infer_fields(table, record)
-    except NoTextError:
-        return None
-    label = next(iter(n for n in recorded_names(record, "signal.fields.label", "signal.label_field", "parameters.label_field")
-                      if n in columns), None) or next((n for n in LABEL_NAMES if n in columns), None)
-    target = audited.program
-    task = "semantic_parsing" if target else "classification" if label else "text"
-    return Fields(task, text=tuple(audited.text), query=audited.text[-1], label=label, target=target)
+    fields = resolve_fields(table, record, where=str(folder))
+    return fields if fields.text else None
 
 
 def group_name(metadata: dict, repo_id: str | None = None) -> str:
@@ -261,7 +247,7 @@ def _label_names(folder: Path, config: _Config, label: str, fields: Fields) -> t
     values = _distinct(folder, config, label)
     names = fields.label_names
     if names is None:
-        from split_builders.splitters.partition import encode_labels
+        from loading_scripts.labels import encode_labels
 
         names = tuple(str(v) for v in encode_labels(values, order="sorted")[1])
     unknown = sorted(set(values) - set(names))

@@ -7,7 +7,6 @@ across the configs, splits and versions of a release.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path, PurePosixPath
 
@@ -15,6 +14,7 @@ import numpy as np
 import yaml
 
 from split_builders.errors import InvalidParameterError, InvalidReleaseError
+from split_builders.splits import row_ids
 
 
 def front_matter(readme: Path) -> tuple[dict | None, str]:
@@ -61,22 +61,6 @@ def read_card(folder: Path) -> tuple[dict, str]:
 def data_files(metadata: dict) -> dict:
     """config -> split -> relative path of its data file, from the card's ``configs:``."""
     return {c["config_name"]: {f["split"]: f["path"] for f in c["data_files"]} for c in metadata["configs"]}
-
-
-def row_ids(table) -> np.ndarray:
-    """What identifies each row of a release's table across splits and versions: its ``source_id``
-    (int64)."""
-    if "source_id" not in table.column_names:
-        raise InvalidParameterError(f"no source_id column among {', '.join(table.column_names)}: every released "
-                                    "row carries one (rebuild the release with this version of resplit)")
-    return np.asarray(table.column("source_id").to_numpy(), dtype=np.int64)
-
-
-def membership_sha256(ids) -> str:
-    """sha256 of a split's sorted row identities (little-endian int64): what a card records of a
-    split that is taken as released rather than derived (a published split)."""
-    ordered = np.sort(np.asarray(ids, dtype=np.int64)).astype("<i8")
-    return hashlib.sha256(ordered.tobytes()).hexdigest()
 
 
 # Files a release holds that its card need not name: what ``push`` adds (the version's CHANGELOG), and

@@ -25,7 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from split_builders.api import SPLITS, get_method
-from split_builders.release.folder import Released, membership_sha256, resolve_target, row_ids
+from split_builders.errors import InvalidParameterError
+from split_builders.release.folder import Released, resolve_target
+from split_builders.splits import membership_sha256, row_ids
 
 @dataclass
 class Finding:
@@ -180,7 +182,7 @@ def check_rederived(released: Released, report: Report) -> None:
                                 "(level 1)")
         return
     method = get_method(released.record.get("method"))
-    rederived = method.rederive(released, released.record)
+    rederived = by_source_id(released, method.rederive(released, released.record))
     recorded = released.record.get("configs") or {}
     for config in released.configs:
         members = ((recorded.get(config) or {}).get("parameters") or {}).get("source_ids_sha256")
@@ -201,6 +203,26 @@ def check_rederived(released: Released, report: Report) -> None:
             report.add(2, config, split, False, "the re-derived config has this split; the release does not")
 
 
+def by_source_id(released: Released, rederived) -> dict:
+    """The one tail of level 2: ``{config: {split: source_ids}}`` of what ``SplitMethod.rederive`` returns.
+
+    A method re-derives by mapping the released rows back to the inputs of its config builder and calling that
+    builder again, so it returns the builder's :class:`~split_builders.api.ConfigSplit` list: each config's
+    indices count the rows of its ``rows`` (a table with ``source_id``: the rows it was re-derived from), or of
+    ``released.all_rows()`` when ``rows`` is None."""
+    ids_of: dict = {}  # row identities per table, read once
+
+    def ids(rows):
+        if rows is None:
+            rows = ids_of.setdefault("all", released.all_rows())
+        if id(rows) not in ids_of:
+            ids_of[id(rows)] = (rows, row_ids(rows))
+        return ids_of[id(rows)][1]
+
+    return {config.name: {split: ids(config.rows)[np.asarray(rows, dtype=np.int64)]
+                          for split, rows in config.indices.items()} for config in rederived}
+
+
 def _check_membership(released: Released, config: str, members: dict, report: Report) -> None:
     """A split taken as released (not derived): its rows against the membership the card records."""
     for split in released.files[config]:
@@ -212,10 +234,10 @@ def _check_membership(released: Released, config: str, members: dict, report: Re
             f"(source_ids sha256 {digest[:12]}..., recorded {str(members.get(split))[:12]}...)"))
 
 
-def check_rescored(released: Released, report: Report, work: Path, *, source=None) -> None:
-    """Level 3: rebuild from the recorded options (source and model must be reachable) and compare:
-    the source's content hash, every config's index sets, and the signal columns row by row."""
-    from split_builders.builder import build
+def check_rescored(released: Released, report: Report, work: Path, *, rebuild, source=None) -> None:
+    """Level 3: rebuild from the recorded options (source and model must be reachable) with ``rebuild(method,
+    options)`` (the build, which returns the folder it wrote: the release does not import the build) and
+    compare: the source's content hash, every config's index sets, and the signal columns row by row."""
     from split_builders.release.provenance import locate_source
 
     record = released.record
@@ -225,18 +247,22 @@ def check_rescored(released: Released, report: Report, work: Path, *, source=Non
         report.skip(3, "(all)", f"the signal was given ({given.get('file')}), not computed: there is nothing to "
                                 "recompute; levels 1 and 2 check the rest")
         return
+    if rebuild is None:
+        report.skip(3, "(all)", "no build to rebuild with was given (verify(..., rebuild=split_builders.build); "
+                                "`resplit verify --rescore` passes it)")
+        return
     recorded_source = record.get("source") or {}
     source = locate_source(recorded_source, released.folder, source)  # --source, this machine's build, beside it
     fields = {f for f in method.Options.__dataclass_fields__}
     values = {k: v for k, v in (record.get("parameters") or {}).items() if k in fields}
     try:
         options = method.Options(source=source, out=str(work / "rescored"), seed=record.get("seed", 42), **values)
-        rebuilt = build(method, options, progress=False)
+        rebuilt = rebuild(method, options)
     except Exception as error:  # the source or the model is not reachable here, or options changed
         report.skip(3, "(all)", f"could not rebuild from the recorded options with source {source!r}: "
                                 f"{str(error).splitlines()[0]} (give the source's location with --source)")
         return
-    again = Released(rebuilt.out)
+    again = Released(rebuilt)
     before, after = recorded_source.get("content_sha256"), (again.record.get("source") or {}).get("content_sha256")
     if before and after:
         report.add(3, "source", None, before == after,
@@ -261,10 +287,15 @@ def check_rescored(released: Released, report: Report, work: Path, *, source=Non
                        f"largest difference {gap:.3g} over {left.size} rows")
 
 
-def verify(target: str, *, rescore: bool = False, load: bool = True, source=None, allow_extra: bool = False) -> Report:
+def verify(target: str, *, rescore: bool = False, load: bool = True, source=None, allow_extra: bool = False,
+           rebuild=None) -> Report:
     """Verify a release folder or ``HUB_ID[@REVISION]`` (see the module docstring). ``source``: where
     level 3 reads the source (default: the location the card records); ``allow_extra``: accept files
-    the card does not name."""
+    the card does not name; ``rebuild(method, options) -> folder``: how level 3 builds again (the CLI passes
+    :func:`split_builders.builder.rebuild`)."""
+    if rescore and rebuild is None:
+        raise InvalidParameterError("verify(rescore=True) builds the release again: pass rebuild=, e.g. "
+                                    "split_builders.builder.rebuild")
     report = Report(target)
     with tempfile.TemporaryDirectory(prefix="resplit-verify-") as work:
         folder = resolve_target(target, Path(work))
@@ -272,5 +303,5 @@ def verify(target: str, *, rescore: bool = False, load: bool = True, source=None
         check_integrity(released, report, load=load, allow_extra=allow_extra)
         check_rederived(released, report)
         if rescore:
-            check_rescored(released, report, Path(work), source=source)
+            check_rescored(released, report, Path(work), rebuild=rebuild, source=source)
     return report

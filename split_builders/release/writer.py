@@ -33,8 +33,6 @@ import numpy as np
 from loading_scripts.tables import arrow_table, quiet_datasets
 from split_builders._version import __version__
 from split_builders.api import ConfigSplit
-from split_builders.evidence import evidence_records
-from split_builders.release.export import write_lm_eval
 from split_builders.progress import progress_bar
 from split_builders.errors import (InvalidParameterError, OutputExistsError, OutputLockedError, disk_full,
                                    is_disk_full)
@@ -100,8 +98,8 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, 
                      "num_examples": written[c.name][s].num_examples} for s in c.splits]}
         for c in configs
     ]
-    # The evidence (audit, diagnostics, probe): its settings, and per config its numbers beside the config's files.
-    records = evidence_records(evidence or {})
+    # The evidence (audit, diagnostics, probe, ...): its settings, and per config its numbers beside the config's files.
+    records = evidence or {}
     metadata["resplit"] = {
         "version": __version__,
         **provenance,
@@ -120,7 +118,7 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, 
 def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSplit], *, provenance: dict,
                   render_card, license: str | None = None, pretty_name: str | None = None,
                   overwrite: bool = False, progress: bool = False, evidence: dict | None = None,
-                  hub: dict | None = None) -> Path:
+                  hub: dict | None = None, extras=None) -> Path:
     """Write ``configs`` of ``rows`` as a Hub-style dataset folder at ``out_dir``.
 
     Parameters
@@ -139,13 +137,14 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
     progress : bool
         A progress bar over the configs (stderr).
     evidence : dict, optional
-        ``{name: report}`` of the evidence a build computed (``audit``, ``diagnostics``, ``probe``; None
-        where not computed): each report's settings are recorded as ``resplit.<name>`` and each config's
-        numbers as ``resplit.configs.<config>.<name>`` (:func:`split_builders.evidence.evidence_records`).
-        Harness tasks (``lm_eval/``, :func:`split_builders.release.export.write_lm_eval`) are written beside
-        the card, naming ``provenance["repo_id"]`` as their dataset where it is known.
+        ``{name: (settings, {config: numbers})}``: what each evidence view the build ran records
+        (:meth:`split_builders.evidence.view.View.record`), in order: the settings as ``resplit.<name>``, each
+        config's numbers as ``resplit.configs.<config>.<name>``.
     license, pretty_name : str, optional
         The card's license (``unknown`` when not given) and title.
+    extras : callable, optional
+        ``extras(staging_dir)`` writes what is derived from the written data files and card (the build's harness
+        tasks, ``lm_eval/``) before the folder moves into place.
     hub : dict, optional
         The card's Hub metadata (:func:`split_builders.release.card.hub_metadata`): license, language,
         task categories and ids, size category, source datasets, tags; it wins over ``license`` and
@@ -184,8 +183,9 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
         card = DatasetCard(f"---\n{yaml_text}\n---\n\n{body.strip()}\n")  # parses the YAML back: a check
         step = "the card (README.md)"
         (staging / "README.md").write_text(str(card), encoding="utf-8")
-        step = "the harness tasks (lm_eval/)"
-        write_lm_eval(staging, repo_id=provenance.get("repo_id"))
+        if extras is not None:
+            step = "the harness tasks (lm_eval/)"
+            extras(staging)
         os.chmod(staging, _folder_mode())  # mkdtemp's folder is private (0700)
         _move_into_place(staging, out_dir)
     except OSError as error:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from loading_scripts.labels import encode_labels
 from split_builders.api import BaseSplitter, Split, check_number, check_random_state, check_size, resolve_size
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.groups import Groups, grouped_eval_split
-from split_builders.splitters.partition import as_labels, balanced_eval_split, encode_labels, reference_shuffle, tail
+from split_builders.splitters.partition import as_labels, balanced_eval_split, reference_shuffle, tail
 
 
 def resolve_eval_sizes(validation_size, test_size, n_rows: int) -> tuple[int, int]:

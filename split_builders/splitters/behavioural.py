@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from loading_scripts.labels import encode_labels
 from split_builders.api import SPLITS, BaseSplitter, ConfigSplit, Split, check_number
 from split_builders.errors import InvalidParameterError
-from split_builders.splitters.partition import encode_labels, shuffle_split
+from split_builders.splitters.partition import shuffle_split
 
 BELUGA_SEED = 123
 TEST_TYPES = ("MFT", "INV", "DIR")

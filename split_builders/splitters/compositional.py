@@ -152,7 +152,8 @@ def compositional_configs(atoms: Sequence, compounds: Sequence, *, inputs: Seque
                           target_language: str, names: Sequence[str] = ("tmcd",), train_size=0.5,
                           iterations: int = 50_000, max_atom_divergence: float = 0.05, reference: bool = False,
                           validation_size=0, random_state: int = 42, scores=None, published=None,
-                          published_from=None, source_ids=None, wugs: dict | None = None, progress: bool = False,
+                          published_from=None, source_ids=None, membership=None, wugs: dict | None = None,
+                          progress: bool = False,
                           seconds: dict | None = None, groups=None, group_field: str | None = None) -> list:
     """Every config of a compositional release, as :class:`~split_builders.api.ConfigSplit` (row
     numbers of ``atoms``), each with its ``divergences`` (train against test) in its parameters.
@@ -162,8 +163,9 @@ def compositional_configs(atoms: Sequence, compounds: Sequence, *, inputs: Seque
        ``validation_size`` (a count, or a fraction of test rounded up) random rows of each test move
        to validation, drawn from one generator seeded ``random_state``, one config after another;
     2. ``published`` (``{name: {split: rows}}``, files in ``published_from``) as released, renamed
-       ``published_<name>`` when built under the same name, each split's membership recorded as the
-       sha256 of its ``source_ids``;
+       ``published_<name>`` when built under the same name, each split's membership recorded as
+       ``membership`` (the release's fingerprint of a split's ``source_ids``, given by the method:
+       a splitter does not import the release) of its ``source_ids``;
     3. with ``scores``, Likelihood Splits of the parseable rows under the atom constraint;
     4. a copy of every config but the likelihood ones per fitted
        :class:`~split_builders.signals.programs.lexical.WugReplacer` of ``wugs`` (``{kind: replacer}``)
@@ -214,9 +216,10 @@ def compositional_configs(atoms: Sequence, compounds: Sequence, *, inputs: Seque
             indices = {k: parsed[v] for k, v in indices.items()}
         configs.append(ConfigSplit(name, indices, method=name,
                                    parameters={**parameters, "target_language": target_language},
-                                   description=f"{what}. Built by resplit."))
+                                   description=f"{what}. Built by resplit.",
+                                   requested=None if units is None else {"train": n_train}))
     if published:
-        configs += _published_configs(published, published_from, source_ids, built=names)
+        configs += _published_configs(published, published_from, source_ids, built=names, membership=membership)
     if scores is not None:
         configs += _likelihood_configs(scores, atoms, parsed, n_train, random_state,
                                        groups=None if units is None else units.codes, group_field=group_field)
@@ -338,7 +341,7 @@ def _search_groups(name, units, atoms, compounds, parsed, inputs, targets, targe
         from scipy.sparse import coo_matrix
         from scipy.sparse.csgraph import connected_components
 
-        from split_builders.splitters.partition import encode_labels
+        from loading_scripts.labels import encode_labels
 
         templates, _ = encode_labels([program_template(targets[r], target_language) for r in parsed], order="first")
         # Groups and templates as one graph: a component holds every group that shares a template.
@@ -384,17 +387,15 @@ def _with_validation_groups(train, test, validation_size, rng, units) -> dict:
     return {"train": np.asarray(train), "validation": units.rows(shuffled[:cut]), "test": units.rows(shuffled[cut:])}
 
 
-def _published_configs(published: dict, published_from: dict, source_ids, *, built) -> list:
+def _published_configs(published: dict, published_from: dict, source_ids, *, built, membership) -> list:
     """The splits published with the dataset, taken as released (not derived): each records the
-    sha256 of every split's ``source_ids``, so verify can tell when they change."""
-    from split_builders.release.folder import membership_sha256
-
+    ``membership`` fingerprint of every split's ``source_ids``, so verify can tell when they change."""
     source_ids = np.asarray(source_ids, dtype=np.int64)
     configs = []
     for name, split in published.items():
         origin = published_from[name]
         indices = {k: np.asarray(v, dtype=np.int64) for k, v in split.items()}
-        members = {k: membership_sha256(source_ids[v]) for k, v in indices.items()}
+        members = {k: membership(source_ids[v]) for k, v in indices.items()}
         # SCAN publishes a "length" split too: the published one is renamed, not refused.
         configs.append(ConfigSplit(f"published_{name}" if name in built else name, indices, method="published",
                                    parameters={"file": origin, "source_ids_sha256": members},

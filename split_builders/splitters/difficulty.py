@@ -39,10 +39,11 @@ import copy
 
 import numpy as np
 
+from loading_scripts.labels import encode_labels
 from split_builders.api import BaseSplitter, ConfigSplit, Split, check_number, check_random_state
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.groups import Groups
-from split_builders.splitters.partition import encode_labels, shuffle_split
+from split_builders.splitters.partition import shuffle_split
 
 CONFIGS = ("simple", "hard", "simple_to_hard", "hard_to_simple")
 DESCRIPTIONS = {
@@ -215,27 +216,25 @@ def difficulty_configs(pvi, labels, *, parameters: dict, curriculum_compat: bool
     return configs
 
 
-def rederive_configs(rows, parameters: dict) -> dict:
-    """``{config: {split: source_ids}}`` of difficulty configs re-derived from their released rows.
+def rederive_configs(rows, parameters: dict, *, prefix: str = "") -> list[ConfigSplit]:
+    """The difficulty configs :func:`difficulty_configs` builds from released rows (``resplit verify``).
 
-    ``rows`` is a ``pyarrow.Table`` of the rows the configs split (``pvi``, ``source_id`` and the
-    label field), in the order they were built; ``parameters`` maps each config to its recorded
-    parameters (the splitter's, ``label_field`` when it is not ``label``, ``grouped_by`` when grouped).
-    """
+    ``rows`` is a ``pyarrow.Table`` of the rows the configs split (``pvi`` and the label field), in the
+    order they were built; ``parameters`` the recorded parameters of one of its configs (the splitter's,
+    ``label_field`` when it is not ``label``, ``grouped_by`` when grouped), named ``prefix + config``. Each
+    config's ``rows`` is ``rows``."""
     from split_builders.splitters.groups import group_codes
 
-    pvi = np.asarray(rows.column("pvi").to_numpy(), dtype=np.float64)
-    ids = np.asarray(rows.column("source_id").to_numpy(), dtype=np.int64)
-    out = {}
-    for config, recorded in parameters.items():
-        # the recorded label field (releases before the one label policy), else `label` (after it)
-        field = recorded.get("label_field") or "label"
-        labels, _ = encode_labels(rows.column(field if field in rows.column_names else "label").to_pylist())
-        splitter = DifficultySplitter(**{k: recorded[k] for k in DifficultySplitter._param_names()})
-        field = recorded.get("grouped_by")
-        groups = None if field is None else group_codes(rows.column(field).to_numpy(zero_copy_only=False))
-        out[config] = {s: ids[r] for s, r in splitter.split(pvi, labels, groups).as_indices().items()}
-    return out
+    # the recorded label field (releases before the one label policy), else `label` (after it)
+    field = parameters.get("label_field") or "label"
+    labels, _ = encode_labels(rows.column(field if field in rows.column_names else "label").to_pylist())
+    group_field = parameters.get("grouped_by")
+    return difficulty_configs(np.asarray(rows.column("pvi").to_numpy(), dtype=np.float64), labels, parameters={},
+                              curriculum_compat=parameters["threshold"] == "midrange",
+                              validation_size=parameters["validation_size"], random_state=parameters["random_state"],
+                              rows=rows, prefix=prefix, group_field=group_field,
+                              groups=None if group_field is None else group_codes(
+                                  rows.column(group_field).to_numpy(zero_copy_only=False)))
 
 
 def part_mask(config: ConfigSplit, n_rows: int) -> np.ndarray:

@@ -24,9 +24,9 @@ import copy
 
 import numpy as np
 
+from loading_scripts.labels import encode_labels
 from split_builders.api import BaseSplitter, ConfigSplit, Split, check_number
 from split_builders.errors import InvalidParameterError
-from split_builders.splitters.partition import encode_labels
 
 SIZES = (10, 50, 100, 500, 1000)
 """CURRICULUM's inoculation sizes: examples per label."""
@@ -157,14 +157,10 @@ def inoculation_configs(labels, released, *, sizes=SIZES, random_state: int = 42
     return configs
 
 
-def rederive_configs(labels, released, ids, parameters: dict) -> dict:
-    """``{config: {split: ids}}`` of inoculation configs re-derived from the rows they were drawn
-    from: ``labels``, ``released`` split and ``ids`` (``source_id``) of every row, in the order the
-    build saw them (train rows in ``source_id`` order); ``parameters`` maps each config to its
-    recorded parameters (the splitter's)."""
-    ids = np.asarray(ids, dtype=np.int64)
-    out = {}
-    for config, recorded in parameters.items():
-        splitter = InoculationSplitter(**{k: recorded[k] for k in InoculationSplitter._param_names()})
-        out[config] = {s: ids[r] for s, r in splitter.split(labels, released).as_indices().items()}
-    return out
+def rederive_configs(labels, released, parameters: list, *, rows=None, prefix: str = "") -> list[ConfigSplit]:
+    """The inoculation configs :func:`inoculation_configs` draws from the rows they were drawn from (``resplit
+    verify``): ``labels`` and ``released`` split of every row, in the order the build saw them (train rows in
+    ``source_id`` order); ``parameters`` the recorded parameters of the configs (their sizes and seed); each
+    config's ``rows`` is ``rows``."""
+    return inoculation_configs(labels, released, sizes=[p["size"] for p in parameters],
+                               random_state=parameters[0]["random_state"], rows=rows, prefix=prefix)

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from loading_scripts.labels import encode_labels
 from split_builders.api import BaseSplitter, Split, check_number, check_random_state, check_size, resolve_size
 from split_builders.errors import InvalidParameterError
 from split_builders.signals.lengths import quantile_buckets
 from split_builders.splitters.atom_constraint import balance_atoms
 from split_builders.splitters.baselines import LengthSplitter, RandomSplitter, resolve_eval_sizes
 from split_builders.splitters.groups import Groups, divide_groups, grouped_eval_split, grouped_train_split
-from split_builders.splitters.partition import as_labels, balanced_eval_split, encode_labels, tail
+from split_builders.splitters.partition import as_labels, balanced_eval_split, tail
 
 # Config names this method contributes to a release, by scoring setting.
 CONFIG_NAMES = {
@@ -336,6 +337,10 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
     sizes = ({"train_size": train_size} if train_size is not None
              else {"validation_size": validation_size, "test_size": test_size})
     balanced = ", label-balanced" if labels is not None and train_size is None else ""
+    # what the options ask of each split, which whole groups may miss (the build says by how much)
+    requested = None if groups is None else (
+        {"train": resolve_size(train_size, len(scores))} if train_size is not None
+        else dict(zip(("validation", "test"), resolve_eval_sizes(validation_size, test_size, len(scores)))))
     variants = [("plain", None, False, "least likely examples held out")]
     if length_buckets is not None:
         variants.append(("length", length_buckets, False,
@@ -351,7 +356,7 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
             what += f"; atom constraint met after {splitter.atom_swaps_} swap(s)"
         configs.append(ConfigSplit(names[variant], split.as_indices(), method="likelihood", parameters=parameters,
                                    description=f"Likelihood split ({SETTING_SCORES[setting]}): {what}{balanced}"
-                                               f"{whole}."))
+                                               f"{whole}.", requested=requested))
     if train_size is None and baselines:
         balanced = ", label-balanced." if labels is not None else "."
         for method, what in (("random", "random evaluation sets of the same sizes"),
@@ -359,7 +364,8 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
             split, splitter = config_split(method, {**sizes, "random_state": random_state}, **signal)
             description = f"Baseline: {what}{balanced}" if groups is None else f"Baseline: {what}{whole}."
             configs.append(ConfigSplit(method, split.as_indices(), method=method,
-                                       parameters={**splitter.get_params(), **grouped}, description=description))
+                                       parameters={**splitter.get_params(), **grouped}, description=description,
+                                       requested=requested))
     return configs
 
 

@@ -50,29 +50,6 @@ def as_labels(labels, n_rows: int) -> np.ndarray:
     return labels
 
 
-def encode_labels(values, *, order: str = "sorted") -> tuple[np.ndarray, np.ndarray]:
-    """The one label encoder: each row's class id (int64, ``0..C-1``) and the classes (an object
-    array of the original values) in id order.
-
-    ``order="sorted"``: classes sorted by their text (as ``np.unique`` of the labels as strings);
-    ``order="first"``: in order of first appearance. Whole columns (``pandas.factorize``), no per-row
-    Python; a missing label (None / NaN) is a class of its own.
-    """
-    import pandas as pd
-
-    if order not in ("sorted", "first"):
-        raise InvalidParameterError(f"order must be 'sorted' or 'first', got {order!r}")
-    codes, classes = pd.factorize(np.asarray(values, dtype=object).reshape(-1), use_na_sentinel=False)
-    classes = np.asarray(classes, dtype=object)
-    codes = np.asarray(codes, dtype=np.int64)
-    if order == "sorted" and classes.size:
-        rank = np.argsort(np.asarray([str(c) for c in classes]), kind="stable")
-        position = np.empty_like(rank)
-        position[rank] = np.arange(rank.size)
-        codes, classes = position[codes], classes[rank]
-    return codes, classes
-
-
 def classes_in_order(order: np.ndarray, labels: np.ndarray) -> list:
     """Distinct labels in order of first appearance along ``order``."""
     seen, classes = set(), []

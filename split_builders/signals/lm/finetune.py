@@ -549,7 +549,7 @@ def finetune_scores(prompts, queries, *, model_ref, options: FinetuneOptions = F
     ModelLoadError
         The model cannot be loaded, or its tokenizer has neither a pad nor an EOS token.
     """
-    from split_builders.signals.lm.scoring import process_state
+    from split_builders.distributed import process_state
 
     prompts, queries = list(prompts), list(queries)
     if len(prompts) != len(queries):

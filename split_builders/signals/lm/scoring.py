@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import signal
 import sys
 import threading
@@ -33,6 +32,7 @@ import numpy as np
 
 from split_builders.api import check_number
 from split_builders.cache import atomic_write, load_arrays, save_arrays
+from split_builders.distributed import process_state
 from split_builders.errors import EmptyTextError, InvalidParameterError, ModelLoadError
 from split_builders.progress import progress_bar
 
@@ -241,24 +241,6 @@ class ScoreRun:
     from_cache: bool
     num_processes: int
     resumed_batches: int = 0
-
-
-def process_state(device: str | None = None):
-    """The ``accelerate`` process group of this run, on the CPU when asked or when no CUDA GPU is
-    there. Under ``torchrun --nproc_per_node N`` on a CPU machine, ``PartialState()`` without
-    ``cpu=True`` sets up no process group and reports one process in each: N full runs that each
-    write the folder. With ``cpu=True`` the N processes form a gloo group and share the work; a
-    group that still disagrees with the launcher's ``WORLD_SIZE`` is refused."""
-    import torch
-    from accelerate import PartialState
-
-    state = PartialState(cpu=device == "cpu" or not torch.cuda.is_available())
-    launched = int(os.environ.get("WORLD_SIZE", "1"))
-    if state.num_processes != launched:
-        raise InvalidParameterError(
-            f"the launcher started {launched} processes but they formed a group of {state.num_processes}; "
-            "launch with torchrun / accelerate launch and a backend that works here (gloo on CPUs, nccl on GPUs)")
-    return state
 
 
 @contextlib.contextmanager

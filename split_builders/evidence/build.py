@@ -1,0 +1,42 @@
+"""The evidence of a build: every registered view its options enable, computed on the rows it is about to
+release, rendered for the card and recorded for the README's YAML."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from split_builders.evidence import views
+from split_builders.evidence.fields import NoTextError
+from split_builders.evidence.inputs import EvidenceInput
+
+
+@dataclass
+class Evidence:
+    """``reports``: ``{view name: report}`` of the views a build ran, in the registry's order."""
+
+    reports: dict = field(default_factory=dict)
+
+    def sections(self) -> list:
+        """The card's :class:`~split_builders.release.cardspec.EvidenceSection` of each view."""
+        return [views()[name].section(report) for name, report in self.reports.items()]
+
+    def records(self) -> dict:
+        """``{name: (settings, {config: numbers})}``: what the README's YAML records of each view."""
+        return {name: views()[name].record(report) for name, report in self.reports.items()}
+
+
+def build_evidence(rows, configs, *, record: dict, options, progress: bool = False) -> Evidence:
+    """The evidence of the configs a build releases (``rows`` and ``configs`` as the writer takes them;
+    ``record`` the release's provenance, its fields included): each view that ``options`` enable
+    (:meth:`~split_builders.evidence.view.View.enabled`), left out where the rows hold nothing it reads."""
+    data = EvidenceInput.from_build(rows, configs, record=record)
+    reports = {}
+    for name, view in list(views().items()):
+        settings = view.enabled(options)
+        if settings is None:
+            continue
+        try:
+            reports[name] = view.compute(data, progress=progress, **settings)
+        except NoTextError:
+            continue
+    return Evidence(reports)

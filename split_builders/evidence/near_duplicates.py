@@ -1,0 +1,359 @@
+"""The near-duplicate engine: character n-gram shingles, MinHash signatures and a MinHashLSH index over
+whole columns of texts, candidate pairs confirmed with the exact Jaccard similarity.
+
+Candidates come from ``datasketch``'s MinHash (``NUM_PERM`` permutations, seed ``MINHASH_SEED``, scheme
+``affine32``) and MinHashLSH, with its bands chosen so that a pair exactly at the threshold becomes a
+candidate with probability >= ``COLLISION_AT_THRESHOLD`` (:func:`lsh_parameters`); a candidate whose MinHash
+estimate is not four standard errors below the threshold is confirmed with the exact Jaccard of the n-gram
+sets (:func:`near_duplicate_pairs`). The signatures are computed a chunk of texts at a time in numpy
+(:func:`minhash_signatures`, equal to datasketch's own), and deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from split_builders.evidence.pools import as_text, distinct
+
+NGRAM = 5
+NUM_PERM = 64
+MINHASH_SEED = 1
+MINHASH_SCHEME = "affine32"
+COLLISION_AT_THRESHOLD = 0.97
+_CHUNK = 20_000  # distinct texts shingled and MinHashed per batch (bounds memory)
+_MEDIUM_BUCKET = 32  # an LSH bucket with more keys is compared block by block, not pair by pair
+_BLOCK_BYTES = 1 << 25  # signature comparisons per block of a large bucket
+_PERMUTATION_BYTES = 1 << 25  # permuted shingle hashes held at once while MinHashing a chunk
+
+
+def lsh_parameters(threshold: float, num_perm: int = NUM_PERM, *, collision: float = COLLISION_AT_THRESHOLD):
+    """``(bands, rows)`` of the LSH index: the longest bands (fewest candidates below the threshold)
+    for which a pair at exactly ``threshold`` collides in some band with probability >= ``collision``
+    (``1 - (1 - t**r)**b``); with as few bands as that needs. Falls back to one-row bands, as many as
+    ``num_perm`` allows, where no choice reaches ``collision``."""
+    for rows in range(num_perm // 2, 0, -1):
+        hit = threshold ** rows
+        if hit >= 1.0:
+            return 2, rows
+        if hit <= 0.0:
+            continue
+        bands = max(2, math.ceil(math.log(1.0 - collision) / math.log(1.0 - hit)))
+        if bands * rows <= num_perm:
+            return bands, rows
+    return num_perm, 1
+
+
+def collision_probability(jaccard: float, bands: int, rows: int) -> float:
+    return 1.0 - (1.0 - jaccard ** rows) ** bands
+
+
+def normalise(column):
+    """Unicode NFKC, lower case, every run of whitespace one space, trimmed (Arrow kernels)."""
+    import pyarrow.compute as pc
+
+    column = pc.utf8_lower(pc.utf8_normalize(column, form="NFKC"))
+    return pc.utf8_trim_whitespace(pc.replace_substring_regex(column, r"[\s\p{Z}]+", " "))
+
+
+def examples_text(table, names):
+    """The normalised whole example of every row: the fields joined by newlines (nulls left out)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = [normalise(as_text(table.column(n))) for n in names if n in table.column_names]
+    if not columns:
+        return pa.nulls(table.num_rows, pa.large_string())
+    if len(columns) == 1:
+        return columns[0]
+    return pc.binary_join_element_wise(*columns, pa.scalar("\n", pa.large_string()), null_handling="skip")
+
+
+_PRIME = np.uint64(0x100000001B3)
+
+
+def shingle_hashes(texts: list, n: int = NGRAM):
+    """The 32-bit hashes of the character ``n``-grams of each text (a text shorter than ``n`` is one
+    shingle; an empty text has none), as one array and the offsets of each text's hashes.
+
+    Whole columns: the code points of all texts at once, a polynomial hash of every ``n`` consecutive
+    ones (array slices), the splitmix64 finaliser, then the hashes of the windows inside a text kept."""
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    points = np.frombuffer("".join(texts).encode("utf-32-le"), dtype="<u4").astype(np.uint64) + np.uint64(1)
+    points = np.concatenate([points, np.zeros(n, dtype=np.uint64)])  # short texts are padded with zeros
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    windows = points.size - n + 1
+    value = np.zeros(windows, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(n):
+            value = value * _PRIME + points[j:j + windows]
+    owner = np.repeat(np.arange(len(texts)), counts)
+    position = np.arange(offsets[-1], dtype=np.int64) - offsets[owner] + starts[owner]
+    value = value[position]
+    short = np.flatnonzero((lengths > 0) & (lengths < n))
+    if short.size:  # the one shingle of a short text: its own code points, zeros after them
+        for k in short:
+            code = np.uint64(0)
+            with np.errstate(over="ignore"):
+                for j in range(n):
+                    code = code * _PRIME + (points[starts[k] + j] if j < lengths[k] else np.uint64(0))
+            value[offsets[k]] = code
+    with np.errstate(over="ignore"):
+        value ^= value >> np.uint64(30)
+        value *= np.uint64(0xBF58476D1CE4E5B9)
+        value ^= value >> np.uint64(27)
+        value *= np.uint64(0x94D049BB133111EB)
+        value ^= value >> np.uint64(31)
+    return (value >> np.uint64(32)).astype(np.uint32), offsets
+
+
+def _fmix32(values: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 32-bit finaliser (``fmix32``) of each value: the bijection datasketch's
+    ``affine32`` scheme applies to every input hash before its permutations."""
+    with np.errstate(over="ignore"):
+        values = values ^ (values >> np.uint32(16))
+        values *= np.uint32(0x85EBCA6B)
+        values ^= values >> np.uint32(13)
+        values *= np.uint32(0xC2B2AE35)
+        values ^= values >> np.uint32(16)
+    return values
+
+
+def minhash_signatures(values: np.ndarray, offsets: np.ndarray, permutations) -> np.ndarray:
+    """The MinHash signature of each text whose shingle hashes are ``values[offsets[k]:offsets[k + 1]]``
+    (as :func:`shingle_hashes` returns them): one uint32 row per text, equal to what datasketch's
+    ``MinHash(scheme="affine32")`` with these ``permutations`` (its ``(a, b)``) holds after
+    ``update_batch`` of the text's hashes (``hashfunc=operator.index``). An empty text's row is zeros.
+
+    Whole columns: each hash is finalised once (:func:`_fmix32`), then for a block of permutations
+    at a time (bounded memory) ``a * h + b`` modulo 2**32 of every hash and the minimum over each
+    text's hashes (``np.minimum.reduceat`` over the non-empty texts' starts)."""
+    a, b = (np.asarray(p, dtype=np.uint32) for p in permutations)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    signatures = np.zeros((len(offsets) - 1, a.size), dtype=np.uint32)
+    filled = np.flatnonzero(np.diff(offsets) > 0)
+    if not filled.size:
+        return signatures
+    hashed = _fmix32(np.asarray(values, dtype=np.uint32))
+    starts = offsets[filled]
+    block = int(np.clip(_PERMUTATION_BYTES // (4 * hashed.size), 1, a.size))
+    work = np.empty((block, hashed.size), dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for first in range(0, a.size, block):
+            k = slice(first, min(first + block, a.size))
+            part = work[: k.stop - k.start]
+            np.multiply(a[k, None], hashed[None, :], out=part)
+            np.add(part, b[k, None], out=part)
+            signatures[filled, k] = np.minimum.reduceat(part, starts, axis=1).T
+    return signatures
+
+
+def minhash_lsh(texts: list, *, threshold: float, num_perm: int = NUM_PERM, progress: bool = False):
+    """The MinHash signature of every text (rows of a uint32 matrix) and the MinHashLSH index over
+    the non-empty ones (keys: positions in ``texts``).
+
+    The signatures are datasketch's ``MinHash`` (``NUM_PERM`` permutations, ``MINHASH_SEED``, scheme
+    ``affine32``) of each text's shingle hashes, taken as they are (the shingles are hashed already by
+    :func:`shingle_hashes`), computed a chunk of ``_CHUNK`` texts at a time on whole columns
+    (:func:`minhash_signatures`, with the permutations of that ``MinHash``). Each is inserted into
+    datasketch's ``MinHashLSH`` through one ``MinHash`` that carries the row: the index keeps each
+    text's band hashes, not the object."""
+    from datasketch import MinHash, MinHashLSH
+
+    from split_builders.progress import progress_bar
+
+    bands, rows = lsh_parameters(threshold, num_perm)
+    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, params=(bands, rows))
+    carrier = MinHash(num_perm=num_perm, seed=MINHASH_SEED, hashfunc=operator.index, scheme=MINHASH_SCHEME)
+    signatures = np.zeros((len(texts), num_perm), dtype=np.uint32)
+    bar = progress_bar(total=len(texts), description="audit: MinHash", unit="text",
+                       enabled=progress and len(texts) > 5 * _CHUNK)
+    with bar, lsh.insertion_session(buffer_size=_CHUNK) as session:
+        for start in range(0, len(texts), _CHUNK):
+            values, offsets = shingle_hashes(texts[start:start + _CHUNK])
+            chunk = minhash_signatures(values, offsets, carrier.permutations)
+            signatures[start:start + len(chunk)] = chunk
+            for k in (start + np.flatnonzero(np.diff(offsets) > 0)).tolist():
+                carrier.hashvalues = signatures[k]
+                session.insert(k, carrier, check_duplication=False)
+            bar.update(len(offsets) - 1)
+    return signatures, lsh
+
+
+def _estimate_margin(threshold: float, num_perm: int) -> float:
+    """How far below the threshold a MinHash estimate may fall and the pair still be checked exactly:
+    four standard errors at the threshold."""
+    return max(4.0 * math.sqrt(threshold * (1.0 - threshold) / num_perm), 2.0 / num_perm)
+
+
+def _candidate_pairs(lsh, signatures, *, floor: float, left=None, right=None) -> np.ndarray:
+    """Pairs ``(u, v)``, ``u < v``, of keys that share a bucket in some band of the index (read through
+    datasketch's storage interface: ``itemcounts`` and ``get`` of each band's hash table) and whose
+    MinHash estimate is at least ``floor``; with ``left`` / ``right`` (a boolean per key), only pairs
+    with one side in ``left`` and the other in ``right`` (evaluation and train rows somewhere).
+
+    Sorted, without repeats. A bucket is compared in blocks (bounded memory); a bucket of templated
+    texts can hold thousands of keys whose pairs are mostly below the threshold, so its pairs are
+    never all materialised."""
+    small, medium, medium_sizes, large = [], [], [], []
+    for table in lsh.hashtables:
+        counts = table.itemcounts()
+        sizes = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+        shared = np.flatnonzero(sizes >= 2)
+        if not shared.size:
+            continue
+        buckets = list(counts)
+        for at in shared.tolist():
+            members = table.get(buckets[at])
+            if sizes[at] == 2:
+                small.extend(members)
+            elif sizes[at] <= _MEDIUM_BUCKET:
+                medium.extend(members)
+                medium_sizes.append(sizes[at])
+            else:
+                large.append(np.sort(np.fromiter(members, dtype=np.int64, count=len(members))))
+    n = np.int64(len(signatures))
+    pairs = [np.asarray(small, dtype=np.int64).reshape(-1, 2)]
+    medium, medium_sizes = np.asarray(medium, dtype=np.int64), np.asarray(medium_sizes, dtype=np.int64)
+    starts = np.cumsum(medium_sizes) - medium_sizes
+    for size in np.unique(medium_sizes).tolist():  # the buckets of one size as rows of a matrix
+        members = medium[starts[medium_sizes == size, None] + np.arange(size)]
+        u, v = np.triu_indices(size, 1)
+        pairs.append(np.stack([members[:, u].reshape(-1), members[:, v].reshape(-1)], axis=1))
+    pairs = np.concatenate(pairs)
+    u, v = np.minimum(pairs[:, 0], pairs[:, 1]), np.maximum(pairs[:, 0], pairs[:, 1])
+    keys = distinct(u * n + v)  # a pair sharing buckets in several bands once
+    u, v = keys // n, keys % n
+    if left is not None:
+        wanted = (left[u] & right[v]) | (left[v] & right[u])
+        u, v = u[wanted], v[wanted]
+    keep = np.zeros(len(u), dtype=bool)
+    for start in range(0, len(u), 200_000):
+        a, b = u[start:start + 200_000], v[start:start + 200_000]
+        keep[start:start + len(a)] = (signatures[a] == signatures[b]).mean(axis=1) >= floor
+    keys = [u[keep] * n + v[keep]]
+    for members in large:
+        keys.append(_bucket_pairs(members, signatures, floor=floor, left=left, right=right))
+    keys = distinct(np.concatenate(keys))
+    return np.stack([keys // n, keys % n], axis=1)
+
+
+def _bucket_pairs(members, signatures, *, floor: float, left=None, right=None) -> np.ndarray:
+    """The pairs of one large bucket with a MinHash estimate >= ``floor``, compared block by block
+    (each of ``rows`` against every one of ``columns``: evaluation against train keys when masks are
+    given), as keys ``u * n + v`` with ``u < v``."""
+    rows = members if left is None else members[left[members]]
+    columns = members if right is None else members[right[members]]
+    n = np.int64(len(signatures))
+    if not rows.size or not columns.size:
+        return np.empty(0, dtype=np.int64)
+    against = signatures[columns]
+    block = max(1, _BLOCK_BYTES // (columns.size * signatures.shape[1]))
+    out = []
+    for start in range(0, rows.size, block):
+        mine = rows[start:start + block]
+        estimate = (signatures[mine][:, None, :] == against[None, :, :]).mean(axis=2)
+        i, j = np.nonzero(estimate >= floor)
+        u, v = mine[i], columns[j]
+        different = u != v
+        u, v = u[different], v[different]
+        out.append(np.minimum(u, v) * n + np.maximum(u, v))
+    return np.concatenate(out)
+
+
+def exact_jaccard(texts: list, pairs) -> np.ndarray:
+    """The exact Jaccard similarity of the character n-gram sets of each pair of ``texts``: the
+    texts' shingle sets as rows of a binary sparse matrix, the pairs' intersections as the row sums
+    of elementwise products (scipy), in chunks."""
+    from scipy import sparse
+
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    involved = distinct(pairs.reshape(-1))
+    values, offsets = shingle_hashes([texts[k] for k in involved])
+    columns = np.unique(values, return_inverse=True)[1].reshape(-1)
+    rows = np.repeat(np.arange(involved.size), np.diff(offsets))
+    matrix = sparse.csr_matrix((np.ones(values.size, dtype=np.int32), (rows, columns)),
+                               shape=(involved.size, int(columns.max(initial=-1)) + 1))
+    matrix.sum_duplicates()
+    matrix.data[:] = 1  # sets, not bags
+    matrix.sort_indices()
+    sizes = np.diff(matrix.indptr)
+    u, v = np.searchsorted(involved, pairs[:, 0]), np.searchsorted(involved, pairs[:, 1])
+    common = np.zeros(len(pairs), dtype=np.int64)
+    for start in range(0, len(pairs), 200_000):
+        a, b = u[start:start + 200_000], v[start:start + 200_000]
+        common[start:start + len(a)] = np.asarray(matrix[a].multiply(matrix[b]).sum(axis=1)).reshape(-1)
+    return common / np.maximum(sizes[u] + sizes[v] - common, 1)
+
+
+def near_duplicate_pairs(texts: list, *, threshold: float, num_perm: int = NUM_PERM, progress: bool = False,
+                         left=None, right=None, groups=None):
+    """Pairs of ``texts`` whose character n-gram sets have a Jaccard similarity >= ``threshold``:
+    ``(u, v, jaccard, search)`` with ``u < v`` (positions in ``texts``), from the LSH candidates, each
+    confirmed with the exact Jaccard. Candidates whose MinHash estimate is more than four standard
+    errors below the threshold are dropped before the exact check. ``left`` / ``right`` (booleans per
+    text) keep only pairs of a ``left`` text and a ``right`` one (evaluation and train rows).
+
+    ``groups`` (an integer per text, :func:`text_groups`) keeps only pairs within one group: each group
+    is searched on its own, with its own LSH index (whose memory, a few KiB per text, is then bounded by
+    the largest group), and a group without both a ``left`` and a ``right`` text is not searched."""
+    if groups is not None:
+        return _grouped_pairs(texts, np.asarray(groups), threshold=threshold, num_perm=num_perm,
+                              progress=progress, left=left, right=right)
+    signatures, lsh = minhash_lsh(texts, threshold=threshold, num_perm=num_perm, progress=progress)
+    bands, rows = lsh.b, lsh.r
+    pairs = _candidate_pairs(lsh, signatures, floor=threshold - _estimate_margin(threshold, num_perm),
+                             left=left, right=right)
+    del lsh
+    jaccard = exact_jaccard(texts, pairs)
+    found = jaccard >= threshold
+    return pairs[found, 0], pairs[found, 1], jaccard[found], {"candidates": int(len(pairs)), "bands": bands,
+                                                               "rows_per_band": rows}
+
+
+def _grouped_pairs(texts: list, groups: np.ndarray, *, threshold: float, num_perm: int, progress: bool,
+                   left=None, right=None):
+    """:func:`near_duplicate_pairs` group by group (in the order of the group numbers), the pairs put
+    back into positions of ``texts``; ``search["candidates"]`` sums the groups'."""
+    bands, rows = lsh_parameters(threshold, num_perm)
+    found, candidates = [], 0
+    order = np.argsort(groups, kind="stable")  # each group's texts in their order in ``texts``
+    bounds = np.flatnonzero(np.diff(groups[order])) + 1
+    for members in np.split(order, bounds):
+        if members.size < 2 or (left is not None and not left[members].any()) \
+                or (right is not None and not right[members].any()):
+            continue
+        u, v, jaccard, search = near_duplicate_pairs(
+            [texts[k] for k in members.tolist()], threshold=threshold, num_perm=num_perm, progress=progress,
+            left=None if left is None else left[members], right=None if right is None else right[members])
+        found.append((members[u], members[v], jaccard))
+        candidates += search["candidates"]
+    u, v, jaccard = (np.concatenate(parts) for parts in zip(*found)) if found else \
+        (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
+    return u, v, jaccard, {"candidates": candidates, "bands": bands, "rows_per_band": rows}
+
+
+def text_groups(pool, columns) -> np.ndarray:
+    """A group number per distinct text (``columns.texts``; ``columns.text`` numbers each pool row's): the connected
+    components of the graph that links each text to the configs that hold it. A near-duplicate counts
+    only between an evaluation row and a train row of one config, so two texts of different groups are
+    never compared (CURRICULUM's phenomena share no rows: each is its own group)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    text, n = columns.text, len(columns.texts)
+    configs = {config: k for k, config in enumerate(dict.fromkeys(config for config, _ in pool.rows))}
+    links = []
+    for (config, _), rows in pool.rows.items():
+        held = distinct(text[rows])
+        held = held[held >= 0]
+        links.append(np.stack([held, np.full(held.size, n + configs[config], dtype=np.int64)]))
+    links = np.concatenate(links, axis=1) if links else np.zeros((2, 0), dtype=np.int64)
+    size = n + len(configs)
+    graph = coo_matrix((np.ones(links.shape[1], dtype=np.int8), (links[0], links[1])), shape=(size, size))
+    return connected_components(graph, directed=False)[1][:n].astype(np.int64)
+
