@@ -98,6 +98,14 @@ class HarnessTask:
         return {"kind": self.kind, "metric": self.metric}
 
     @classmethod
+    def for_task(cls, task: str) -> "HarnessTask | None":
+        """What a release that records no harness task is scored as, from its :class:`Fields` task: CheckList test
+        cases as multiple choice, semantic parsing as generation, classification as classification; text: none."""
+        kind = {"behavioural": "multiple_choice", "semantic_parsing": "generation",
+                "classification": "classification"}.get(task)
+        return cls(kind) if kind else None
+
+    @classmethod
     def from_record(cls, value) -> "HarnessTask | None":
         if not isinstance(value, dict) or value.get("kind") not in HARNESS_KINDS:
             return None

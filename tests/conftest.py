@@ -289,12 +289,13 @@ def family_args(shared, tmp_path_factory) -> dict:
     return args
 
 
-FAMILY_BUILD = ("--seed", "7", "--null-splits", "200")  # what every shared release is built with
+FAMILY_NULL_SPLITS = 50  # random splits behind the shared releases' diagnostics (enough to test them; fewer to build)
+FAMILY_BUILD = ("--seed", "7", "--null-splits", str(FAMILY_NULL_SPLITS))  # what every shared release is built with
 
 
 class FamilyReleases:
     """One release folder per family, built through the CLI from its example arguments with ``--seed 7
-    --null-splits 200`` when a test first asks for it, and shared by every test of the session.
+    --null-splits 50`` when a test first asks for it, and shared by every test of the session.
 
     Read-only: a test that changes a release copies it to its own ``tmp_path`` first. What each folder holds
     (every file's size and modification time) is recorded when it is built and checked at the end of the

@@ -295,7 +295,7 @@ def _real_texts(shared) -> dict:
     return texts
 
 
-SAMPLE = 20  # every 20th distinct text here; `python benchmarks/word_lengths.py` compares all of them
+SAMPLE = 60  # every 60th distinct text here; `python benchmarks/word_lengths.py` compares all of them
 
 
 def test_word_lengths_equal_nltk_on_real_texts_of_snli_boolq_and_curriculum(shared):

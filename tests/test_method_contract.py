@@ -326,7 +326,7 @@ def test_the_sixth_methods_release_records_its_declarations(family_releases):
 
 
 def test_the_card_reads_a_categorical_signal_as_categories_not_as_a_mean(family_releases):
-    """Built with 200 random splits: the diagnostics section is there, and it never averages cluster ids."""
+    """Built with random splits: the diagnostics section is there, and it never averages cluster ids."""
     card = (family_releases["cluster"] / "README.md").read_text(encoding="utf-8")
     assert "## Diagnostics against random splits" in card
     assert "mean `cluster`" not in card and "mean cluster" not in card

@@ -11,7 +11,7 @@ import datasets
 import pytest
 import yaml
 
-from conftest import FAMILIES, cli_command, verify_rescore
+from conftest import FAMILIES, FAMILY_NULL_SPLITS, cli_command, verify_rescore
 from split_builders.api import CommonOptions, registry
 from split_builders.cli import main
 
@@ -19,7 +19,7 @@ from split_builders.cli import main
 
 @pytest.fixture(scope="module")
 def releases(family_releases):
-    """One release folder per family (the session's shared, read-only ones: ``--seed 7 --null-splits 200``)."""
+    """One release folder per family (the session's shared, read-only ones: ``--seed 7 --null-splits 50``)."""
     return family_releases
 
 
@@ -253,7 +253,7 @@ def test_every_card_carries_diagnostics_against_random_splits(family, releases):
     card = (releases[family] / "README.md").read_text(encoding="utf-8")
     assert "## Diagnostics against random splits" in card
     meta = front_matter(releases[family])["resplit"]
-    assert meta["diagnostics"]["null_splits"] == 200
+    assert meta["diagnostics"]["null_splits"] == FAMILY_NULL_SPLITS
     for config, entry in meta["configs"].items():
         evaluated = [s for s in ("validation", "test") if entry["rows"].get(s)]
         if not evaluated:
@@ -282,7 +282,7 @@ def test_diagnose_on_a_release_built_without_them_gives_the_cards_numbers(family
     bare = (out / "README.md").read_text(encoding="utf-8")
     assert "## Diagnostics against random splits" not in bare and "diagnostics" not in front_matter(out)["resplit"]
     capsys.readouterr()
-    assert main(["diagnose", str(out), "--json", "--no-progress"]) == 0
+    assert main(["diagnose", str(out), "--json", "--no-progress", "--null-splits", str(FAMILY_NULL_SPLITS)]) == 0
     report = json.loads(capsys.readouterr().out)
     carded = front_matter(releases[family])["resplit"]["configs"]
     assert report["configs"] and set(report["configs"]) <= set(carded)

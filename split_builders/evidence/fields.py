@@ -18,14 +18,15 @@ releases older than the declarations:
 - **label**: the recorded label field, else ``label`` / ``labels`` / ``gold_label``;
 - **group**: ``parameters.group_field``; **signals**: the recorded method's ``signal_columns`` and their kinds;
 - **task**: behavioural (a CheckList release, or test outcomes without a label), semantic parsing (a target),
-  classification (a label), else text; **program language**: the recorded one, else guessed from the programs.
+  classification (a label), else text; **program language**: the recorded one, else guessed from the programs;
+  **harness task**: the recorded one, else the task's (:meth:`~split_builders.contracts.HarnessTask.for_task`).
 
 Every view (audit, diagnostics, probe), the harness export and ``resplit show`` read this one answer.
 """
 
 from __future__ import annotations
 
-from split_builders.contracts import SIGNAL_KINDS, Fields
+from split_builders.contracts import SIGNAL_KINDS, Fields, HarnessTask
 from split_builders.errors import InvalidParameterError
 
 LABEL_NAMES = ("label", "labels", "gold_label")
@@ -136,6 +137,8 @@ def resolve_fields(table, record: dict | None = None, *, requested=None, where: 
         fields.text = tuple(f for f in dict.fromkeys(requested) if f != fields.target)
     if fields.target is not None and fields.program_language is None:
         fields.program_language = recorded_language(record) or _guess_language(table.column(fields.target))
+    if fields.harness is None:  # a release older than the declaration: what its task is scored as
+        fields.harness = HarnessTask.for_task(fields.task)
     return fields
 
 

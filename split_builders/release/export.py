@@ -288,31 +288,37 @@ def task_config(folder: Path, config: _Config, fields: Fields, *, group: str, re
     if not splits:
         raise _Skip("no train, validation or test rows")
     task = {"task": f"{group}_{config.name}", "task_alias": config.name}
-    if fields.task == "behavioural":
+    kind = fields.harness.kind if fields.harness is not None else None
+    if kind is None:
+        raise _Skip("the release declares no harness task (its rows carry neither a label nor a target program)")
+    if kind == "multiple_choice":  # CheckList test cases: each brings its own expected prediction
         return {**task, **_behavioural(folder, config, fields, record, splits)}
     text = [name for name in fields.text if name in config.features]
     if not text:
         raise _Skip(f"none of its text fields ({', '.join(fields.text) or 'none recorded'}) is a column")
-    if fields.target:
+    if kind == "generation":
+        if not fields.target:
+            raise _Skip("it declares a generation task but no target column")
         _check_columns(config, [*text, fields.target])
         return {**task, **splits, "output_type": "generate_until", "doc_to_text": _prompt(text, fields.target),
-                "doc_to_target": fields.target, **_generation()}
-    if fields.label:
-        # a declared label field is released as ``label`` (a ClassLabel) where the label policy applies
-        label = fields.label if fields.label in config.features or "label" not in config.features else "label"
-        _check_columns(config, [*text, label])
-        names, class_label = _label_names(folder, config, label, fields)
-        target = (label if class_label
-                  else f"{{{{ {json.dumps(list(names), ensure_ascii=False)}.index({label}|string) }}}}")
-        return {**task, **splits, "output_type": "multiple_choice", "doc_to_text": _prompt(text, label),
-                "doc_to_target": target, "doc_to_choice": list(names), **_choice_metrics()}
-    raise _Skip("its rows carry neither a label nor a target program")
+                "doc_to_target": fields.target, **_generation(fields.harness.metric)}
+    if not fields.label:
+        raise _Skip("it declares a classification task but no label column")
+    # a declared label field is released as ``label`` (a ClassLabel) where the label policy applies
+    label = fields.label if fields.label in config.features or "label" not in config.features else "label"
+    _check_columns(config, [*text, label])
+    names, class_label = _label_names(folder, config, label, fields)
+    target = (label if class_label
+              else f"{{{{ {json.dumps(list(names), ensure_ascii=False)}.index({label}|string) }}}}")
+    return {**task, **splits, "output_type": "multiple_choice", "doc_to_text": _prompt(text, label),
+            "doc_to_target": target, "doc_to_choice": list(names), **_choice_metrics()}
 
 
-def _generation() -> dict:
+def _generation(metric: str) -> dict:
+    """A generation task's options, scored by the declared ``metric`` (exact match: case and punctuation count)."""
+    exact = {"ignore_case": False, "ignore_punctuation": False} if metric == "exact_match" else {}
     return {"generation_kwargs": {"until": ["\n"], "do_sample": False, "max_gen_toks": MAX_GEN_TOKS},
-            "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True,
-                             "ignore_case": False, "ignore_punctuation": False}]}
+            "metric_list": [{"metric": metric, "aggregation": "mean", "higher_is_better": True, **exact}]}
 
 
 def _choice_metrics() -> dict:
@@ -338,7 +344,8 @@ def _behavioural(folder: Path, config: _Config, fields: Fields, record: dict, sp
                         f"(known: {', '.join(SUITE_LABEL_NAMES)})")
         return {**base, "output_type": "multiple_choice", "doc_to_target": "{{label|int}}",
                 "doc_to_choice": list(names), **_choice_metrics()}
-    return {**base, "output_type": "generate_until", "doc_to_target": "{{label}}", **_generation()}
+    # answers as text (SQuAD): generated and matched exactly
+    return {**base, "output_type": "generate_until", "doc_to_target": "{{label}}", **_generation("exact_match")}
 
 
 def _labelled(path: Path) -> list:
