@@ -7,6 +7,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+# Test worker processes (pytest-xdist); each test file runs whole in one worker, so module fixtures are built once.
+TEST_WORKERS ?= 2
 BIN := $(VENV)/bin
 # Converted model and score cache inside the checkout (ignored by git).
 export RESPLIT_CACHE ?= $(CURDIR)/.cache/resplit
@@ -30,7 +32,7 @@ demo: install
 	$(BIN)/resplit show $(DEMO_OUT) ll_split_pt_len
 
 test: install
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .cache demo_out
