@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from split_builders.contracts import (HOOKS, SIGNAL_KINDS, TASKS, Context, Fields, HarnessTask, Loaded, Signal,
                                       SourceInfo, SplitMethod)
-from split_builders.options import (DEFAULT_NULL_SPLITS, MAX_NULL_SPLITS, NULL_SPLITS_ENV, CommonOptions, _members,
-                                    check_type, default_null_splits, option)
+from split_builders.options import (DEFAULT_NULL_SPLITS, MAX_NULL_SPLITS, NULL_SPLITS_ENV, CommonOptions, check_type,
+                                    default_null_splits, option)
 from split_builders.registry import get_method, register, registry, unregister
 from split_builders.splits import (SPLITS, BaseSplitter, ConfigSplit, Split, check_number, check_random_state,
                                    check_size, parse_size, resolve_size)

@@ -313,21 +313,32 @@ class FamilyReleases:
 
     def __getitem__(self, family: str) -> Path:
         if family not in self._built:
-            from split_builders.cli import main
-
             args = self.args[family]
             if args is None:
                 self._built[family] = f"{family} declares no example_arguments"
             else:
-                out = self.root / family
-                code = main([family, *args, *FAMILY_BUILD, "--out", str(out), "--no-progress"])
-                self._built[family] = out if code == 0 else f"the example build of {family} exited {code}"
-                if code == 0:
-                    self._state[family] = _folder_state(out)
+                self._built[family] = self._build_once(family, args)
+                if isinstance(self._built[family], Path):
+                    self._state[family] = _folder_state(self._built[family])
         built = self._built[family]
         if isinstance(built, str):
             pytest.fail(built)
         return built
+
+    def _build_once(self, family: str, args: list):
+        """The release folder, built by the first test process that asks for it (``make test`` runs several,
+        pytest-xdist): the others wait on its lock and read the same folder. A failed build is the message."""
+        from filelock import FileLock
+
+        from split_builders.cli import main
+
+        out, done = self.root / family, self.root / f"{family}.done"
+        with FileLock(str(self.root / f"{family}.lock")):
+            if not done.exists():
+                code = main([family, *args, *FAMILY_BUILD, "--out", str(out), "--no-progress"])
+                done.write_text("" if code == 0 else f"the example build of {family} exited {code}")
+        failure = done.read_text()
+        return failure if failure else out
 
     def changed(self) -> dict:
         """``{family: [paths]}`` of the shared releases whose files differ from what their build wrote."""
@@ -348,7 +359,12 @@ def _folder_state(folder: Path) -> dict:
 @pytest.fixture(scope="session")
 def family_releases(family_args, tmp_path_factory):
     """:class:`FamilyReleases`: ``family_releases[family]`` is a release folder (read-only) of that family."""
-    releases = FamilyReleases(family_args, tmp_path_factory.mktemp("family-releases"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one folder for every worker of this run
+        root = tmp_path_factory.getbasetemp().parent / "family-releases"
+        root.mkdir(exist_ok=True)
+    else:
+        root = tmp_path_factory.mktemp("family-releases")
+    releases = FamilyReleases(family_args, root)
     yield releases
     changed = releases.changed()
     assert not changed, f"a test changed a shared release (copy it to tmp_path first): {changed}"

@@ -743,7 +743,7 @@ def test_every_option_checks_its_type_naming_the_option_and_the_type(builder):
     import dataclasses
     import typing
 
-    from split_builders.api import _members
+    from split_builders.options import _members
     from split_builders.errors import InvalidParameterError
 
     method = registry()[builder]

@@ -44,7 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import HarnessTask, SPLITS, CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.api import (SPLITS, CommonOptions, Fields, HarnessTask, Loaded, Signal, SourceInfo, SplitMethod,
+                                option)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.behavioural import BELUGA_SEED, behavioural_configs, resolve_names
 
@@ -206,14 +207,15 @@ class BehaviouralMethod(SplitMethod):
             config.rows = rows
         return configs
 
+    def example_arguments(self, data, work) -> list:
+        """CheckList's sentiment suite (JSON)."""
+        return ["--source", str(Path(data) / "data" / "checklist" / "sentiment_suite.json.gz")]
+
 
 # ---------------------------------------------------------------------------------------
 # The rows: one per test case
 # ---------------------------------------------------------------------------------------
 
-    def example_arguments(self, data, work) -> list:
-        """CheckList's sentiment suite (JSON)."""
-        return ["--source", str(Path(data) / "data" / "checklist" / "sentiment_suite.json.gz")]
 
 
 @dataclass

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from split_builders.api import HarnessTask, CommonOptions, ConfigSplit, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.api import (CommonOptions, ConfigSplit, Fields, HarnessTask, Loaded, Signal, SourceInfo,
+                                SplitMethod, option)
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.pvi.columns import pvi_figure, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir

@@ -22,8 +22,8 @@ import numpy as np
 
 from loading_scripts import TASKS
 from loading_scripts.labels import encode_labels
-from split_builders.api import (HarnessTask, CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, check_number,
-                                check_size, option, parse_size)
+from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, Signal, SourceInfo, SplitMethod,
+                                check_number, check_size, option, parse_size)
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.given import given_scores_record
 from split_builders.signals.lm.prompts import NAMED_TEMPLATES
@@ -467,17 +467,18 @@ class LikelihoodMethod(SplitMethod):
             config.rows = rows
         return configs
 
-
-# ---------------------------------------------------------------------------------------------
-# Helpers
-# ---------------------------------------------------------------------------------------------
-
     def example_arguments(self, data, work) -> list:
         """The SNLI rows of the reference implementation with its own log-likelihoods."""
         snli = Path(data) / "reference" / "likelihood" / "inputs" / "snli"
         return ["--source", str(snli / "all_examples.csv"), "--prompt-field", "premise", "--query-field", "hypothesis",
                 "--label-field", "gold_label", "--scores", str(snli / "all_examples__False_loglikelihoods.npy"),
                 "--dev-size", "200", "--test-size", "200", "--length-buckets", "4"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
+
 
 
 def resolve_dtype(dtype: str, device: str | None) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import HarnessTask, CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.api import CommonOptions, Fields, HarnessTask, Loaded, Signal, SourceInfo, SplitMethod, option
 from split_builders.errors import FieldError, InvalidParameterError, SourceLoadError
 from split_builders.signals.pvi.columns import pvi_figure, pvi_summary, summary_markdown, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir

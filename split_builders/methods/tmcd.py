@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (HarnessTask, CommonOptions, Fields, Loaded, Signal, SourceInfo, SplitMethod, check_size, option,
-                                parse_size)
+from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, Signal, SourceInfo, SplitMethod, check_size,
+                                option, parse_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.compositional import BUILT
 
