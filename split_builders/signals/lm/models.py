@@ -164,7 +164,14 @@ def ensure_local(ref: ModelRef) -> Path:
     this first.
     """
     if ref.gguf_file is not None and not (ref.path / "config.json").is_file():
-        _convert_gguf(Path(ref.gguf_file), ref.path)
+        from filelock import FileLock
+
+        ref.path.parent.mkdir(parents=True, exist_ok=True)
+        # One conversion among processes that start together (test workers, accelerate's processes): the others
+        # wait for it and load the folder it wrote.
+        with FileLock(str(ref.path.parent / f".{ref.path.name}.convert.lock")):
+            if not (ref.path / "config.json").is_file():
+                _convert_gguf(Path(ref.gguf_file), ref.path)
     return ref.path
 
 
