@@ -174,6 +174,8 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
 
 
 def _build(method, options, context, out, overrides) -> BuildResult:
+    from split_builders.splitters.groups import size_gaps
+
     loaded, notes = _load(method, options, context)
     if options.dedupe:
         loaded = _drop_duplicates(method, loaded)
@@ -182,8 +184,6 @@ def _build(method, options, context, out, overrides) -> BuildResult:
         loaded.groups = method.groups(loaded, options.group_field)
     signal = method.signal(loaded, options, context)
     configs = method.configs(loaded, signal, options)
-    from split_builders.splitters.groups import size_gaps
-
     size_notes = size_gaps(configs)  # whole groups made sizes differ from the requested ones
     for line in size_notes if context.is_main_process else ():
         context.log(f"note: whole `{options.group_field}` groups: {line}")

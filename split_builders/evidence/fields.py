@@ -78,10 +78,7 @@ def method_signal_columns(record: dict) -> dict:
     from split_builders.registry import registry
 
     method = registry().get(record.get("method"))
-    columns = getattr(method, "signal_columns", None) or {}
-    if not isinstance(columns, dict):  # an older declaration: a tuple of continuous columns
-        columns = {c: "continuous" for c in columns}
-    return {c: k for c, k in columns.items() if k in SIGNAL_KINDS}
+    return {c: k for c, k in (getattr(method, "signal_columns", None) or {}).items() if k in SIGNAL_KINDS}
 
 
 def recorded_language(record: dict) -> str | None:
