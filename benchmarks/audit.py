@@ -1,9 +1,12 @@
-"""How fast the leakage audit is, and how much of the near-duplicate search's target it finds.
+"""How fast the leakage audit and the contamination check are, and how much of the near-duplicate search's target
+they find: the LSH engine of the audit (LSH bands in numpy) side by side with datasketch's MinHashLSH and rensa's
+(Rust) RMinHashLSH on the same rows.
 
-    python benchmarks/audit.py                              # 20k, 100k, 570k rows, then the recall sample
+    python benchmarks/audit.py                              # 20k, 100k, 570k rows, the engines, the recall sample
     python benchmarks/audit.py --sizes 20000,100000 --eval 1000 --train 5000
     python benchmarks/audit.py --json                       # last line: one JSON object
-    python benchmarks/audit.py --no-before                  # only the current MinHash (skip the slow column)
+    python benchmarks/audit.py --no-before                  # only the current engine (skip datasketch's column)
+    python benchmarks/audit.py --against 20000:570000,20000:2000000   # eval rows : OTHER rows, streamed
     python benchmarks/audit.py --curriculum ../shared/data/curriculum/tasks   # the audit inside a full build
 
 **Speed.** SNLI has 570k rows, but only its dev and test files (19,666 labelled rows) are here
@@ -12,32 +15,34 @@ ones (the first half of one sentence's words and the second half of another's), 
 per premise as in SNLI's train split, seeded. Five configs are drawn at random over all rows (each a
 seeded permutation: 10,000 validation and 10,000 test rows per 570k, the rest train), and the audit
 (:func:`split_builders.evidence.audit.audit`, the function builds and ``resplit audit`` use) runs on
-them as a build hands them over: one Arrow table and each config's row positions. The time includes
-everything (distinct rows, normalisation, shingles, MinHash, LSH, confirming candidates, the five
-configs' counts and examples), not the import of ``datasketch`` (about half a second). The growth
-exponent ``b`` of ``time ~ a * rows ** b`` is fitted on the log-log points (1 is linear).
+them as a build hands them over: one Arrow table and each config's row positions. Each size runs twice, each
+in a fresh Python process: *datasketch* (the same signatures inserted one text at a time into datasketch's
+``MinHashLSH``, the former engine, ``near_duplicate_pairs(engine="datasketch")``) and *bands* (each band's
+keys sorted in numpy, the current engine). Printed side by side: seconds, CPU seconds, rows/s and the
+audit's peak memory (the process's peak resident set less its resident set before the audit); the two
+reports must be identical (same signatures, same buckets), which the last column says.
 
-**Before / after.** Each size runs twice, each run in a fresh Python process: *before* with the
-audit's former MinHash (one datasketch ``MinHash`` cleared and ``update_batch``-ed per text, kept here
-as :func:`per_text_minhash_lsh`) and one LSH index over every text, *after* with the current one (the
-signatures of a whole chunk in numpy, :func:`split_builders.evidence.near_duplicates.minhash_signatures`, and one
-index per group of configs that share rows, :func:`split_builders.evidence.near_duplicates.text_groups`); both
-insert into datasketch's ``MinHashLSH``. Printed side by side: seconds, rows/s, and the audit's peak memory (the process's peak
-resident set less its resident set before the audit); the two runs' reports must be identical (the
-signatures are bit for bit the same), which the last column says.
+**Engines.** On a sample of the largest table (``--eval`` evaluation rows, ``--train`` train rows; a tenth of
+the evaluation rows replaced by a copy of a train row with one word changed), every evaluation-train pair of
+different texts whose exact Jaccard of character 5-grams is at least the threshold is found by a naive
+all-pairs comparison (sparse matrix products, scipy): the truth. Then each engine searches the same texts with
+the same LSH parameters (bands x rows) and confirms its candidates with the same exact Jaccard: *bands*
+(the audit's), *datasketch* (``MinHashLSH``) and *rensa* (``RMinHash.from_token_sets`` of each text's 5-gram
+strings, ``RMinHashLSH`` with ``bands * rows`` permutations, ``query_all``). Printed: seconds, pairs found,
+recall against the truth, and the pairs not in the truth (precision is 1 when there are none).
+
+**Against.** ``--against EVAL:OTHER`` checks ``EVAL`` SNLI-like evaluation rows against an ``OTHER``-row
+Parquet file streamed in chunks (:func:`split_builders.evidence.contamination.contamination`, what ``resplit
+audit TARGET --against OTHER`` runs), each in a fresh process: seconds and peak memory, so that growth with
+OTHER's rows (linear) and memory bounded by the evaluation rows show.
 
 **Inside a build.** ``--curriculum TASKS`` runs ``resplit curriculum --data TASKS --out <tmp>
---no-inoculation --no-progress`` (the 36 phenomena) before and after, each in a fresh process, and
+--no-inoculation --no-progress`` (the 36 phenomena) with each engine, each in a fresh process, and
 times :func:`split_builders.evidence.audit.audit` inside it (a wrapper): the build's seconds, the
 audit's seconds and share, the audit's peak memory above the resident set at its start (sampled every
 20 ms) and the process's peak.
 
-**Recall.** On a sample of the largest table (``--eval`` evaluation rows, ``--train`` train rows; a
-tenth of the evaluation rows replaced by a copy of a train row with one word changed), every
-evaluation-train pair of different texts whose exact Jaccard similarity of character 5-grams (the
-audit's own shingles) is at least the threshold is found by a naive all-pairs comparison (sparse
-matrix products of the shingle sets, scipy), and compared with the pairs the audit's MinHash LSH
-search returns: recall = found / all, printed side by side with both times.
+The machine is shared: compare the columns of one run (ratios), not runs on different days.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ import argparse
 import gzip
 import hashlib
 import json
-import operator
+import os
 import platform
 import resource
 import subprocess
@@ -119,29 +124,14 @@ def random_configs(n: int, k: int = 5, seed: int = 0) -> dict:
     return configs
 
 
-def per_text_minhash_lsh(texts: list, *, threshold: float, num_perm: int = 64, progress: bool = False):
-    """The audit's former ``minhash_lsh`` (the *before* column): one datasketch ``MinHash`` cleared and
-    ``update_batch``-ed with each text's shingle hashes, then inserted into the LSH index."""
-    from datasketch import MinHash, MinHashLSH
+def use_engine(mode: str) -> None:
+    """Make the audit search with ``mode``'s engine (``datasketch`` or ``bands``, the default)."""
+    from functools import partial
 
-    from split_builders.evidence.near_duplicates import (_CHUNK, MINHASH_SCHEME, MINHASH_SEED, lsh_parameters,
-                                                         shingle_hashes)
+    from split_builders.evidence import audit as audit_module, near_duplicates
 
-    bands, rows = lsh_parameters(threshold, num_perm)
-    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, params=(bands, rows))
-    minhash = MinHash(num_perm=num_perm, seed=MINHASH_SEED, hashfunc=operator.index, scheme=MINHASH_SCHEME)
-    signatures = np.zeros((len(texts), num_perm), dtype=np.uint32)
-    with lsh.insertion_session(buffer_size=_CHUNK) as session:
-        for start in range(0, len(texts), _CHUNK):
-            values, offsets = shingle_hashes(texts[start:start + _CHUNK])
-            shingles = np.split(values, offsets[1:-1]) if len(offsets) > 1 else []
-            for k, row in enumerate(shingles):
-                if row.size:
-                    minhash.clear()
-                    minhash.update_batch(row.tolist())
-                    signatures[start + k] = minhash.hashvalues
-                    session.insert(start + k, minhash, check_duplication=False)
-    return signatures, lsh
+    if mode == "datasketch":
+        audit_module.near_duplicate_pairs = partial(near_duplicates.near_duplicate_pairs, engine="datasketch")
 
 
 def _resident_mb() -> float:
@@ -150,15 +140,14 @@ def _resident_mb() -> float:
 
 
 def one_run(n: int, mode: str, threshold: float) -> dict:
-    """One audit of ``n`` rows in this process with the ``before`` or ``after`` MinHash: seconds, the
-    audit's peak memory above the resident set before it (MiB), and a digest of the report."""
+    """One audit of ``n`` rows in this process with ``mode``'s engine: seconds, the audit's peak memory
+    above the resident set before it (MiB), and a digest of the report."""
     import datasketch  # noqa: F401  (imported outside the timing)
 
-    from split_builders.evidence import audit as audit_module, near_duplicates
+    from split_builders.evidence import near_duplicates
 
-    if mode == "before":
-        near_duplicates.minhash_lsh = per_text_minhash_lsh
-        audit_module.text_groups = lambda pool, columns: None  # one index over every text
+    near_duplicates.permutations()  # datasketch's permutations, outside the timing
+    use_engine(mode)
     table, configs = snli_like(n), random_configs(n)
     before, cpu = _resident_mb(), time.process_time()
     seconds, report = time_audit(table, configs, threshold)
@@ -185,11 +174,9 @@ def curriculum_run(tasks: str, mode: str) -> dict:
     import threading
 
     from split_builders.cli import main as resplit
-    from split_builders.evidence import audit as audit_module, near_duplicates
+    from split_builders.evidence import audit as audit_module
 
-    if mode == "before":
-        near_duplicates.minhash_lsh = per_text_minhash_lsh
-        audit_module.text_groups = lambda pool, columns: None  # one index over every text
+    use_engine(mode)
     inner, seen = audit_module.audit, {}
 
     def timed(*args, **kwargs):
@@ -231,7 +218,7 @@ def curriculum_run(tasks: str, mode: str) -> dict:
 def curriculum(tasks: str, before: bool) -> list:
     """:func:`curriculum_run` after (and before) in fresh processes, printed side by side."""
     runs = []
-    for mode in ("before", "after") if before else ("after",):
+    for mode in ("datasketch", "bands") if before else ("bands",):
         out = subprocess.run([sys.executable, __file__, "--curriculum", tasks, "--mode", mode, "--one", "-1"],
                              capture_output=True, text=True, check=True).stdout
         runs.append(json.loads(out.strip().splitlines()[-1]))
@@ -303,7 +290,7 @@ def naive_pairs(evaluation: list, train: list, threshold: float) -> tuple[set, f
     found = set()
     for start_row in range(0, len(evaluation), 250):
         common = (left[start_row:start_row + 250] @ right).toarray()
-        union = sizes[start_row:start_row + 250, None] + sizes[None, len(evaluation):] - common
+        union = sizes[start_row:min(start_row + 250, len(evaluation)), None] + sizes[None, len(evaluation):] - common
         jaccard = np.divide(common, union, out=np.zeros_like(common), where=union > 0)
         for i, j in zip(*np.nonzero(jaccard >= threshold)):
             if evaluation[start_row + i] != train[j]:
@@ -311,16 +298,19 @@ def naive_pairs(evaluation: list, train: list, threshold: float) -> tuple[set, f
     return found, time.perf_counter() - start
 
 
-def lsh_pairs(evaluation: list, train: list, threshold: float) -> tuple[set, float]:
-    """The same pairs from the audit's search (distinct texts, MinHash LSH, confirmed candidates)."""
-    from split_builders.evidence.near_duplicates import near_duplicate_pairs
-
-    start = time.perf_counter()
+def _pairs_of(evaluation: list, train: list, search) -> tuple[set, float]:
+    """The (evaluation, train) row pairs of different texts that ``search(distinct texts, left, right)`` returns
+    as ``(u, v)`` positions in the distinct texts, and its seconds."""
     distinct = list(dict.fromkeys(evaluation + train))
     number = {t: k for k, t in enumerate(distinct)}
-    u, v, _, _ = near_duplicate_pairs(distinct, threshold=threshold)
+    left, right = np.zeros(len(distinct), dtype=bool), np.zeros(len(distinct), dtype=bool)
+    left[[number[t] for t in evaluation]] = True
+    right[[number[t] for t in train]] = True
+    start = time.perf_counter()
+    u, v = search(distinct, left, right)
+    seconds = time.perf_counter() - start
     linked: dict = {}
-    for a, b in zip(u.tolist(), v.tolist()):
+    for a, b in zip(np.asarray(u).tolist(), np.asarray(v).tolist()):
         linked.setdefault(a, set()).add(b)
         linked.setdefault(b, set()).add(a)
     train_rows: dict = {}
@@ -331,22 +321,128 @@ def lsh_pairs(evaluation: list, train: list, threshold: float) -> tuple[set, flo
         for other in linked.get(number[text], ()):
             for j in train_rows.get(other, ()):
                 found.add((i, j))
-    return found, time.perf_counter() - start
+    return found, seconds
+
+
+def audit_engine(engine: str, threshold: float):
+    """The audit's search (:func:`~split_builders.evidence.near_duplicates.near_duplicate_pairs`) with ``engine``."""
+    from split_builders.evidence.near_duplicates import near_duplicate_pairs
+
+    def search(texts, left, right):
+        u, v, _, _ = near_duplicate_pairs(texts, threshold=threshold, left=left, right=right, engine=engine)
+        return u, v
+    return search
+
+
+def rensa_engine(threshold: float):
+    """rensa's search: ``RMinHash`` of each text's character 5-gram strings (``from_token_sets``, in Rust), the
+    train texts in an ``RMinHashLSH`` of the audit's bands x rows, every evaluation text queried
+    (``query_all``), candidates confirmed with the audit's exact Jaccard."""
+    from rensa import RMinHash, RMinHashLSH
+
+    from split_builders.evidence.near_duplicates import MINHASH_SEED, NGRAM, exact_jaccard, lsh_parameters
+
+    bands, rows = lsh_parameters(threshold)
+
+    def search(texts, left, right):
+        tokens = [[t[i:i + NGRAM] for i in range(len(t) - NGRAM + 1)] if len(t) >= NGRAM else ([t] if t else [])
+                  for t in texts]
+        sketches = RMinHash.from_token_sets(tokens, bands * rows, MINHASH_SEED)
+        index = RMinHashLSH(threshold, bands * rows, bands)
+        keys = np.flatnonzero(right & np.array([bool(t) for t in tokens]))
+        index.insert_pairs([(int(k), sketches[k]) for k in keys.tolist()])
+        queries = np.flatnonzero(left & np.array([bool(t) for t in tokens]))
+        candidates = index.query_all([sketches[k] for k in queries.tolist()])
+        u = np.repeat(queries, [len(c) for c in candidates])
+        v = np.fromiter((k for c in candidates for k in c), dtype=np.int64, count=int(u.size))
+        keep = u != v
+        pairs = np.stack([np.minimum(u[keep], v[keep]), np.maximum(u[keep], v[keep])], axis=1)
+        pairs = np.unique(pairs, axis=0) if len(pairs) else pairs.reshape(0, 2)
+        jaccard = exact_jaccard(texts, pairs)
+        found = pairs[jaccard >= threshold]
+        return found[:, 0], found[:, 1]
+    return search
+
+
+def engines(evaluation: list, train: list, threshold: float, *, rensa: bool = True) -> list[dict]:
+    """Each engine on the same sample: seconds, the pairs it finds, recall and pairs outside the truth."""
+    truth, naive_seconds = naive_pairs(evaluation, train, threshold)
+    runs = [{"engine": "naive all pairs", "seconds": naive_seconds, "pairs": len(truth), "recall": 1.0, "extra": 0}]
+    for name, search in (("bands (audit)", audit_engine("bands", threshold)),
+                         ("datasketch MinHashLSH", audit_engine("datasketch", threshold)),
+                         *((("rensa RMinHashLSH", rensa_engine(threshold)),) if rensa else ())):
+        found, seconds = _pairs_of(evaluation, train, search)
+        runs.append({"engine": name, "seconds": seconds, "pairs": len(found & truth),
+                     "recall": len(found & truth) / len(truth) if truth else float("nan"), "extra": len(found - truth)})
+    return runs
+
+
+# ---------------------------------------------------------------------------------------------
+# Against: evaluation rows indexed, a large OTHER streamed
+# ---------------------------------------------------------------------------------------------
+
+
+def against_run(n_eval: int, n_other: int, threshold: float) -> dict:
+    """In this process: ``n_eval`` SNLI-like evaluation rows against an ``n_other``-row Parquet file (a tenth of
+    the evaluation rows planted in it), streamed; seconds and peak memory of the check. The OTHER file is written
+    first, outside the timing: one 500,000-row SNLI-like block written again and again (every chunk is still
+    normalised, MinHashed and looked up on its own: the check does not know the blocks repeat)."""
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from split_builders.api import Fields
+    from split_builders.evidence.contamination import contamination
+    from split_builders.evidence.near_duplicates import permutations
+    from split_builders.evidence.pools import Part
+
+    permutations()
+    evaluation = snli_like(n_eval, seed=7)
+    with tempfile.TemporaryDirectory(prefix="against-bench-") as work:
+        other = Path(work) / "other.parquet"
+        writer, block = None, snli_like(min(500_000, n_other), seed=100)  # one block, written again and again
+        for start in range(0, n_other, 500_000):
+            chunk = block.slice(0, min(500_000, n_other - start))
+            if start == 0:
+                chunk = pa.concat_tables([evaluation.slice(0, n_eval // 10), chunk.slice(n_eval // 10)])
+            writer = writer or pq.ParquetWriter(other, chunk.schema)
+            writer.write_table(chunk)
+        writer.close()
+        del chunk, block
+        parts = {"default": {"test": Part(evaluation)}}
+        fields = Fields("classification", text=("premise", "hypothesis"), label="gold_label")
+        before, cpu = _resident_mb(), time.process_time()
+        start = time.perf_counter()
+        report, _ = contamination(parts, fields, [str(other)], work=work, threshold=threshold)
+        seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    entry = report["against"]["default"]["test"]
+    return {"eval": n_eval, "other": n_other, "seconds": round(seconds, 2),
+            "cpu_seconds": round(time.process_time() - cpu, 2), "peak_mb": round(peak),
+            "check_peak_mb": round(max(peak - before, 0.0)), **{k: entry[k] for k in ("clean", "input_contaminated",
+                                                                                       "input_label_contaminated")}}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="20000,100000,570000", help="rows per run, comma-separated")
+    parser.add_argument("--sizes", default="20000,100000,570000", help="rows per run, comma-separated (none: 0)")
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument("--eval", type=int, default=3000, help="evaluation rows of the recall sample")
     parser.add_argument("--train", type=int, default=20000, help="train rows of the recall sample")
+    parser.add_argument("--against", default="", help="EVAL:OTHER row counts of streamed checks, comma-separated")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    parser.add_argument("--no-before", action="store_true", help="skip the former per-text MinHash (before)")
+    parser.add_argument("--no-before", action="store_true", help="skip datasketch's engine in the size runs")
     parser.add_argument("--curriculum", metavar="TASKS", help="time the audit inside a full CURRICULUM build of "
                                                                  "the zips in TASKS (and nothing else)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one run in this process (run_fresh)
-    parser.add_argument("--mode", choices=("before", "after"), default="after", help=argparse.SUPPRESS)
+    parser.add_argument("--one-against", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=("datasketch", "bands"), default="bands", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.one_against:
+        n_eval, n_other = (int(x) for x in args.one_against.split(":"))
+        print(json.dumps(against_run(n_eval, n_other, args.threshold)))
+        return 0
     if args.curriculum and args.one:
         print(json.dumps(curriculum_run(args.curriculum, args.mode)))
         return 0
@@ -360,50 +456,69 @@ def main(argv=None) -> int:
         return 0
     import datasketch  # noqa: F401  (imported once, outside the timings)
 
-    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    print(f"CPU: {cpu_model()}; Python {platform.python_version()}, numpy {np.__version__}, "
-          f"datasketch {datasketch.__version__ if hasattr(datasketch, '__version__') else '?'}")
-    print(f"{'rows':>9}{'distinct texts':>16}{'checked pairs':>14}{'near pairs':>12}"
-          f"{'s before':>10}{'s after':>9}{'CPU s before':>14}{'CPU s after':>13}{'rows/s before':>15}{'rows/s after':>14}"
-          f"{'MiB before':>12}{'MiB after':>11}{'same report':>13}")
-    results, table = [], None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        import rensa  # noqa: F401
+        rensa_version = version("rensa")
+    except (ImportError, PackageNotFoundError):
+        rensa_version = "not installed (pip install rensa): its row is left out"
+
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip() and int(s)]
+    print(f"CPU: {cpu_model()} ({os.cpu_count()} cores, shared); Python {platform.python_version()}, numpy "
+          f"{np.__version__}, datasketch {version('datasketch')}, rensa {rensa_version}")
+    results = []
+    if sizes:
+        print(f"{'rows':>9}{'distinct texts':>16}{'checked pairs':>14}{'near pairs':>12}"
+              f"{'s datasketch':>14}{'s bands':>9}{'CPU s datasketch':>18}{'CPU s bands':>13}{'ratio':>7}"
+              f"{'MiB datasketch':>16}{'MiB bands':>11}{'same report':>13}")
     for n in sizes:
-        after = run_fresh(n, "after", args.threshold)
-        before = None if args.no_before else run_fresh(n, "before", args.threshold)
+        after = run_fresh(n, "bands", args.threshold)
+        before = None if args.no_before else run_fresh(n, "datasketch", args.threshold)
         results.append({**{k: v for k, v in after.items() if k not in ("mode", "digest")},
-                        "before": None if before is None else {"seconds": before["seconds"],
-                                                               "cpu_seconds": before["cpu_seconds"],
-                                                               "audit_peak_mb": before["audit_peak_mb"]},
+                        "datasketch": None if before is None else {"seconds": before["seconds"],
+                                                                   "cpu_seconds": before["cpu_seconds"],
+                                                                   "audit_peak_mb": before["audit_peak_mb"]},
                         "same_report": None if before is None else before["digest"] == after["digest"]})
         cell = lambda run, key, fmt: "-" if run is None else format(run[key], fmt)  # noqa: E731
-        rate = lambda run: "-" if run is None else f"{n / max(run['seconds'], 1e-9):.0f}"  # noqa: E731
+        ratio = "-" if before is None else f"{before['cpu_seconds'] / max(after['cpu_seconds'], 1e-9):.1f}x"
         print(f"{n:>9}{after['distinct_texts']:>16}{after['checked_pairs']:>14}{after['near_duplicate_pairs']:>12}"
-              f"{cell(before, 'seconds', '.1f'):>10}{after['seconds']:>9.1f}"
-              f"{cell(before, 'cpu_seconds', '.1f'):>14}{after['cpu_seconds']:>13.1f}{rate(before):>15}{rate(after):>14}"
-              f"{cell(before, 'audit_peak_mb', 'd'):>12}{after['audit_peak_mb']:>11d}"
+              f"{cell(before, 'seconds', '.1f'):>14}{after['seconds']:>9.1f}"
+              f"{cell(before, 'cpu_seconds', '.1f'):>18}{after['cpu_seconds']:>13.1f}{ratio:>7}"
+              f"{cell(before, 'audit_peak_mb', 'd'):>16}{after['audit_peak_mb']:>11d}"
               f"{'-' if before is None else ('yes' if results[-1]['same_report'] else 'NO'):>13}")
-    table = snli_like(sizes[-1])
     exponent = None
     if len(results) > 1:
         exponent = float(np.polyfit(np.log([r["rows"] for r in results]), np.log([r["seconds"] for r in results]), 1)[0])
         print(f"time ~ rows^{exponent:.2f} (1 is linear)")
 
-    evaluation, train, planted = recall_sample(table, args.eval, args.train)
-    truth, naive_seconds = naive_pairs(evaluation, train, args.threshold)
-    found, lsh_seconds = lsh_pairs(evaluation, train, args.threshold)
-    recall = len(found & truth) / len(truth) if truth else float("nan")
-    extra = len(found - truth)
-    print(f"\nrecall sample: {args.eval} evaluation x {args.train} train rows of the {table.num_rows}-row table, "
-          f"{planted} planted near-duplicates (one word changed), Jaccard >= {args.threshold:g}")
-    print(f"{'':<24}{'pairs':>8}{'seconds':>10}")
-    print(f"{'naive all pairs':<24}{len(truth):>8}{naive_seconds:>10.1f}")
-    print(f"{'MinHash LSH (audit)':<24}{len(found & truth):>8}{lsh_seconds:>10.1f}   recall {recall:.4f}"
-          f"{f', {extra} pair(s) not in the naive set' if extra else ''}")
+    runs = []
+    if args.eval and args.train:  # --eval 0: no engines' sample
+        table = snli_like(max(sizes or [100_000]))
+        evaluation, train, planted = recall_sample(table, args.eval, args.train)
+        runs = engines(evaluation, train, args.threshold, rensa="not installed" not in rensa_version)
+        print(f"\nengines on one sample: {args.eval} evaluation x {args.train} train rows of the {table.num_rows}-row "
+              f"table, {planted} planted near-duplicates (one word changed), Jaccard >= {args.threshold:g}")
+        print(f"{'':<24}{'seconds':>9}{'pairs':>8}{'recall':>9}{'not in truth':>14}")
+        for run in runs:
+            print(f"{run['engine']:<24}{run['seconds']:>9.2f}{run['pairs']:>8}{run['recall']:>9.4f}{run['extra']:>14}")
+
+    against = []
+    for spec in [a for a in args.against.split(",") if a.strip()]:
+        out = subprocess.run([sys.executable, __file__, "--one-against", spec, "--threshold", str(args.threshold)],
+                             capture_output=True, text=True, check=True).stdout
+        against.append(json.loads(out.strip().splitlines()[-1]))
+    if against:
+        print(f"\nagainst: evaluation rows indexed, OTHER (Parquet) streamed in chunks")
+        print(f"{'eval':>8}{'other':>10}{'seconds':>9}{'CPU s':>8}{'check peak MiB':>16}{'process peak MiB':>18}"
+              f"{'clean':>8}{'input':>7}{'input+label':>13}")
+        for run in against:
+            print(f"{run['eval']:>8}{run['other']:>10}{run['seconds']:>9.1f}{run['cpu_seconds']:>8.1f}"
+                  f"{run['check_peak_mb']:>16d}{run['peak_mb']:>18d}{run['clean']:>8}{run['input_contaminated']:>7}"
+                  f"{run['input_label_contaminated']:>13}")
     if args.json:
-        print(json.dumps({"cpu": cpu_model(), "sizes": results, "exponent": exponent,
-                          "recall": {"eval": args.eval, "train": args.train, "planted": planted,
-                                     "pairs": len(truth), "found": len(found & truth), "recall": recall,
-                                     "naive_seconds": round(naive_seconds, 2), "lsh_seconds": round(lsh_seconds, 2)}}))
+        print(json.dumps({"cpu": cpu_model(), "sizes": results, "exponent": exponent, "engines": runs,
+                          "against": against}))
     return 0
 
 

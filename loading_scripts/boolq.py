@@ -21,6 +21,7 @@ from loading_scripts.tables import arrow_table
 from loading_scripts.errors import FieldError
 
 HUB_ID = "google/boolq"
+DATASET = "BoolQ"  # the dataset's name: a file read here is named "BoolQ (<file>)" (cards, harness task names)
 LICENSE = "cc-by-sa-3.0"
 CITATION = (
     "@inproceedings{clark-etal-2019-boolq,\n"
@@ -72,7 +73,7 @@ def from_jsonl(path: str | Path, *, name: str | None = None) -> Source:
         if column not in table.column_names:
             raise FieldError(column, table.column_names, source=str(path))
     dataset = _dataset(_canonical(table), _features())
-    return Source(dataset, name=name or str(path), task="boolq", prompt_field="passage",
+    return Source(dataset, name=name or f"{DATASET} ({Path(path).name})", task="boolq", prompt_field="passage",
                   query_field="question", label_field="label",
                   source_id_note="0-based line number in the BoolQ jsonl file",
                   license=LICENSE, citation=CITATION, language=("en",), hub_id=HUB_ID)

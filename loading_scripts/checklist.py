@@ -29,6 +29,12 @@ EXPECTATIONS = (
 LABELLED_EXPECTATIONS = ("eq", "allow_for_neutral", "squad_clean_eq")
 REQUIRED_FIELDS = ("name", "type", "capability", "agg_fn", "expectation", "nested", "data")
 BELUGA_SPLITS = ("train", "validation", "test")
+# The keys an expectation (and its slice) may have: every row of a release has each of them.
+EXPECTATION_KEYS = ("fn", "value", "tolerance", "label", "increasing", "slice", "doc")
+SLICE_KEYS = ("fn", "value", "slice_agg_fn")
+# The class names of the released suites (SPEC.md: "sentiment: three classes (0 negative, 1 neutral,
+# 2 positive)", "qqp: binary"); a suite of one's own names its classes in a top-level ``label_names``.
+RELEASED_LABEL_NAMES = {"sentiment": ("negative", "neutral", "positive"), "qqp": ("not_duplicate", "duplicate")}
 
 
 @dataclass
@@ -45,12 +51,19 @@ class CheckListSuite:
         The file it was read from.
     sha256 : str
         sha256 of the file's bytes (recorded as the release's source content hash).
+    label_names : tuple of str or None
+        The class names of its labels, in class order (the suite's ``label_names``, or the released
+        suite's :data:`RELEASED_LABEL_NAMES`); None where its labels are answers (SQuAD).
+    answers : bool
+        Whether its labels (and predictions) are answer strings rather than class ids.
     """
 
     name: str
     tests: list
     source: str
     sha256: str
+    label_names: tuple | None = None
+    answers: bool = False
 
     def as_dict(self) -> dict:
         """The suite as the JSON object (what ``pass_rate.testcases_from_suite`` takes)."""
@@ -120,8 +133,53 @@ def validate_suite(suite, *, source: str = "<suite>", sha256: str = "") -> Check
     seen = set()
     for position, test in enumerate(suite["tests"]):
         _check_test(test, f"{source}: test {position}", seen)
-    return CheckListSuite(name=str(suite.get("suite", Path(source).name)), tests=suite["tests"],
-                          source=source, sha256=sha256)
+    name = str(suite.get("suite", Path(source).name))
+    answers = _label_kind(suite["tests"], source) == "answers"
+    names = None if answers else _label_names(suite, name, source)
+    return CheckListSuite(name=name, tests=suite["tests"], source=source, sha256=sha256, label_names=names,
+                          answers=answers)
+
+
+def _labels_of(test) -> list:
+    """Every label value of a test (BELUGA's relabelling included), flattened; None left out."""
+    values, stack = [], [test.get("labels"), test.get("beluga_label_override")]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif value is not None:
+            values.append(value)
+    return values
+
+
+def _label_kind(tests, source: str) -> str:
+    """``classes`` (integer labels) or ``answers`` (strings); a suite mixing them is refused."""
+    kinds = {"answers" if isinstance(v, str) else "classes" if isinstance(v, int) and not isinstance(v, bool)
+             else repr(v) for test in tests for v in _labels_of(test)}
+    unknown = kinds - {"answers", "classes"}
+    if unknown:
+        raise SourceLoadError(f"{source}: a label is a class id (an integer) or an answer (a string), got "
+                              f"{sorted(unknown)[0]:.60}")
+    if len(kinds) > 1:
+        raise SourceLoadError(f"{source} mixes class ids and answer strings as labels; a suite has one kind")
+    return kinds.pop() if kinds else "classes"
+
+
+def _label_names(suite: dict, name: str, source: str) -> tuple:
+    """The class names: the suite's ``label_names``, else the released suite's, else ``0`` .. ``k-1``."""
+    given = suite.get("label_names")
+    if given is not None and (not isinstance(given, list) or not given
+                              or not all(isinstance(n, str) and n for n in given) or len(set(given)) != len(given)):
+        raise SourceLoadError(f"{source}: label_names must be a list of distinct non-empty class names")
+    largest = max((v for test in suite["tests"] for v in _labels_of(test)), default=-1)
+    if given is None and name not in RELEASED_LABEL_NAMES:
+        return tuple(str(i) for i in range(max(largest + 1, 1)))
+    names = tuple(given) if given is not None else RELEASED_LABEL_NAMES[name]
+    smallest = min((v for test in suite["tests"] for v in _labels_of(test)), default=0)
+    if smallest < 0 or largest >= len(names):
+        raise SourceLoadError(f"{source}: labels run from {smallest} to {largest} but the suite has {len(names)} "
+                              f"classes ({', '.join(names)}); give one name per class in label_names")
+    return names
 
 
 def _check_test(test, where: str, seen: set) -> None:
@@ -145,6 +203,13 @@ def _check_test(test, where: str, seen: set) -> None:
     if not isinstance(spec, dict) or "fn" not in spec:
         raise SourceLoadError(f"{where}: expectation must be an object with 'fn'")
     _check_choice(spec["fn"], EXPECTATIONS, f"{where}: expectation fn")
+    unknown = sorted(set(spec) - set(EXPECTATION_KEYS)) + sorted(
+        f"slice.{key}" for key in set(spec.get("slice") or {}) - set(SLICE_KEYS))
+    if unknown:
+        raise SourceLoadError(f"{where}: expectation key(s) {', '.join(unknown)} unknown; an expectation has "
+                              f"{', '.join(EXPECTATION_KEYS)} (a slice {', '.join(SLICE_KEYS)})")
+    if spec.get("slice") is not None and not isinstance(spec["slice"], dict):
+        raise SourceLoadError(f"{where}: expectation slice must be an object")
     data = test["data"]
     if not isinstance(data, list) or not data:
         raise SourceLoadError(f"{where}: data must be a non-empty list of test cases")
@@ -159,6 +224,7 @@ def _check_test(test, where: str, seen: set) -> None:
             raise SourceLoadError(f"{where}, test case {index}: a nested test case is a non-empty list of examples")
     _check_per_testcase(test, "labels", where)
     _check_per_testcase(test, "meta", where)
+    _check_meta(test, where)
     _check_labels_present(test, where)
     if test.get("beluga_split") is not None:
         _check_beluga_split(test["beluga_split"], len(data), where)
@@ -182,6 +248,20 @@ def _check_per_testcase(test, field: str, where: str) -> None:
     if isinstance(value, list) and len(value) != len(test["data"]):
         raise SourceLoadError(f"{where}: {field} is a list of {len(value)} but the test has {len(test['data'])} "
                               "test cases (give one value for the whole test, or one per test case)")
+
+
+def _check_meta(test, where: str) -> None:
+    """An example's meta is released as a list of strings: null, ``{}``, a string or a list of strings."""
+    stack = [test.get("meta")]
+    while stack:
+        value = stack.pop()
+        if value is None or value == {} or isinstance(value, str):
+            continue
+        if isinstance(value, list):
+            stack.extend(value)
+            continue
+        raise SourceLoadError(f"{where}: meta holds {value!r:.60}; an example's meta is null, a string or a list "
+                              "of strings (released as a list of strings)")
 
 
 def _check_labels_present(test, where: str) -> None:

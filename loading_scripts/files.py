@@ -53,13 +53,60 @@ def looks_like_path(text: str) -> bool:
     return "/" in text and os.path.isdir(text.split("/", 1)[0])
 
 
+def path_problem(path) -> str | None:
+    """What a local path is when it is not a plain file or folder that can be read, in words (None when it
+    is one, or does not exist at all): a symbolic link that leads nowhere (a loop, or to a missing target),
+    a FIFO (named pipe), a socket or a device."""
+    import errno
+    import stat as kinds
+
+    path = os.path.expanduser(str(path))
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "a symbolic link that loops (it leads back to itself)"
+        if os.path.islink(path):
+            return f"a symbolic link to {os.readlink(path)!r}, which does not exist"
+        if error.errno in (errno.EACCES, errno.EPERM):
+            return "a path this user may not read (permission denied)"
+        return None
+    if kinds.S_ISREG(mode) or kinds.S_ISDIR(mode):
+        return None
+    if kinds.S_ISFIFO(mode):
+        return "a FIFO (named pipe), not a file: resplit reads a file more than once"
+    if kinds.S_ISSOCK(mode):
+        return "a socket, not a file"
+    return "a device, not a file"
+
+
 def not_found(text: str, what: str = "source", expected: str = "") -> SourceLoadError:
     """The one message for a local path that does not exist: ``file not found: ...`` (what it was
-    given as, and what it should be), instead of a Hub lookup that cannot succeed."""
+    given as, and what it should be), instead of a Hub lookup that cannot succeed; a path that exists
+    as something else (:func:`path_problem`: a FIFO, a symbolic link loop) is named as what it is."""
+    special = path_problem(text)
+    if special is not None:
+        return SourceLoadError(f"{str(text)!r} is {special} ({what}{': ' + expected if expected else ''}); give "
+                               "a regular file")
     path = os.path.expanduser(str(text))
     parent = os.path.dirname(os.path.abspath(path))
     where = "" if os.path.isdir(parent) else f"; the folder {os.path.dirname(path) or parent!r} does not exist either"
     return SourceLoadError(f"file not found: {str(text)!r} ({what}{': ' + expected if expected else ''}){where}")
+
+
+def check_file(path, what: str, expected: str) -> Path:
+    """``path`` as a Path when it is a regular file that exists; else one line saying what it is instead
+    (missing, a folder, a FIFO, a symbolic link loop) and what was ``expected``. ``what`` names the input
+    (``scores file``)."""
+    special = path_problem(path)
+    if special is not None:
+        raise SourceLoadError(f"{what} {str(path)!r} is {special}; give {expected}")
+    found = Path(path).expanduser()
+    if found.is_dir():
+        raise SourceLoadError(f"{what} {str(path)!r} is a folder; give {expected}")
+    if not found.is_file():
+        raise not_found(str(path), what, expected)
+    return found
 
 
 def table_format(path: Path) -> str | None:
@@ -148,9 +195,22 @@ def _read_delimited(path: Path, kind: str) -> "pd.DataFrame":
     try:
         # keep_default_na=False: the text "NA" or "None" is a sentence, not a missing value.
         # low_memory=False: one type per column (chunked inference could mix numbers and text in one).
-        return pd.read_csv(io.StringIO(text), keep_default_na=False, low_memory=False, **options)
+        frame = pd.read_csv(io.StringIO(text), keep_default_na=False, low_memory=False, **options)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as error:
         raise SourceLoadError(f"{path}: not a readable {kind.upper()} file ({str(error).strip()})") from None
+    # A column of numbers with empty cells would be read as text ('12', '12.0', ''): it keeps its numbers
+    # (integers where every one is written as one) and an empty cell is a missing value, as a JSON null.
+    for name in frame.columns:
+        if not pd.api.types.is_string_dtype(frame[name]) and not pd.api.types.is_object_dtype(frame[name]):
+            continue
+        cells = frame[name].astype(str).str.strip()
+        blank = cells == ""
+        if blank.any() and not blank.all():
+            numbers = pd.to_numeric(cells[~blank], errors="coerce")
+            if numbers.notna().all() and (numbers.abs() < float("inf")).all():
+                whole = cells[~blank].str.fullmatch(r"[+-]?\d+").all()
+                frame[name] = pd.to_numeric(cells.where(~blank), errors="coerce").astype("Int64" if whole else "Float64")
+    return frame
 
 
 def _object(pairs):
@@ -248,7 +308,7 @@ def _arrow_ok(values) -> bool:
 def read_table(path: str | Path) -> datasets.Dataset:
     """Read a CSV/TSV/JSONL/JSON/Parquet file into a ``datasets.Dataset``, rows in file order."""
     path = Path(path)
-    if not path.is_file():
+    if not path.is_file() or path_problem(path):
         if path.is_dir():
             raise SourceLoadError(f"{str(path)!r} is a folder, not a table file (CSV/TSV/JSONL/JSON/Parquet)")
         raise not_found(str(path), "source", "a CSV/TSV/JSONL/JSON/Parquet file")

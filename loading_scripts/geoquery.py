@@ -13,6 +13,7 @@ from loading_scripts.compositional import CompositionalSource, attach_nqg_splits
 from loading_scripts.nqg import SOURCE_ID_NOTE, read_pairs
 
 PUBLISHED = ("standard", "length_1", "template_1", "tmcd_1")
+DATASET = "GeoQuery"  # the dataset's name: read here, "GeoQuery (<file>)" (cards, harness task names)
 
 
 def load(path) -> CompositionalSource:
@@ -20,7 +21,8 @@ def load(path) -> CompositionalSource:
     path = Path(path)
     folder, file = (path, path / "geoquery_nqg.tsv") if path.is_dir() else (path.parent, path)
     pairs = read_pairs(file)
-    source = CompositionalSource(rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=str(file),
+    source = CompositionalSource(rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]),
+                                 name=f"{DATASET} ({file.name})",
                                  target_language="funql", source_id_note=SOURCE_ID_NOTE, license=None,
                                  language=("en",))
     return attach_nqg_splits(source, folder, PUBLISHED)

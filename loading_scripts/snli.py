@@ -24,6 +24,7 @@ from loading_scripts.tables import arrow_table
 from loading_scripts.errors import FieldError
 
 HUB_ID = "stanfordnlp/snli"
+DATASET = "SNLI"  # the dataset's name: a source read here is named "SNLI (<file>)" (cards, harness task names)
 LABELS = ("entailment", "neutral", "contradiction")  # the Hub dataset's ClassLabel order
 PLACEHOLDER_PREMISE = "Cannot see picture to describe."
 SAMPLE_FILE = "snli_1.0_dev_sample.jsonl.gz"
@@ -105,13 +106,13 @@ def from_jsonl(path: str | Path, *, name: str | None = None) -> Source:
     features = FEATURES.copy()
     features["pair_id"] = datasets.Value("string")
     return _canonical({"premise": string("sentence1"), "hypothesis": string("sentence2"), "pair_id": pair_id},
-                      string("gold_label"), name=name or str(path), features=features,
+                      string("gold_label"), name=name or f"{DATASET} ({Path(path).name})", features=features,
                       source_id_note="0-based line number in the SNLI jsonl file (pairID kept as pair_id)")
 
 
 def sample() -> Source:
     """The bundled sample: resplit's embedded default source."""
-    return from_jsonl(sample_path(), name="snli-sample (first 2,000 lines of snli_1.0_dev.jsonl)")
+    return from_jsonl(sample_path(), name=f"{DATASET} (sample: first 2,000 lines of snli_1.0_dev.jsonl)")
 
 
 def from_hub(repo_id: str = HUB_ID, *, splits: list[str] | None = None,

@@ -20,6 +20,7 @@ MIN_TRAIN_EXAMPLES = 50
 TRAIN_FILES = ("train_spider_question_query_dbid.json.gz", "train_spider.json", "train_spider.json.gz")
 DEV_FILES = ("dev.json.gz", "dev.json")
 PUBLISHED = ("random_1", "length_1", "template_1", "tmcd_1")
+DATASET = "Spider"  # the dataset's name: read here, "Spider (<folder>)" (cards, harness task names)
 
 
 def _first(folder: Path, names) -> Path:
@@ -56,7 +57,7 @@ def load(folder) -> CompositionalSource:
     # and --group-field db_id keeps a database's questions in one split.
     rows = rows.add_column("db_id", [p[0].split(":", 1)[0] for p in pairs])
     source = CompositionalSource(
-        rows, name=str(folder), target_language="sql",
+        rows, name=f"{DATASET} ({folder.name})", target_language="sql",
         source_id_note="0-based row of Shaw et al.'s NQG-format Spider (train then dev, SSP databases)",
         license="cc-by-sa-4.0", language=("en",))
     return attach_nqg_splits(source, folder, PUBLISHED)

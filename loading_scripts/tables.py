@@ -54,12 +54,22 @@ def row_keys(table, fields) -> np.ndarray:
 
 
 @contextlib.contextmanager
-def quiet_datasets():
-    """No ``datasets`` progress bars inside (one bar per file written or column added is noise)."""
+def quiet_datasets(*, logs: bool = False):
+    """No ``datasets`` progress bars inside (one bar per file written or column added is noise); with ``logs``
+    none of its (and ``huggingface_hub``'s) log lines either: "Failed to read file ..." before the error that
+    the caller reports in its own line."""
+    import logging
+
     was_disabled = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
+    loggers = [logging.getLogger(name) for name in ("datasets", "huggingface_hub")] if logs else []
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
     try:
         yield
     finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
         if not was_disabled:
             datasets.enable_progress_bars()

@@ -7,7 +7,7 @@
 * :mod:`split_builders.signals`: what methods compute per row (LM scores, PVI, atoms, lengths);
 * :mod:`split_builders.splitters`: pure scikit-learn-style splitters returning a
   :class:`~split_builders.api.Split`, and each family's config builder;
-* :mod:`split_builders.methods`: one module per family (likelihood, compositional, PVI difficulty,
+* :mod:`split_builders.methods`: one module per family (likelihood, compositional (TMCD and MCD), PVI difficulty,
   CURRICULUM, behavioural), each a registered :class:`~split_builders.api.SplitMethod`;
 * :mod:`split_builders.release`: reading and writing release folders, provenance, the card, harness tasks,
   verify, diff, publishing;
@@ -19,8 +19,9 @@ The layers and what each may import are in ARCHITECTURE.md (checked by ``tests/t
 
 >>> import split_builders
 >>> sorted(split_builders.registry())                       # doctest: +SKIP
-['behavioural', 'curriculum', 'likelihood', 'pvi', 'tmcd']
+['behavioural', 'curriculum', 'likelihood', 'mcd', 'pvi', 'tmcd']
 >>> split_builders.build("likelihood", source="snli-sample", out="out/snli")   # doctest: +SKIP
+>>> configs = split_builders.split("likelihood", dataframe, query_field="text")   # doctest: +SKIP
 
 Names are imported on first use, so ``import split_builders.errors`` (which the readers in
 ``loading_scripts`` need) loads neither torch nor nltk.
@@ -31,6 +32,7 @@ from split_builders._version import __version__
 # name -> module that defines it (imported lazily, PEP 562)
 _EXPORTS = {
     "build": "split_builders.builder",
+    "split": "split_builders.notebook",
     "BuildResult": "split_builders.builder",
     "registry": "split_builders.api",
     "register": "split_builders.api",
@@ -43,6 +45,7 @@ _EXPORTS = {
     "RandomSplitter": "split_builders.splitters.baselines",
     "LengthSplitter": "split_builders.splitters.baselines",
     "TMCDSplitter": "split_builders.splitters.tmcd",
+    "MCDSplitter": "split_builders.splitters.mcd",
     "LongestToTestSplitter": "split_builders.splitters.compositional",
     "TemplateSplitter": "split_builders.splitters.compositional",
     "StandardSplitter": "split_builders.splitters.compositional",

@@ -14,12 +14,14 @@ write files: the release writer does, once, on the main process.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from split_builders.api import CommonOptions, Context, Loaded, Signal, SplitMethod, get_method
+from split_builders.distributed import sigterm_as_interrupt
 from split_builders.errors import InvalidParameterError, OutputExistsError
 
 
@@ -49,10 +51,11 @@ def check_output(out, *, overwrite: bool, inputs=()) -> Path:
     did not make, before any work.
 
     ``--out`` must name a folder other than ``/``, the home folder or the working folder, and not a
-    dangling symbolic link. An existing folder needs ``overwrite``, and is replaced only when it is a
-    resplit release (its README.md carries ``resplit:`` provenance) or empty; an existing file is never
-    replaced. ``--out`` may not be, or contain, any of ``inputs`` (the source, a scores file, the cache).
-    The nearest existing ancestor must be a writable folder.
+    dangling symbolic link. An existing folder needs ``overwrite``, and is replaced only when it is empty or
+    a resplit release holding nothing but what resplit wrote (the files its card names and its harness
+    tasks: :func:`~split_builders.release.writer.check_replaceable`, which names the others); an existing
+    file is never replaced. ``--out`` may not be, or contain, any of ``inputs`` (the source, a scores file,
+    the cache). The nearest existing ancestor must be a writable folder.
     """
     if out is None or not str(out).strip():
         raise InvalidParameterError("--out is empty: give the folder to write the release to")
@@ -76,10 +79,11 @@ def check_output(out, *, overwrite: bool, inputs=()) -> Path:
             raise OutputExistsError(f"output path {str(out)!r} exists and is not a folder; choose another --out")
         if not overwrite:
             raise OutputExistsError(f"output folder {str(out)!r} exists; pass --overwrite to replace it")
-        if not is_release(out) and any(out.iterdir()):
-            shown = ", ".join(sorted(p.name for p in out.iterdir())[:3])
-            raise OutputExistsError(f"--overwrite replaces only a resplit release or an empty folder; {str(out)!r} "
-                                    f"holds other files ({shown}, ...); choose another --out")
+        from split_builders.release.export import written_before
+        from split_builders.release.writer import check_replaceable
+
+        # only what resplit wrote (the files its card names, its harness tasks) is ever replaced
+        check_replaceable(out, harness_files=written_before)
     ancestor = where.parent
     while not ancestor.exists():
         ancestor = ancestor.parent
@@ -109,10 +113,16 @@ def input_paths(options) -> list[Path]:
 
     from split_builders.cache import cache_root
 
+    from loading_scripts.files import path_problem
+
     paths = [cache_root()]
     for spec in dataclasses.fields(options):
         value = getattr(options, spec.name)
         if spec.name != "out" and isinstance(value, (str, Path)) and str(value).strip():
+            special = path_problem(value)  # a FIFO, a symbolic link loop: named as what it is, before any work
+            if special is not None:
+                raise InvalidParameterError(f"--{spec.name.replace('_', '-')} {str(value)!r} is {special}; give a "
+                                            "regular file or folder")
             try:
                 if Path(value).expanduser().exists():
                     paths.append(Path(value))
@@ -150,6 +160,13 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
     """
     method = get_method(method)
     if options is None:
+        from loading_scripts.frames import is_table
+
+        if is_table(values.get("source")):  # a DataFrame / Dataset: a Parquet file named by its content, in the cache
+            from loading_scripts.frames import table_file
+            from split_builders.cache import cache_root
+
+            values["source"] = str(table_file(values["source"], cache_root() / "tables"))
         options = method.options(**values)
     elif values:
         raise InvalidParameterError("give the options either as an Options object or as keyword arguments")
@@ -164,13 +181,49 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
     method.check(options)
     if not context.is_main_process:  # only the main process writes, so only it locks
         return _build(method, options, context, out, card_overrides)
+    from split_builders.release.export import written_before
     from split_builders.release.writer import OutputLock
 
-    with OutputLock(out):
+    with sigterm_as_interrupt(), OutputLock(out, harness_files=written_before) as lock:
+        for note in lock.notes:  # what an interrupted build left here, and what became of it
+            context.log(note)
         # Again under the lock (which first recovered an interrupted replacement): a build that finished
         # while this one started has created the folder.
         check_output(out, overwrite=options.overwrite, inputs=inputs)
         return _build(method, options, context, out, card_overrides)
+
+
+
+
+# What every release holds besides its data files (README.md with the card, the figures), in bytes.
+RELEASE_FLOOR_BYTES = 1 << 20
+
+
+def check_free_space(out, options) -> int:
+    """Refuse, before the expensive step, a build whose ``--out`` has less free space than the release needs
+    at least: the card and its figures (:data:`RELEASE_FLOOR_BYTES`) plus, when ``--source`` is one local file
+    read whole (no ``--limit``), half its size (every config holds the source's rows again, in Parquet; a
+    source's columns that no config releases make up the other half at most). A lower bound: a build it lets
+    through may still fill the disk, which the writer then says in one line. Returns the estimate."""
+    needed = RELEASE_FLOOR_BYTES
+    source = getattr(options, "source", None)
+    try:
+        if source and not options.limit and Path(source).expanduser().is_file():
+            needed += Path(source).expanduser().stat().st_size // 2
+    except (OSError, ValueError):  # a name that is not a path (a Hub id): the floor only
+        pass
+    where = Path(out).expanduser().absolute().parent
+    while not where.exists():
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if free < needed:
+        from split_builders.errors import DiskFullError
+
+        raise DiskFullError(f"not enough free space for the release --out {str(out)!r}: {free / 2**20:.1f} MB free on "
+                            f"the device of {str(where)!r}, at least {needed / 2**20:.1f} MB needed (checked before "
+                            "the signal is computed: nothing was written); free some space there or choose another "
+                            "--out")
+    return needed
 
 
 def _build(method, options, context, out, overrides) -> BuildResult:
@@ -182,6 +235,8 @@ def _build(method, options, context, out, overrides) -> BuildResult:
     method.check_loaded(loaded, options)
     if options.group_field is not None:
         loaded.groups = method.groups(loaded, options.group_field)
+    if context.is_main_process:
+        check_free_space(out, options)
     signal = method.signal(loaded, options, context)
     configs = method.configs(loaded, signal, options)
     size_notes = size_gaps(configs)  # whole groups made sizes differ from the requested ones
@@ -196,7 +251,7 @@ def _build(method, options, context, out, overrides) -> BuildResult:
     from split_builders.release import card as cards
     from split_builders.release.provenance import provenance
     from split_builders.release.writer import write_release
-    from split_builders.release.export import write_lm_eval
+    from split_builders.release.export import write_lm_eval, written_before
 
     rows = method.rows(loaded, signal, configs)
     spec = method.card(loaded, signal, configs, options)
@@ -231,7 +286,8 @@ def _build(method, options, context, out, overrides) -> BuildResult:
         render_card=lambda staging, written: cards.render(spec, method=method, info=loaded.info,
                                                           configs=configs, written=written, staging=staging),
         license=loaded.info.license, pretty_name=pretty_name, hub=hub, overwrite=options.overwrite,
-        progress=context.progress, extras=lambda staging: write_lm_eval(staging, repo_id=record.get("repo_id")))
+        progress=context.progress, extras=lambda staging: write_lm_eval(staging, repo_id=record.get("repo_id")),
+        harness_files=written_before)
     _wait_for_everyone()
     return BuildResult(written_out, method, options, loaded, signal, configs, sizes)
 

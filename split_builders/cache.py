@@ -5,7 +5,8 @@ folds, PVI folds) is stored as a cache *entry*: one file holding a sha256 of its
 payload (a NumPy ``.npz`` of plain arrays, never pickles). An entry is written to a temporary file
 beside it and renamed into place, so it is complete or absent; on reading, a payload whose checksum
 does not match (flipped bytes, a truncated copy) is reported, removed and treated as missing, so
-the caller recomputes it instead of using garbage.
+the caller recomputes it instead of using garbage. Folder entries (the converted default model) are
+checked by their owner, which reports and removes a damaged one with :func:`discard_folder`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from loading_scripts.files import cache_root
 from split_builders.errors import disk_full, is_disk_full
 
-__all__ = ["cache_root", "atomic_write", "save_arrays", "load_arrays"]
+__all__ = ["cache_root", "atomic_write", "save_arrays", "load_arrays", "discard_folder"]
 
 MAGIC = b"resplit-cache-entry v1 sha256:"
 
@@ -81,3 +82,20 @@ def load_arrays(path) -> dict | None:
 def _discard(path: Path, why: str) -> None:
     print(f"resplit: cache entry {path} is damaged ({why}); recomputing it", file=sys.stderr, flush=True)
     path.unlink(missing_ok=True)
+
+
+def discard_folder(path, why: str, *, remedy: str = "recomputing it") -> None:
+    """Report a damaged folder entry of the cache (a converted model, say: a partial copy, a file that does
+    not parse) on stderr and remove it, so that it is made again. Only a folder inside :func:`cache_root` is
+    removed (resplit wrote it); anything else is left and refused."""
+    import shutil
+
+    path = Path(path)
+    root = cache_root().expanduser().absolute().resolve()
+    if root not in path.expanduser().absolute().resolve().parents:
+        raise ValueError(f"{path} is not inside resplit's cache {root}: not removed")
+    print(f"resplit: cache entry {path} is damaged ({why}); removed it, {remedy}", file=sys.stderr, flush=True)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)

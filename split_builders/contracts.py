@@ -9,6 +9,8 @@ from typing import Any, Callable
 
 from split_builders.errors import InvalidParameterError
 from split_builders.options import CommonOptions
+from split_builders.splits import SPLITS  # noqa: F401  (the registry checks evaluation_splits against it)
+
 
 @dataclass
 class SourceInfo:
@@ -285,6 +287,11 @@ class SplitMethod:
     supports_groups : bool
         Whether its configs keep ``--group-field`` groups whole (it implements :meth:`groups`); the CLI
         offers ``--group-field`` only then.
+    evaluation_splits : tuple of str
+        The splits a config is evaluated on, in order of preference, each one of ``SPLITS``: a config's
+        evaluation split is the first of them it releases (:meth:`evaluation_split`). ``("test",)`` by
+        default; CURRICULUM's phenomenon configs release no test split and are evaluated on
+        ``validation`` (the paper's test set). The card's "How to load it" and the harness tasks read it.
     """
 
     name: str = ""
@@ -298,6 +305,12 @@ class SplitMethod:
     baseline_config: str | None = None
     harness_task: HarnessTask | None = None
     supports_groups: bool = False
+    evaluation_splits: tuple = ("test",)
+
+    def evaluation_split(self, splits) -> str | None:
+        """The split a config that releases ``splits`` is evaluated on: the first of :attr:`evaluation_splits`
+        among them; None when it releases none of them (it has no evaluation split)."""
+        return next((split for split in self.evaluation_splits if split in tuple(splits)), None)
 
     def options(self, **values) -> CommonOptions:
         """The method's options from keyword values (validated; the default source filled in)."""

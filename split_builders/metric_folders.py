@@ -4,19 +4,26 @@ with the metric: the metric never imports resplit, resplit may import the metric
 
 The folder holding ``pass_rate/``, ``g_score/`` and ``concurrence/``: ``--metrics-dir``, else
 ``$RESPLIT_METRICS_DIR``, else ``metrics/`` beside the package in a checkout (where ``pip install -e .``
-leaves it), else ``<prefix>/share/resplit/metrics`` (where a wheel installs them, see setup.cfg).
+leaves it), else where the installed distribution put them: the wheel's data files
+(``share/resplit/metrics``, see setup.cfg) found through ``importlib.metadata``'s record of the
+distribution's files, so that any installation scheme works (a virtual environment, ``pip install
+--user``, ``--prefix``, ``--target``).
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import sys
 from pathlib import Path
 
 from split_builders.errors import InvalidParameterError
 
 METRICS_DIR_ENV = "RESPLIT_METRICS_DIR"
+DISTRIBUTION = "resplit"
+# Where setup.cfg's data_files put the metric folders, relative to the installation scheme's data folder.
+INSTALLED = ("share", "resplit", "metrics")
+# The file whose presence marks a metrics folder.
+MARKER = ("pass_rate", "pass_rate.py")
 
 
 def metrics_dir(option: str | None = None) -> Path:
@@ -29,13 +36,30 @@ def metrics_dir(option: str | None = None) -> Path:
             raise InvalidParameterError(f"{where} {given!r} is not a folder")
         return folder
     checkout = Path(__file__).resolve().parents[1] / "metrics"
-    installed = Path(sys.prefix) / "share" / "resplit" / "metrics"  # where a wheel puts them (setup.cfg)
-    for folder in (checkout, installed):
-        if folder.is_dir():
-            return folder
+    if checkout.joinpath(*MARKER).is_file():
+        return checkout
+    installed = installed_metrics_dir()
+    if installed is not None:
+        return installed
     raise InvalidParameterError(
-        f"no metrics/ folder next to the split_builders package ({checkout}) nor in {installed}: pass "
-        f"--metrics-dir or set {METRICS_DIR_ENV} to a checkout's metrics/ folder")
+        f"no metrics/ folder next to the split_builders package ({checkout}) nor among the installed {DISTRIBUTION} "
+        f"distribution's files ({'/'.join(INSTALLED)}): pass --metrics-dir or set {METRICS_DIR_ENV} to a "
+        "checkout's metrics/ folder")
+
+
+def installed_metrics_dir() -> Path | None:
+    """The metrics folder an installed ``resplit`` distribution brought (its data files), located through
+    the files its installation recorded; None when no installed distribution has one."""
+    from importlib import metadata
+
+    wanted = (*INSTALLED, *MARKER)
+    for distribution in metadata.distributions(name=DISTRIBUTION):  # an editable install lists none
+        for file in distribution.files or ():
+            if tuple(file.parts[-len(wanted):]) == wanted:
+                marker = Path(distribution.locate_file(file)).resolve()
+                if marker.is_file():
+                    return marker.parents[1]
+    return None
 
 
 def load_metric(name: str, option: str | None = None):

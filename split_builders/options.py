@@ -17,7 +17,8 @@ from split_builders.splits import check_number
 
 def option(default: Any = dataclasses.MISSING, help: str = "", *, flags: tuple = (), choices=None,
            parse: Callable | None = None, group: str = "method", record: bool = True, metavar: str | None = None,
-           integer: bool = False, minimum=None, maximum=None, exclusive: tuple = ()):
+           integer: bool = False, minimum=None, maximum=None, exclusive: tuple = (), conflicts: tuple = (),
+           conflict_note: str = "", role: str | None = None):
     """A field of a method's ``Options`` dataclass.
 
     Parameters
@@ -39,12 +40,19 @@ def option(default: Any = dataclasses.MISSING, help: str = "", *, flags: tuple =
     integer, minimum, maximum, exclusive
         A numeric option's bounds, checked by :func:`check_number` when the options are built (None
         passes where the default is None). Give none of them for an option checked otherwise.
+    conflicts : tuple of str
+        Options this one contradicts: giving both (each away from its default) is refused in one line,
+        with ``conflict_note`` saying why (e.g. the one would be ignored).
+    role : {"label", "input"}, optional
+        A field-naming option's role: the label field may not also be named as an input (text, prompt,
+        query or target field), which is refused in one line.
     """
     number = None
     if integer or minimum is not None or maximum is not None:
         number = {"integer": integer, "minimum": minimum, "maximum": maximum, "exclusive": tuple(exclusive)}
     metadata = {"help": help, "flags": tuple(flags), "choices": choices, "parse": parse, "group": group,
-                "record": record, "metavar": metavar, "number": number}
+                "record": record, "metavar": metavar, "number": number, "conflicts": tuple(conflicts),
+                "conflict_note": conflict_note, "role": role}
     if isinstance(default, (list, dict, set)):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -135,6 +143,12 @@ class CommonOptions:
                 checked = check_number(value, spec.name, allow_none=spec.default is None, **number)
                 if checked is not None and not isinstance(value, bool):
                     setattr(self, spec.name, checked)
+        check_conflicts(self)
+        check_label_not_input(self)
+        if self.license is not None:
+            self.license = check_license(self.license, "--license")
+        if self.language is not None:
+            self.language = check_languages(self.language, "--language")
         self.validate()
 
     def validate(self) -> None:
@@ -156,9 +170,12 @@ class CommonOptions:
         for spec in dataclasses.fields(self):
             hint = hints[spec.name]
             members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-            if not any(typing.get_origin(m) is tuple for m in members):
+            if not any(typing.get_origin(m) is tuple or m is tuple for m in members):
                 continue
             value = getattr(self, spec.name)
+            _refuse_empty_list(spec, value)
+            if not any(typing.get_origin(m) is tuple for m in members):
+                continue
             if isinstance(value, str):
                 value = tuple(part.strip() for part in value.split(",") if part.strip())
             elif isinstance(value, (list, tuple)):
@@ -174,6 +191,144 @@ class CommonOptions:
         """The parameters provenance records: every option except local paths and output handling."""
         return {spec.name: _plain(getattr(self, spec.name)) for spec in dataclasses.fields(self)
                 if spec.metadata.get("record", True) and spec.name not in ("source", "seed")}
+
+
+def flag_name(name: str) -> str:
+    """An option's command-line flag (``validation_size`` -> ``--validation-size``)."""
+    return "--" + name.replace("_", "-")
+
+
+def _default(spec):
+    if spec.default is not dataclasses.MISSING:
+        return spec.default
+    return spec.default_factory() if spec.default_factory is not dataclasses.MISSING else None
+
+
+def _given(spec, value) -> bool:
+    """Whether an option was set away from its default (what a contradiction needs)."""
+    default = _default(spec)
+    if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
+        return tuple(value) != tuple(default)
+    return value is not None and value != default
+
+
+def check_conflicts(options) -> None:
+    """Refuse two options given together that contradict each other (:func:`option`'s ``conflicts``:
+    ``--train-size`` sizes train and leaves the rest to evaluation, so ``--test-size`` would be ignored),
+    in one line naming both, before any work."""
+    specs = {spec.name: spec for spec in dataclasses.fields(options)}
+    for spec in specs.values():
+        for other in spec.metadata.get("conflicts", ()):
+            if other in specs and _given(spec, getattr(options, spec.name)) \
+                    and _given(specs[other], getattr(options, other)):
+                note = spec.metadata.get("conflict_note")
+                raise InvalidParameterError(f"{flag_name(spec.name)} and {flag_name(other)} contradict each other"
+                                            + (f": {note}" if note else "") + "; give only one of them")
+
+
+def check_label_not_input(options) -> None:
+    """Refuse a label field that is also named as an input (:func:`option`'s ``role``: ``--label-field`` against
+    ``--text-fields``, ``--query-field``, ...): a model would read the answer from its input, and every score or
+    PVI would say nothing about difficulty."""
+    specs = dataclasses.fields(options)
+    labels = [(s.name, getattr(options, s.name)) for s in specs if s.metadata.get("role") == "label"]
+    for label_name, label in labels:
+        if not label:
+            continue
+        for spec in specs:
+            if spec.metadata.get("role") != "input":
+                continue
+            value = getattr(options, spec.name)
+            names = (value,) if isinstance(value, str) else tuple(value or ())
+            if label in names:
+                flag = flag_name(spec.name)
+                raise InvalidParameterError(f"the label field {label!r} ({flag_name(label_name)}) is also an input "
+                                            f"({flag}): a model would read the answer from its input; leave it out "
+                                            f"of {flag}")
+
+
+def _refuse_empty_list(spec, value) -> None:
+    """A list option given empty (``--phenomena ''``, ``configs: []``) is refused rather than read as its
+    default (which may be everything): leaving the option out is how to ask for the default."""
+    if value is None:
+        return
+    if isinstance(value, str):
+        empty = not any(part.strip() for part in value.split(","))
+    elif isinstance(value, (list, tuple)):
+        empty = not value or all(isinstance(v, str) and not v.strip() for v in value)
+        default = _default(spec)
+        if isinstance(default, (list, tuple)) and tuple(default) == tuple(value):
+            return
+    else:
+        return
+    if empty:
+        shown = f" ({value!r})" if isinstance(value, str) and value else ""
+        raise InvalidParameterError(f"{flag_name(spec.name)} is empty{shown}: name at least one value, or leave "
+                                    f"{flag_name(spec.name)} out for its default")
+
+
+# The Hub's license identifiers (https://huggingface.co/docs/hub/repositories-licenses): what a card's
+# `license:` may say. "other" is a license the card then describes; "unknown" is what a build states where nobody
+# did (push refuses it).
+HUB_LICENSES = frozenset("""
+apache-2.0 mit openrail bigscience-openrail-m creativeml-openrail-m bigscience-bloom-rail-1.0 bigcode-openrail-m
+afl-3.0 artistic-2.0 bsl-1.0 bsd bsd-2-clause bsd-3-clause bsd-3-clause-clear c-uda cc cc0-1.0 cc-by-2.0 cc-by-2.5
+cc-by-3.0 cc-by-4.0 cc-by-sa-3.0 cc-by-sa-4.0 cc-by-nc-2.0 cc-by-nc-3.0 cc-by-nc-4.0 cc-by-nd-4.0 cc-by-nc-nd-3.0
+cc-by-nc-nd-4.0 cc-by-nc-sa-2.0 cc-by-nc-sa-3.0 cc-by-nc-sa-4.0 cdla-sharing-1.0 cdla-permissive-1.0
+cdla-permissive-2.0 wtfpl ecl-2.0 epl-1.0 epl-2.0 etalab-2.0 eupl-1.1 eupl-1.2 agpl-3.0 gfdl gpl gpl-2.0 gpl-3.0 lgpl
+lgpl-2.1 lgpl-3.0 isc h-research intel-research lppl-1.3c ms-pl apple-ascl apple-amlr mpl-2.0 odc-by odbl
+openrail++ osl-3.0 postgresql ofl-1.1 ncsa unlicense zlib pddl lgpl-lr deepfloyd-if-license llama2 llama3
+llama3.1 llama3.2 llama3.3 llama4 gemma fair-noncommercial-research-license unknown other
+""".split())
+
+
+def check_license(value, where: str = "license") -> str:
+    """A Hub license identifier (:data:`HUB_LICENSES`, any case), as the Hub spells it (lower case); anything
+    else (``'not a license'``, ``'CC BY 4.0'``) is refused in one line before the card states it."""
+    text = str(value).strip() if isinstance(value, str) else None
+    if text and text.lower() in HUB_LICENSES:
+        return text.lower()
+    raise InvalidParameterError(f"{where} {value!r} is not a Hub license id; give one such as cc-by-4.0, "
+                                "cc-by-sa-4.0, mit, apache-2.0 or other (the Hub's list: "
+                                "https://huggingface.co/docs/hub/repositories-licenses)")
+
+
+def check_languages(values, where: str = "language") -> tuple:
+    """Language codes as the Hub's ``language:`` takes them (ISO 639-1 or 639-3, or a BCP 47 tag such as
+    ``en-US``), checked by ``langcodes``; ``'xx'`` or ``'!!'`` is refused in one line naming the code."""
+    import langcodes
+
+    codes = (values,) if isinstance(values, str) else tuple(values)
+    for code in codes:
+        if not isinstance(code, str) or not code.strip() or not langcodes.tag_is_valid(code.strip()):
+            raise InvalidParameterError(f"{where}: {code!r} is not a language code; give ISO 639-1 or 639-3 codes "
+                                        "(or BCP 47 tags), comma-separated, e.g. en or en,de")
+    return tuple(code.strip() for code in codes)
+
+
+def option_names(options_class) -> dict:
+    """``{name: field}`` of every name an option answers to: its field name and each of its flags' aliases
+    written as a field name (``--dev-size`` -> ``dev_size``: ``validation_size``)."""
+    names = {}
+    for spec in dataclasses.fields(options_class):
+        names.setdefault(spec.name, spec.name)
+        for flag in spec.metadata.get("flags", ()):
+            names.setdefault(flag.lstrip("-").replace("-", "_"), spec.name)
+    return names
+
+
+def suggest_option(key: str, options_class, *, among=None) -> str | None:
+    """The option ``key`` most likely means, by ``difflib`` over the option names and their aliases
+    (``dev_size`` -> ``validation_size``, not ``device``); None when nothing is close. ``among`` limits the
+    answer to those field names (a recipe's settable options)."""
+    import difflib
+
+    names = {alias: name for alias, name in option_names(options_class).items() if among is None or name in among}
+    wanted = key.strip().lstrip("-").replace("-", "_")
+    if wanted in names:
+        return names[wanted]
+    close = difflib.get_close_matches(wanted, sorted(names), n=1)
+    return names[close[0]] if close else None
 
 
 def _type_hints(cls) -> dict:
@@ -225,8 +380,8 @@ def _fits(value, member) -> bool:
             return False
         if element is str:
             return all(isinstance(v, str) for v in value)
-        if element is int:  # digit strings too: the CLI's "10,50" (the method converts them)
-            return all(_is_int(v) or (isinstance(v, str) and v.strip().isdigit()) for v in value)
+        if element is int:  # integer strings too: the CLI's "10,50" or "-5" (the method converts and bounds them)
+            return all(_is_int(v) or (isinstance(v, str) and v.strip().lstrip("+-").isdigit()) for v in value)
         return True
     return True  # a type this check does not know: the method validates it
 

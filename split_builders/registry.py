@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-from split_builders.contracts import SIGNAL_KINDS, HarnessTask, SplitMethod
+from split_builders.contracts import SIGNAL_KINDS, SPLITS, HarnessTask, SplitMethod
 from split_builders.errors import InvalidParameterError
 from split_builders.options import CommonOptions
 
@@ -51,10 +51,31 @@ def check_declarations(method: SplitMethod) -> None:
     if method.baseline_config is not None and method.baseline_config not in method.config_names:
         raise InvalidParameterError(f"{name}: baseline_config {method.baseline_config!r} is not one of its "
                                     f"config_names ({', '.join(method.config_names)})")
+    splits = method.evaluation_splits
+    if not isinstance(splits, tuple) or not splits or any(split not in SPLITS for split in splits):
+        raise InvalidParameterError(f"{name}: evaluation_splits must be a non-empty tuple of {', '.join(SPLITS)}; "
+                                    f"got {splits!r}")
     implements_groups = type(method).groups is not SplitMethod.groups
     if bool(method.supports_groups) != implements_groups:
         raise InvalidParameterError(f"{name}: supports_groups is {method.supports_groups} but it "
                                     f"{'implements' if implements_groups else 'does not implement'} groups()")
+    check_option_declarations(method)
+
+
+def check_option_declarations(method: SplitMethod) -> None:
+    """Refuse ``Options`` whose option declarations the shared checker could not read: a ``conflicts`` entry that
+    names no option of the method, a ``role`` other than ``label`` or ``input``."""
+    import dataclasses
+
+    fields = {spec.name: spec for spec in dataclasses.fields(method.Options)}
+    for spec in fields.values():
+        unknown = [other for other in spec.metadata.get("conflicts", ()) if other not in fields or other == spec.name]
+        if unknown:
+            raise InvalidParameterError(f"{method.name}: option {spec.name} declares conflicts with "
+                                        f"{', '.join(map(repr, unknown))}, which are not its other options")
+        if spec.metadata.get("role") not in (None, "label", "input"):
+            raise InvalidParameterError(f"{method.name}: option {spec.name} has role {spec.metadata['role']!r}; "
+                                        "a role is 'label' or 'input'")
 
 
 def unregister(name: str) -> None:

@@ -376,3 +376,19 @@ def toy_method():
     register(ToyMethod)
     yield ToyMethod
     unregister(ToyMethod.name)
+
+
+@pytest.fixture(scope="session")
+def small_release(shared, tmp_path_factory) -> Path:
+    """One small likelihood release (400 SNLI rows of the reference, their given log-likelihoods; five configs of
+    320 / 40 / 40 rows), built once per session for the tests that damage copies of a release
+    (``test_damaged_release.py``, ``test_unclear_messages.py``). Read-only: copy it before changing it."""
+    from split_builders.cli import main
+
+    snli = shared / "reference" / "likelihood" / "inputs" / "snli"
+    out = tmp_path_factory.mktemp("small-release") / "release"
+    assert main(["likelihood", "--source", str(snli / "all_examples.csv"), "--prompt-field", "premise",
+                 "--query-field", "hypothesis", "--label-field", "gold_label", "--scores",
+                 str(snli / "all_examples__False_loglikelihoods.npy"), "--validation-size", "40", "--test-size", "40",
+                 "--limit", "400", "--length-buckets", "4", "--out", str(out), "--no-progress"]) == 0
+    return out

@@ -111,8 +111,10 @@ def test_resplit_audit_json_agrees_with_the_card(snli_release, capsys):
         assert set(splits) == {"validation", "test"}
         for split, entry in splits.items():
             assert {"exact", "near_duplicate", "shared"} <= set(entry)  # the contract's names
-            assert {k: entry[k] for k in ("rows", "exact", "near_duplicate", "shared")} == \
+            assert {k: entry[k] for k in ("rows", "exact", "near_duplicate", "shared", "tiers")} == \
                 record["configs"][config]["audit"][split]
+            assert sum(entry["tiers"].values()) == entry["rows"]
+            assert entry["rows"] - entry["tiers"]["clean"] == entry["near_duplicate"]  # no program: input = example
             assert entry["rates"]["shared"]["premise"] == round(entry["shared"]["premise"] / entry["rows"], 4)
             for example in entry["examples"]["shared.premise"]:
                 test = _parquet(snli_release, config, split).set_index("source_id")

@@ -597,7 +597,7 @@ def test_every_other_command_refuses_bad_paths_types_and_files_in_one_line(defec
         "recipe-configs-number": (["release", str(_recipe(tmp_path, "configs", train_size=440, configs=7))],
                                   ["options.configs must be a list of names", "got 7"]),
         "recipe-int-as-text": (["release", str(_recipe(tmp_path, "iterations", iterations="many"))],
-                               ["options.iterations must be a non-negative integer", "'many'"]),
+                               ["options.iterations must be a positive integer", "'many'"]),
         "recipe-text-as-list": (["release", str(_recipe(tmp_path, "language", target_language=["sql"]))],
                                 ["options.target_language must be text", "['sql'] (a list)"]),
         "recipe-boolean-as-text": (["release", str(_recipe(tmp_path, "lexical", lexical="false"))],

@@ -116,8 +116,9 @@ def test_every_config_loads_with_datasets(small_suite, small_release, hf_cache):
         loaded = datasets.load_dataset(str(out), config.name, cache_dir=hf_cache)
         for split in ("train", "validation", "test"):
             assert loaded[split].num_rows == len(config.indices[split])
-            for column in ("functionality", "capability", "type", "testcase_id", "examples", *PASS_RATE_COLUMNS):
+            for column in ("functionality", "capability", "label", "testcase_id", "examples", *PASS_RATE_COLUMNS):
                 assert column in loaded[split].column_names
+            assert "type" not in loaded[split].column_names  # test_type only: no column twice
         if config.name.startswith("func_"):
             held = small_suite.tests[int(config.name[5:])]
             assert set(loaded["test"]["functionality"]) == {held["name"]}
@@ -130,7 +131,9 @@ def test_every_config_loads_with_datasets(small_suite, small_release, hf_cache):
             assert ids == test["beluga_split"][split]
     row = seen["train"][0]
     assert row["examples"] == [[small_suite.tests[0]["data"][row["testcase_id"]]]]
-    assert json.loads(row["labels"]) == 2 and row["type"] == "MFT" and row["capability"] == "Vocabulary"
+    assert row["labels"] == [2] and row["label"] == 2 and row["test_type"] == "MFT" and row["capability"] == "Vocabulary"
+    assert seen["train"].features["label"].names == ["negative", "neutral", "positive"]
+    assert row["expectation"]["fn"] == "eq" and row["meta"] == [[]]
     readme = (out / "README.md").read_text()
     assert "config_name: func_3" in readme and "| 4 | change names | NER | INV | 331 |" in readme
 
@@ -170,8 +173,8 @@ def test_beluga_relabelling_is_applied():
         {"name": "asym", "type": "MFT", "capability": "SRL", "agg_fn": "all", "expectation": {"fn": "eq"},
          "nested": False, "labels": 1, "meta": None, "beluga_label_override": 0,
          "data": [["a", "b"], ["c", "d"], ["e", "f"], ["g", "h"]]}]})
-    assert set(behavioural.testcase_rows(suite, beluga_labels=True)["labels"]) == {"0"}
-    assert set(behavioural.testcase_rows(suite, beluga_labels=False)["labels"]) == {"1"}
+    assert behavioural.testcase_rows(suite, beluga_labels=True)["labels"] == [[0]] * 4
+    assert behavioural.testcase_rows(suite, beluga_labels=False)["label"] == [1] * 4
     assert behavioural.testcase_rows(suite, beluga_labels=True)["examples"][0] == [["a", "b"]]
 
 
@@ -252,3 +255,61 @@ def test_rows_are_the_metrics_own_test_cases(small_suite, local_metric):
     assert [len(p) for p in columns["predictions"]] == sizes
     for column in PASS_RATE_COLUMNS:
         assert columns[column] == rows[column], column
+
+
+# ---------------------------------------------------------------------------------------
+# The row contract: a label, lists and records (no JSON text), no column twice
+# ---------------------------------------------------------------------------------------
+
+
+def test_answer_suites_release_answers_and_no_class_label(shared):
+    """SQuAD's labels are answers: `labels` is a list of strings per test case, and there is no `label`."""
+    suite = read_checklist_suite(shared / "data" / "checklist" / "squad_suite.json.gz")
+    assert suite.answers and suite.label_names is None
+    rows = behavioural.testcase_rows(suite, beluga_labels=True, limit=3)
+    assert "label" not in rows.column_names and "type" not in rows.column_names
+    assert rows.features["labels"].feature == datasets.Value("string")
+    answered = [r for r in rows if r["labels"][0] is not None]
+    assert answered and all(isinstance(v, str) for r in answered for v in r["labels"])
+    named = [r for r in rows if r["expectation"]["fn"] == "squad_expect_same" and any(r["meta"])]
+    assert named and all(len(m) in (0, 2) for r in named for m in r["meta"])  # [] or [old, new] per example
+
+
+def test_qqp_classes_and_per_example_labels(shared):
+    suite = read_checklist_suite(shared / "data" / "checklist" / "qqp_suite.json.gz")
+    assert suite.label_names == ("not_duplicate", "duplicate")
+    rows = behavioural.testcase_rows(suite, beluga_labels=True, limit=3)
+    assert rows.features["label"].names == ["not_duplicate", "duplicate"]
+    for row in rows:
+        assert len(row["labels"]) == len(row["examples"]) == len(row["meta"])
+        known = {label for label in row["labels"]}
+        assert row["label"] == (known.pop() if len(known) == 1 and None not in known else -1)
+
+
+def _suite(**changes):
+    test = {"name": "t", "type": "MFT", "capability": "Vocabulary", "agg_fn": "all", "expectation": {"fn": "eq"},
+            "nested": False, "labels": 1, "meta": None, "data": ["a", "b", "c"]}
+    top = {key: changes.pop(key) for key in ("suite", "label_names") if key in changes}
+    return {"suite": "mine", **top, "tests": [{**test, **changes}]}
+
+
+def test_a_suite_of_ones_own_names_its_classes():
+    assert validate_suite(_suite(label_names=["no", "yes"])).label_names == ("no", "yes")
+    assert validate_suite(_suite()).label_names == ("0", "1")  # unnamed: the class ids as names
+    rows = behavioural.testcase_rows(validate_suite(_suite(label_names=["no", "yes"])), beluga_labels=True)
+    assert rows.features["label"].names == ["no", "yes"] and rows["label"] == [1, 1, 1]
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"label_names": ["only"]}, r"labels run from 1 to 1 but the suite has 1 classes \(only\)"),
+    ({"label_names": "yes,no"}, r"label_names must be a list of distinct non-empty class names"),
+    ({"expectation": {"fn": "eq", "margin": 2}}, r"expectation key\(s\) margin unknown"),
+    ({"expectation": {"fn": "eq", "slice": {"fn": "orig_pred_equal", "when": 1}}}, r"slice.when unknown"),
+    ({"meta": [{"a": 1}, None, None]}, r"meta holds \{'a': 1\}"),
+    ({"labels": [1, "x", 0]}, r"mixes class ids and answer strings"),
+])
+def test_suites_the_rows_cannot_hold_are_refused(changes, message):
+    from loading_scripts.errors import SourceLoadError
+
+    with pytest.raises(SourceLoadError, match=message):
+        validate_suite(_suite(**changes))

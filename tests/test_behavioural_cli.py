@@ -38,7 +38,7 @@ def test_behavioural_command_writes_every_config(suite_file, tmp_path, hf_cache,
                 "type_MFT", "type_INV", "type_DIR"]
     for name in expected:
         test_rows = datasets.load_dataset(str(out), name, split="test", cache_dir=hf_cache)
-        assert {"functionality", "capability", "type", "testcase_id"} <= set(test_rows.column_names)
+        assert {"functionality", "capability", "test_type", "testcase_id"} <= set(test_rows.column_names)
     func1 = datasets.load_dataset(str(out), "func_1", cache_dir=hf_cache)
     assert set(func1["test"]["functionality"]) == {"typos"}
     assert "typos" not in func1["train"]["functionality"]

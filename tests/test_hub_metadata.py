@@ -30,7 +30,7 @@ EXPECTED_TASKS = {
     "likelihood": (["text-classification"], ["natural-language-inference", "multi-input-text-classification"]),
     "pvi": (["text-classification"], ["natural-language-inference", "multi-input-text-classification"]),
     "curriculum": (["text-classification"], ["natural-language-inference", "multi-input-text-classification"]),
-    "tmcd": (["text-generation"], ["text2text-generation"]),
+    "tmcd": (["text-generation"], []),  # text2text-generation is a task category, not a task id
     "behavioural": (["text-classification"], ["sentiment-classification"]),
 }
 # License and language of the known sources (the papers' and datasets' own statements); None: not known.

@@ -196,7 +196,15 @@ def test_the_label_names_are_the_sources_in_stated_order(family, releases, famil
 
 def test_the_families_without_class_labels_declare_no_class_names(releases):
     assert Fields.from_record(_record(releases["tmcd"])).label is None
-    assert Fields.from_record(_record(releases["behavioural"])).label_names is None
+
+
+def test_behavioural_rows_declare_the_class_label_they_release(releases):
+    """A CheckList suite's test cases carry a ``label`` ClassLabel (their class, -1 where examples differ): the
+    declared names are the released feature's, in every data file."""
+    declared = Fields.from_record(_record(releases["behavioural"]))
+    assert declared.label == LABEL and declared.label_names
+    for path in _parquet_files(releases["behavioural"]):
+        assert _features(path)[LABEL].names == list(declared.label_names), path
 
 
 def test_pandas_and_pyarrow_see_the_label_names_through_the_class_label(releases, family_args):
@@ -235,13 +243,14 @@ def test_a_source_class_label_order_is_kept_in_a_pvi_release(tmp_path):
     assert verify(str(out), load=False).ok
 
 
-def test_behavioural_rows_keep_their_json_columns_and_typed_examples(releases):
+def test_behavioural_rows_are_lists_and_records_with_a_class_label(releases):
     for path in _parquet_files(releases["behavioural"])[:3]:
         table = pq.read_table(path)
         assert table.schema.field("examples").type == pa.list_(pa.list_(pa.string()))
-        for column in ("labels", "meta", "expectation"):
-            assert table.schema.field(column).type == pa.string()
-            [json.loads(value) for value in table.column(column).to_pylist()]  # JSON text, as the card says
+        assert pa.types.is_list(table.schema.field("labels").type)  # one label per example, no JSON text
+        assert table.schema.field("meta").type == pa.list_(pa.list_(pa.string()))
+        assert pa.types.is_struct(table.schema.field("expectation").type)
+        assert isinstance(_features(path)[LABEL], datasets.ClassLabel) and "type" not in table.schema.names
 
 
 @pytest.mark.parametrize("family", ["likelihood", "pvi"])

@@ -52,6 +52,9 @@ def test_train_size_gives_the_semantic_parsing_mode(likelihood_reference, tmp_pa
     args = _contract_args(likelihood_reference, out)
     drop = args.index("--label-field")
     del args[drop:drop + 2]
+    for flag in ("--dev-size", "--test-size"):  # --train-size sizes the evaluation splits itself
+        drop = args.index(flag)
+        del args[drop:drop + 2]
     args += ["--train-size", "1800"]
     assert main(args) == 0
     loaded = datasets.load_dataset(str(out), "ll_split", cache_dir=hf_cache)

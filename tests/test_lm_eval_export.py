@@ -4,6 +4,7 @@ run offline through the harness's own Python API on a tiny random causal LM."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import shutil
 import zipfile
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from split_builders.cli import main
+from split_builders.errors import InvalidParameterError
 from split_builders.release.export import export_lm_eval, write_lm_eval
 
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness is a test extra (pip install resplit[test])")
@@ -77,6 +79,8 @@ def _older_release(source, out, *, fields=True):
         text = pa.array(np.asarray(names, dtype=object)[table.column("label").to_numpy()].tolist(), pa.large_string())
         table = table.drop_columns(["label"]).append_column("gold_label", text).replace_schema_metadata(None)
         pq.write_table(table, path)
+        config, split = path.parent.name, path.name.split("-")[0]
+        card["resplit"]["configs"][config]["sha256"][split] = hashlib.sha256(path.read_bytes()).hexdigest()
     card.pop("dataset_info", None)
     card["resplit"]["source"]["name"] = f"{out.name}.csv"
     if fields:
@@ -122,7 +126,8 @@ def manager(releases):
     from lm_eval.tasks import TaskManager
 
     root, exported = releases
-    return TaskManager(include_path=[str(result.folder) for result in exported.values() if result.tasks])
+    return TaskManager(include_path=[str(result.folder) for result in exported.values() if result.tasks],
+                       include_defaults=False)
 
 
 def _task(manager, name):
@@ -146,13 +151,14 @@ def test_the_harness_reports_a_number_for_every_config(releases, manager, harnes
     names = ("snli", "old", "geo", "cur")
     results = lm_eval.simple_evaluate(
         model="hf", model_args=f"pretrained={tiny_llama},dtype=float32", tasks=[exported[n].group for n in names],
-        task_manager=manager, limit=2, device="cpu", batch_size=4, gen_kwargs="max_gen_toks=4")["results"]
+        task_manager=manager, limit=2, device="cpu", batch_size=4, gen_kwargs="max_gen_toks=4",
+        bootstrap_iters=0)["results"]  # no bootstrapped standard errors (mcc's takes minutes)
     for name in names:
         configs = _configs(root / name)
         assert set(exported[name].tasks) == set(configs) and not exported[name].skipped
         for config in configs:
             result = results[exported[name].tasks[config]]
-            metric = "exact_match,none" if name == "geo" else "acc,none"
+            metric = "exact_match,first_line" if name == "geo" else "acc,none"
             assert 0.0 <= result[metric] <= 1.0, (config, result)
 
 
@@ -204,8 +210,14 @@ def test_splits_output_types_and_prompts_follow_each_family(releases):
     assert (snli["test_split"], snli["validation_split"]) == ("test", "validation")
     for task in (geo, cur, snli):
         assert task["custom_dataset"] == "!function utils.load_release" and task["dataset_kwargs"]["resplit_folder"] == ".."
-    group = yaml.safe_load((root / "cur" / "lm_eval" / "_resplit_curriculum.yaml").read_text())
-    assert group["task"] == [f"resplit_curriculum_{c}" for c in _configs(root / "cur")]
+    group = yaml.safe_load((root / "cur" / "lm_eval" / "_curriculum.yaml").read_text())
+    assert group["task"] == [f"curriculum_{c}" for c in _configs(root / "cur")]
+    assert {m["metric"] for m in group["aggregate_metric_list"]} == {"acc", "acc_norm", "mcc"}  # CURRICULUM declares mcc
+    assert {m["metric"] for m in cur["metric_list"]} == {"acc", "acc_norm", "mcc"}  # Matthews correlation beside acc
+    # generation: the first line of the answer, stripped; a blank line stops it; few-shot by default
+    assert geo["num_fewshot"] >= 1 and geo["generation_kwargs"]["until"] == ["\n\n"]
+    assert [f["function"] for f in geo["filter_list"][0]["filter"]] == ["regex", "take_first"]
+    assert geo["process_results"] == "!function utils.exact_match_program"
 
 
 def test_behavioural_test_cases_with_a_label_become_tasks_and_the_others_are_skipped_with_a_reason(
@@ -250,13 +262,18 @@ def test_a_release_without_recorded_fields_gets_the_same_tasks(releases, tmp_pat
     assert "gold_label" in now["doc_to_target"] and "Gold label:" in now["doc_to_text"]
 
 
-def test_repo_id_sets_dataset_path_and_the_group(releases, tmp_path):
-    root, _ = releases
+def test_a_hub_id_is_read_at_a_revision_and_the_names_do_not_change(releases, tmp_path):
+    root, exported = releases
     out = tmp_path / "hub"
-    result = export_lm_eval(root / "geo", out, repo_id="org/geo-tmcd")
+    with pytest.raises(InvalidParameterError, match="--revision"):
+        export_lm_eval(root / "geo", out, repo_id="org/geo-tmcd")  # tasks are pinned
+    result = export_lm_eval(root / "geo", out, repo_id="org/geo-tmcd", revision="v1.0.0")
     task = yaml.load((out / "length.yaml").read_text(), Loader=_AnyTag)
-    assert (task["dataset_path"], task["dataset_name"], task["task"]) == ("org/geo-tmcd", "length", "geo_tmcd_length")
-    assert "custom_dataset" not in task and result.group == "geo_tmcd"
+    assert (task["dataset_path"], task["dataset_name"], task["dataset_kwargs"]) == (
+        "org/geo-tmcd", "length", {"revision": "v1.0.0"})
+    assert "custom_dataset" not in task
+    # the names come from the release, not from where it is read
+    assert result.group == exported["geo"].group and task["task"] == exported["geo"].tasks["length"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,7 +286,7 @@ def test_export_command_writes_the_tasks_and_says_how_to_run_them(releases, tmp_
     out = tmp_path / "tasks"
     assert main(["export", "lm-eval", str(root / "beh"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert exported["beh"].group == "resplit_behavioural_checklist_sentiment_suite"
+    assert exported["beh"].group == "checklist_sentiment_suite_behavioural"
     assert "lm_eval --model hf" in printed and f"--tasks {exported['beh'].group}\n" in printed
     assert "skipped type_INV: " in printed
     task = yaml.load((out / "type_MFT.yaml").read_text(), Loader=_AnyTag)
@@ -277,8 +294,9 @@ def test_export_command_writes_the_tasks_and_says_how_to_run_them(releases, tmp_
     # relative to the tasks' folder, wherever it is
     assert (out / task["dataset_kwargs"]["resplit_folder"]).resolve() == (root / "beh").resolve()
     assert main(["export", "lm-eval", str(root / "geo"), "--out", str(tmp_path / "hub"),
-                 "--dataset-path", "org/geo-tmcd"]) == 0
-    assert yaml.load((tmp_path / "hub" / "length.yaml").read_text(), Loader=_AnyTag)["dataset_path"] == "org/geo-tmcd"
+                 "--dataset-path", "org/geo-tmcd", "--revision", "v1.2.0"]) == 0
+    task = yaml.load((tmp_path / "hub" / "length.yaml").read_text(), Loader=_AnyTag)
+    assert (task["dataset_path"], task["dataset_kwargs"]["revision"]) == ("org/geo-tmcd", "v1.2.0")
 
 
 def test_export_command_bad_input_is_one_line(releases, tmp_path, capsys):
@@ -289,3 +307,90 @@ def test_export_command_bad_input_is_one_line(releases, tmp_path, capsys):
     assert main(["export", "lm-eval", str(root / "geo"), "--out", str(tmp_path / "file")]) == 2
     err = capsys.readouterr().err
     assert "is a file" in err and len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Named once, pinned, and nothing of the user's lost
+# ---------------------------------------------------------------------------------------------
+
+
+def test_groups_are_named_after_the_dataset_and_method_and_differ_between_sources(releases):
+    root, exported = releases
+    groups = {name: result.group for name, result in exported.items()}
+    assert groups["snli"] == "snli_likelihood"  # the reader recognises SNLI (the bundled sample)
+    assert groups["csv"] == "all_examples_likelihood" and groups["cur"] == "curriculum"
+    assert len(set(groups.values())) == len(groups)  # one name per release: no "overrides existing task"
+    for result in exported.values():
+        assert all(task == f"{result.group}_{config}" for config, task in result.tasks.items())
+
+
+def test_export_revision_is_the_tasks_dataset_revision(releases, tmp_path):
+    root, exported = releases
+    for args, where in (([], "custom_dataset"), (["--dataset-path", "org/snli-ll"], "dataset_path")):
+        out = tmp_path / where
+        assert main(["export", "lm-eval", str(root / "snli"), "--revision", "v3.1.4", "--out", str(out), *args]) == 0
+        task = yaml.load((out / "ll_split.yaml").read_text(), Loader=_AnyTag)
+        assert task["dataset_kwargs"]["revision"] == "v3.1.4" and where in task
+        assert task["task"] == exported["snli"].tasks["ll_split"]
+
+
+def test_a_local_task_reads_the_files_it_was_written_for_and_refuses_another_version(releases, tmp_path, hf_cache):
+    import importlib.util
+
+    import datasets
+
+    root, _ = releases
+    folder = tmp_path / "cur"
+    shutil.copytree(root / "cur", folder)
+    export_lm_eval(folder)
+    task = _task_yaml(folder, "verbnet")
+    spec = importlib.util.spec_from_file_location("release_utils", folder / "lm_eval" / "utils.py")
+    utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(datasets.config, "HF_DATASETS_CACHE", hf_cache)
+        loaded = utils.load_release(**task["dataset_kwargs"])
+        assert loaded["validation"].num_rows == _card(folder)["resplit"]["configs"]["verbnet"]["rows"]["validation"]
+        data = folder / task["dataset_kwargs"]["resplit_files"]["validation"]["path"]
+        data.write_bytes(data.read_bytes()[:-8] + b"\0" * 8)  # another version of the file
+        with pytest.raises(ValueError, match="another version of the release"):
+            utils.load_release(**task["dataset_kwargs"])
+
+
+def test_exporting_again_keeps_the_users_files_and_refuses_those_in_the_way(releases, tmp_path, capsys):
+    root, exported = releases
+    folder = tmp_path / "geo"
+    shutil.copytree(root / "geo", folder)
+    mine = {"my_task.yaml": "task: my_own_geo_task\n", "notes.txt": "my notes\n"}
+    for name, text in mine.items():
+        (folder / "lm_eval" / name).write_text(text)
+    before = {p.name: p.read_bytes() for p in (folder / "lm_eval").iterdir()}
+    assert main(["export", "lm-eval", str(folder)]) == 0
+    assert "left 2 file(s) resplit did not write" in capsys.readouterr().out
+    after = {p.name: p.read_bytes() for p in (folder / "lm_eval").iterdir()}
+    assert after == before  # the user's files kept, resplit's written again identically
+    # a task file the user edited is no longer resplit's: refused, named, nothing changed
+    (folder / "lm_eval" / "length.yaml").write_text("task: edited\n")
+    assert main(["export", "lm-eval", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "length.yaml (changed since resplit wrote it)" in err and len(err.strip().splitlines()) == 1
+    assert (folder / "lm_eval" / "length.yaml").read_text() == "task: edited\n"
+    # --out DIR holding the user's own utils.py: refused; DIR unchanged
+    out = tmp_path / "tasks"
+    out.mkdir()
+    (out / "utils.py").write_text("print('mine')\n")
+    (out / "other.txt").write_text("x")
+    assert main(["export", "lm-eval", str(root / "geo"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "utils.py" in err and "resplit did not write" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in out.iterdir()) == ["other.txt", "utils.py"]
+    assert (out / "utils.py").read_text() == "print('mine')\n"
+
+
+def test_the_card_says_how_to_run_the_tasks_and_why_a_config_has_none(releases):
+    root, exported = releases
+    body = (root / "beh" / "README.md").read_text().split("---\n", 2)[2]
+    section = body.split("## Evaluating with lm-evaluation-harness", 1)[1].split("\n## ", 1)[0]
+    assert f"--tasks {exported['beh'].group}" in section and "`type_INV`" in section and "INV and DIR" in section
+    geo = (root / "geo" / "README.md").read_text().split("---\n", 2)[2]
+    assert "few-shot by default" in geo and body.count("## Evaluating with lm-evaluation-harness") == 1

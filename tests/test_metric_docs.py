@@ -1,8 +1,11 @@
-"""Every ```python block of metrics/README.md and of the metric cards runs as written, outside a checkout.
+"""Every ```python block of metrics/README.md and of the metric cards runs as written with `evaluate` alone.
 
-All blocks run in one interpreter apart from pytest's (``python -I``: neither the checkout nor the
-tests are on its path, so only what is installed is importable), each block on its own: a fresh
-namespace, its own empty working folder outside the checkout, offline. A line ``expression  # value``
+All blocks run in one interpreter apart from pytest's, without resplit: ``python -I -S`` (no site
+folder is processed, so the editable install's path hook never runs) with this environment's
+site-packages appended to its path, so the installed libraries (evaluate, datasets, ...) import and
+``split_builders`` does not (the runner checks). Each block runs on its own: a fresh namespace, its own
+working folder outside the checkout holding a copy of the three metric folders (a researcher's clone
+of the Spaces), offline. A line ``expression  # value``
 whose comment is a Python literal is checked against that value, so the cards' shown results are
 tested too. A block whose first line is ``# requires: <what>`` (e.g. ``# requires: hub``) needs
 something the tests do not have and is skipped with that reason.
@@ -14,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -44,7 +48,11 @@ BLOCKS = code_blocks()
 
 # Runs in the other interpreter: argv[1] is a JSON list of {"name", "code"}; prints a JSON list of results.
 RUNNER = r'''
-import ast, json, os, sys, tempfile, traceback
+import ast, importlib.util, json, os, shutil, sys, tempfile, traceback
+
+SITE, METRICS = json.loads(sys.argv[2]), sys.argv[3]
+sys.path.extend(SITE)  # the installed libraries, without processing their .pth files (resplit's editable hook)
+assert importlib.util.find_spec("split_builders") is None, "resplit is importable: the blocks would not show it is not needed"
 
 
 def shown_value(lines, statement):
@@ -79,12 +87,21 @@ results = {}
 home = os.getcwd()
 for block in json.loads(open(sys.argv[1], encoding="utf-8").read()):
     os.chdir(tempfile.mkdtemp(prefix="block-", dir=home))
+    for name in ("pass_rate", "g_score", "concurrence"):
+        shutil.copytree(os.path.join(METRICS, name), name, ignore=shutil.ignore_patterns("__pycache__"))
     try:
         results[block["name"]] = {"ok": True, "checked": run(block["name"], block["code"])}
     except BaseException:
         results[block["name"]] = {"ok": False, "error": traceback.format_exc()}
 print(json.dumps(results))
 '''
+
+
+def runner_command(work: Path) -> list:
+    """The runner in an interpreter whose path has the installed libraries but not resplit."""
+    site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    return [sys.executable, "-I", "-S", str(work / "runner.py"), str(work / "blocks.json"), json.dumps(site),
+            str(REPO / "metrics")]
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +115,7 @@ def block_results(tmp_path_factory):
     # The metrics as installed (no $RESPLIT_METRICS_DIR pointing into the checkout), offline.
     env = {key: value for key, value in os.environ.items() if key != "RESPLIT_METRICS_DIR"}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_EVALUATE_OFFLINE="1", MPLBACKEND="Agg")
-    done = subprocess.run([sys.executable, "-I", str(work / "runner.py"), str(work / "blocks.json")], cwd=work,
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(runner_command(work), cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -136,8 +152,7 @@ def test_a_wrong_shown_value_fails(tmp_path):
               {"name": "undefined", "code": "json.dumps(1)\n"}]
     (tmp_path / "blocks.json").write_text(json.dumps(blocks))
     (tmp_path / "runner.py").write_text(RUNNER)
-    done = subprocess.run([sys.executable, "-I", str(tmp_path / "runner.py"), str(tmp_path / "blocks.json")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(runner_command(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=60)
     results = json.loads(done.stdout)
     assert results["good"] == {"ok": True, "checked": 1}
     assert not results["wrong"]["ok"] and "the block shows 4" in results["wrong"]["error"]
@@ -148,3 +163,15 @@ def test_requirement_marker():
     assert requirement("# requires: hub\nimport evaluate\n") == "hub"
     assert requirement("import evaluate  # requires: hub\n") is None
     assert ast.parse("# requires: hub\nx = 1\n")  # the marker is a comment: the block stays valid Python
+
+
+def test_blocks_run_without_resplit(tmp_path):
+    """The runner's interpreter cannot import resplit: a block that imports it fails there."""
+    blocks = [{"name": "resplit", "code": "import split_builders\n"},
+              {"name": "numpy", "code": "import numpy\nnumpy.__name__  # 'numpy'\n"}]
+    (tmp_path / "blocks.json").write_text(json.dumps(blocks))
+    (tmp_path / "runner.py").write_text(RUNNER)
+    done = subprocess.run(runner_command(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    results = json.loads(done.stdout)
+    assert not results["resplit"]["ok"] and "ModuleNotFoundError" in results["resplit"]["error"]
+    assert results["numpy"] == {"ok": True, "checked": 1}  # the installed libraries are importable

@@ -337,9 +337,9 @@ def test_summary_means_skip_undefined_functionalities(pass_rate):
 
 def one_case(pass_rate, predictions, expectation, agg_fn="all", labels=None, meta=None, confidences=()):
     result = pass_rate.compute(
-        predictions=[predictions], confidences=[list(confidences)], labels=[json.dumps(labels)],
-        meta=[json.dumps(meta)], functionality=["f"], test_type=["MFT"], capability=["c"],
-        expectation=[json.dumps(expectation)], agg_fn=[agg_fn], return_testcase_results=True)
+        predictions=[predictions], confidences=[list(confidences)], labels=[[labels] * len(predictions)],
+        meta=[meta or [[]] * len(predictions)], functionality=["f"], test_type=["MFT"], capability=["c"],
+        expectation=[expectation], agg_fn=[agg_fn], return_testcase_results=True)
     return result["testcase_results"]["f"][0]
 
 
@@ -359,7 +359,7 @@ def test_edge_cases(pass_rate):
     assert one_case(pass_rate, ["Paris"], {"fn": "eq"}, labels="Paris.") == 0
     # squad_expect_same rewrites the original answer with the meta pair.
     assert one_case(pass_rate, ["Luther said", "James said"], {"fn": "squad_expect_same"}, "all_except_first",
-                    meta=[{}, ["Luther", "James"]]) == 1
+                    meta=[[], ["Luther", "James"]]) == 1
     # A slice on the original prediction filters the test case.
     spec = {"fn": "eq", "value": 0, "slice": {"fn": "orig_pred_equal", "value": 1, "slice_agg_fn": "all"}}
     assert one_case(pass_rate, [0, 0], spec, "all_except_first") is None
@@ -418,28 +418,30 @@ def test_random_inputs_through_file_formats_agree(pass_rate):
 
 
 def row(**overrides):
-    columns = {"predictions": [[1, 1]], "confidences": [[]], "labels": ["1"], "meta": ["null"],
+    columns = {"predictions": [[1, 1]], "confidences": [[]], "labels": [[1, 1]], "meta": [[[], []]],
                "functionality": ["f"], "test_type": ["MFT"], "capability": ["c"],
-               "expectation": ['{"fn": "eq"}'], "agg_fn": ["all"]}
+               "expectation": [{"fn": "eq"}], "agg_fn": ["all"]}
     columns.update(overrides)
     return columns
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"expectation": ['{"fn": "equals"}']}, r"unknown expectation name .*'equals'; allowed: eq, pred_not_equal, allow_for_neutral"),
-    ({"expectation": ['{"fn": eq}']}, r"expectation of test case 0 \(functionality 'f'\) is not valid JSON"),
-    ({"expectation": ['{"fn": "eq", "slice": {"fn": "pred_is"}}']}, r"unknown slice name .*'pred_is'; allowed: orig_pred_equal"),
+    ({"expectation": [{"fn": "equals"}]}, r"unknown expectation name .*'equals'; allowed: eq, pred_not_equal, allow_for_neutral"),
+    ({"expectation": ['{"fn": "eq"}']}, r"expectation is a dict per test case, not JSON text"),
+    ({"labels": ["[1, 1]"]}, r"labels is a list with one label per example per test case, not JSON text"),
+    ({"expectation": [{"fn": "eq", "margin": 1}]}, r"unknown key\(s\) margin"),
+    ({"expectation": [{"fn": "eq", "slice": {"fn": "pred_is"}}]}, r"unknown slice name .*'pred_is'; allowed: orig_pred_equal"),
     ({"test_type": ["UNIT"]}, r"unknown test type .*'UNIT'; allowed: MFT, INV, DIR"),
     ({"agg_fn": ["any"]}, r"unknown agg_fn .*'any'; allowed: all, all_except_first"),
     ({"confidences": [[[0.5, 0.7], [0.5, 0.5]]]}, r"example 0 of test case 0 \(functionality 'f'\) sums to 1.2, not 1"),
     ({"confidences": [[[1.5, -0.5], [0.5, 0.5]]]}, r"negative or non-finite"),
     ({"confidences": [[[0.5, 0.5]]]}, r"2 predictions but 1 probability vectors"),
     ({"confidences": [[[0.5, 0.5], [0.5, 0.5]]], "predictions": [[1, 2]]}, r"class id below 2"),
-    ({"labels": ["[1, 1, 1]"]}, r"has 2 examples but 3 labels"),
-    ({"labels": ["null"]}, r"expectation 'eq' .* needs labels"),
-    ({"expectation": ['{"fn": "monotonic", "tolerance": 0.1}']}, r"needs probability vectors"),
-    ({"expectation": ['{"fn": "qqp_triplet"}']}, r"needs exactly 3 examples, got 2"),
-    ({"expectation": ['{"fn": "qqp_triplet"}'], "predictions": [[1, 2, 1]]}, r"needs binary \(0/1\) predictions"),
+    ({"labels": [[1, 1, 1]]}, r"has 2 examples but 3 labels"),
+    ({"labels": [[1, None]]}, r"expectation 'eq' .* needs a label for every example"),
+    ({"expectation": [{"fn": "monotonic", "tolerance": 0.1}]}, r"needs probability vectors"),
+    ({"expectation": [{"fn": "qqp_triplet"}]}, r"needs exactly 3 examples, got 2"),
+    ({"expectation": [{"fn": "qqp_triplet"}], "predictions": [[1, 2, 1]]}, r"needs binary \(0/1\) predictions"),
     ({"predictions": [[]]}, r"has no predictions"),
 ])
 def test_bad_rows_are_named(tester, overrides, message):
@@ -452,7 +454,7 @@ def test_inconsistent_functionality_and_mismatched_columns(pass_rate):
     with pytest.raises(ValueError, match=r"functionality 'f' has capability 'Negation' .* but 'NER' in test case 1"):
         pass_rate.compute(**two)
     short = row()
-    short["labels"] = ["1", "1"]
+    short["labels"] = [[1], [1]]
     with pytest.raises(ValueError, match=r"Mismatch in the number of predictions \(1\) and labels \(2\)"):
         pass_rate.compute(**short)
 

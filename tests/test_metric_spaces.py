@@ -11,6 +11,7 @@ import importlib.util
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -107,7 +108,10 @@ def card_examples(space_environment, tmp_path_factory):
     load = evaluate.load
     examples = {}
     with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(tmp_path_factory.mktemp("cards"))  # the blocks write files (a heatmap)
+        cards = tmp_path_factory.mktemp("cards")
+        patch.chdir(cards)  # the blocks write files (a heatmap)
+        for name in METRICS:  # the blocks load each metric by its folder, as a clone of its Space
+            shutil.copytree(REPO / "metrics" / name, cards / name, ignore=shutil.ignore_patterns("__pycache__"))
         for name in METRICS:
             calls = examples[name] = []
             patch.setattr(evaluate, "load", lambda *args, _calls=calls, **kwargs: _Recorder(load(*args, **kwargs), _calls))
@@ -174,8 +178,10 @@ def test_pass_rate_space_computes_the_card_examples(spaces, card_examples, tmp_p
     examples = computed(calls)
     assert len(examples) >= 2
     for kwargs, expected in examples:  # every test-case table the card computes, row by row
+        # A table cell is text: lists and records (labels, meta, expectation) as JSON.
+        cell = lambda value: value if isinstance(value, str) else json.dumps(value)  # noqa: E731
         rows = [[json.dumps(kwargs["predictions"][i]), json.dumps(kwargs["confidences"][i]),
-                 *[kwargs[column][i] for column in app.COLUMNS[2:]]] for i in range(len(kwargs["predictions"]))]
+                 *[cell(kwargs[column][i]) for column in app.COLUMNS[2:]]] for i in range(len(kwargs["predictions"]))]
         result, summary = client.predict({"headers": list(app.COLUMNS), "data": rows}, api_name="/compute")
         hits = result.pop("testcase_results")
         assert result == json_ready(expected)

@@ -113,3 +113,63 @@ def test_an_interrupted_replacement_is_recovered_by_the_next_build_even_a_refuse
     assert "--overwrite" in capsys.readouterr().err
     assert snapshot(out) == (fresh if new_complete else old)
     assert not list(tmp_path.glob(".out.tmp-*")) and not list(tmp_path.glob(".out.old-*"))
+
+
+# -- figures: a format matplotlib cannot write is refused before any work, for every flag that takes a figure ------
+
+def _concurrence_inputs(shared, tmp_path):
+    import json
+
+    golden = json.loads((shared / "reference/concurrence/golden.json").read_text())
+    lines = ["model,benchmark,seed,score"] + [f"{model},{benchmark},{seed},{score}" for benchmark in ("A", "B")
+                                            for model, scores in golden[benchmark].items()
+                                            for seed, score in zip(golden["seeds"], scores)]
+    path = tmp_path / "results.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return ["concurrence", "--results", str(path)]
+
+
+def _curriculum_report_inputs(shared, tmp_path):
+    labels, predictions = ["entailed", "not-entailed"] * 20, ["entailed"] * 25 + ["not-entailed"] * 15
+    rows = ["config,label,prediction"] + [f"verbnet,{label},{prediction}" for label, prediction in zip(labels, predictions)]
+    path = tmp_path / "predictions.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return ["curriculum-report", "--predictions", str(path)]
+
+
+# (subcommand, flag): the arguments of a run that draws a figure at the path the flag names.
+FIGURE_FLAGS = {("concurrence", "--heatmap"): _concurrence_inputs,
+                ("curriculum-report", "--figure"): _curriculum_report_inputs}
+BAD_FIGURES = {"an unknown extension": "matrix.xyz", "a typo of png": "matrix.pnj", "no extension": "matrix",
+               "a format of data, not images": "matrix.csv"}
+
+
+def test_the_table_holds_every_flag_that_takes_a_figure():
+    """Every subcommand option named --figure or --heatmap is in FIGURE_FLAGS (a new one joins the table)."""
+    import argparse
+
+    from split_builders.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    found = {(name, flag) for name, sub in commands.items() for action in sub._actions
+             for flag in action.option_strings if flag in ("--figure", "--heatmap")}
+    assert found == set(FIGURE_FLAGS)
+
+
+@pytest.mark.parametrize("command, flag", list(FIGURE_FLAGS))
+def test_a_figure_format_matplotlib_cannot_write_is_refused_before_the_work(command, flag, shared, tmp_path, capsys):
+    """Today matplotlib's own ValueError escaped as a traceback once the work was done. Each case: exit 2, one line
+    naming the flag and the formats matplotlib writes, and no file written."""
+    args = FIGURE_FLAGS[(command, flag)](shared, tmp_path)
+    for case, name in BAD_FIGURES.items():
+        figure = tmp_path / name
+        code = main([*args, flag, str(figure)])
+        err = capsys.readouterr().err
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and "Traceback" not in err, (case, err)
+        assert flag in lines[0] and ".png" in lines[0] and ".svg" in lines[0], (case, lines[0])
+        assert not figure.exists() and not list(tmp_path.glob("matrix*")), case
+    if command == "curriculum-report":  # quick to run: a format it writes, in any case, is written
+        figure = tmp_path / "matrix.SVG"
+        assert main([*args, flag, str(figure)]) == 0 and figure.read_bytes().lstrip().startswith(b"<?xml")

@@ -269,3 +269,21 @@ def test_rows_without_anything_to_predict_are_skipped_with_a_reason():
     assert "passed" in behavioural["skipped"]
     with pytest.raises(InvalidParameterError, match="no config with a train split"):
         probe({"c": {"test": table}}, seed=0)
+
+
+def test_a_curriculum_release_is_probed_config_by_config_with_its_own_fields(shared, tmp_path, capsys):
+    """CURRICULUM's hypothesis-only configs have no premise: ``--probe`` in the build and ``resplit probe`` on the
+    release read each config with the fields it has (they failed with ``KeyError: premise``)."""
+    out = tmp_path / "curriculum"
+    assert main(["curriculum", "--source", str(shared / "data" / "curriculum"), "--phenomena", "verbnet", "--limit",
+                 "150", "--no-inoculation", "--probe", "--out", str(out), "--no-progress"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    recorded = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])["resplit"]["configs"]
+    assert recorded["verbnet_hypothesis_only"]["probe"]["validation"]["rows"] == 150
+    assert main(["probe", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["configs"]) == {"verbnet", "verbnet_hypothesis_only"} and not report.get("skipped_configs")
+    only = report["configs"]["verbnet_hypothesis_only"]["validation"]
+    assert only["accuracy"] == only["query_only_accuracy"]  # the hypothesis is its whole input
+    for config in ("verbnet", "verbnet_hypothesis_only"):  # the card's numbers are the command's
+        assert recorded[config]["probe"]["validation"]["accuracy"] == report["configs"][config]["validation"]["accuracy"]

@@ -70,7 +70,7 @@ CLIENT = textwrap.dedent("""
     from pathlib import Path
     import datasets, evaluate
     from huggingface_hub import HfApi, snapshot_download
-    repo, configs, out, metric = sys.argv[1], sys.argv[2].split(","), sys.argv[3], sys.argv[4]
+    repo, configs, out, metric, task_name = sys.argv[1], sys.argv[2].split(","), sys.argv[3], sys.argv[4], sys.argv[5]
     datasets.disable_progress_bars()
     def ids(path, config, cache, **kw):
         loaded = datasets.load_dataset(path, config, cache_dir=cache, **kw)
@@ -85,10 +85,18 @@ CLIENT = textwrap.dedent("""
         result["snapshot"][tag] = ids(folder, configs[0], f"{out}/s-{tag}")
         result["snapshot_files"] = sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*")
                                           if ".cache" not in p.parts)
+    # each version's own harness tasks (lm_eval/ of its snapshot), run after every version was pushed
+    from lm_eval.tasks import TaskManager
+    result["harness"] = {}
+    for tag in tags:
+        manager = TaskManager(include_path=[f"{out}/snap-{tag}/lm_eval"], include_defaults=False)
+        task = manager.load([task_name])["tasks"][task_name]
+        result["harness"][tag] = {"source_ids": sorted(d["source_id"] for d in task.eval_docs),
+                                  "revision": task.config.dataset_kwargs["revision"]}
     pass_rate = evaluate.load(metric, revision="v1.0.0")
-    eq = json.dumps({"fn": "eq"})
+    eq = {"fn": "eq"}
     result["metric"] = pass_rate.compute(
-        predictions=[[2], [0]], confidences=[[], []], labels=["2", "2"], meta=["null", "null"],
+        predictions=[[2], [0]], confidences=[[], []], labels=[[2], [2]], meta=[None, None],
         functionality=["f", "f"], test_type=["MFT", "MFT"], capability=["c", "c"],
         expectation=[eq, eq], agg_fn=["all", "all"])["pass_rate"]
     print("RESULT" + json.dumps(result))
@@ -113,8 +121,11 @@ def test_two_versions_round_trip_through_the_real_clients(releases, hub, tmp_pat
     assert 'evaluate.load("org/pass_rate", revision="v1.0.0")' in metric.stdout
 
     configs = ["ll_split", "ll_split_len", "ll_split_reverse", "random", "length"]
+    from split_builders.release.export import group_name
+
+    task_name = f"{group_name(publish.read_card(v1)[0])}_random"  # the name the local tasks have too
     client = subprocess.run([sys.executable, "-c", CLIENT, "org/snli-likelihood", ",".join(configs),
-                             str(tmp_path / "client"), "org/pass_rate"],
+                             str(tmp_path / "client"), "org/pass_rate", task_name],
                             env=env, capture_output=True, text=True, timeout=240)
     assert client.returncode == 0, client.stderr[-3000:]
     result = json.loads(client.stdout.split("RESULT", 1)[1])
@@ -124,6 +135,10 @@ def test_two_versions_round_trip_through_the_real_clients(releases, hub, tmp_pat
         assert result["by_tag"][tag] == by_config, tag
         assert result["by_commit"][tag] == by_config["ll_split"] == result["snapshot"][tag]
     assert expected["v1.0.0"]["random"] != expected["v1.1.0"]["random"]  # the seed did move rows
+    # v1.0.0's harness tasks read v1.0.0's rows, though v1.1.0 came after (pinned to the tag)
+    for tag in expected:
+        assert result["harness"][tag] == {"source_ids": expected[tag]["random"]["test"], "revision": tag}
+    assert result["harness"]["v1.0.0"]["source_ids"] != result["harness"]["v1.1.0"]["source_ids"]
     assert {"README.md", "CHANGELOG.md", "ll_split"} <= set(result["snapshot_files"])
     # v1.1.0 holds its own data files only: v1.0.0's were deleted in the same commit.
     assert {f for f in result["snapshot_files"] if f.endswith(".parquet")} == {

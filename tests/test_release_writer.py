@@ -120,3 +120,60 @@ def test_overlapping_configs_are_refused(tmp_path):
     config = ConfigSplit("c", {"train": [0, 1], "validation": [1], "test": [2]}, method="m")
     with pytest.raises(InvalidParameterError, match="more than one split"):
         write_release(tmp_path / "out", rows, [config], provenance={}, render_card=lambda s, w: "")
+
+
+# -- `resplit release RECIPE --scores`: what the recipe's method declares ---------------------------------------
+
+def _recipes():
+    from split_builders.release.recipe import list_recipes
+
+    return [r for r in list_recipes() if r.kind != "metric"]
+
+
+def _declares(recipe, name: str) -> bool:
+    import dataclasses
+
+    from split_builders.api import get_method
+
+    return name in {f.name for f in dataclasses.fields(get_method(recipe.method).Options)}
+
+
+def test_release_scores_for_a_method_that_takes_none_is_one_line(tmp_path, capsys):
+    """Every recipe whose method declares no `scores` option: `--scores` is refused in one line before the source is
+    read (today: a TypeError traceback from the Options)."""
+    from split_builders.cli import main
+
+    scores = tmp_path / "scores.npy"
+    np.save(scores, np.zeros(10))
+    refused = [r for r in _recipes() if not _declares(r, "scores")]
+    assert refused, "no recipe of a method without scores"
+    for recipe in refused:
+        out = tmp_path / recipe.name
+        code = main(["release", recipe.name, "--scores", str(scores), "--out", str(out), "--no-progress"])
+        err = capsys.readouterr().err
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and "Traceback" not in err, (recipe.name, err)
+        assert "--scores" in lines[0] and "takes no scores" in lines[0] and not out.exists(), recipe.name
+
+
+def test_release_scores_reach_a_method_with_scores_but_no_fine_tuning(tmp_path, capsys):
+    """`--scores` implies no fine-tuning, which only some methods declare: a recipe of a method with `scores` and no
+    `finetune` (TMCD's likelihood configs) reads the scores (here a file of the wrong length, refused in one line by
+    the method) instead of failing with a TypeError. One recipe per such method, the one with the smallest source."""
+    from split_builders.cli import main
+
+    scores = tmp_path / "scores.npy"
+    np.save(scores, np.zeros(10))
+    candidates = {}
+    for recipe in _recipes():
+        source = recipe.local_source()
+        if _declares(recipe, "scores") and not _declares(recipe, "finetune") and source is not None:
+            size = sum(p.stat().st_size for p in ([source] if source.is_file() else source.rglob("*")) if p.is_file())
+            candidates.setdefault(recipe.method, []).append((size, recipe.name))
+    assert candidates, "no recipe of a method with scores and no fine-tuning has its source here"
+    for method, recipes in sorted(candidates.items()):
+        name = min(recipes)[1]
+        code = main(["release", name, "--scores", str(scores), "--out", str(tmp_path / name), "--no-progress"])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (name, err)
+        assert "has 10 values" in err, (name, err)

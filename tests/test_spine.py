@@ -52,8 +52,8 @@ def test_options_are_checked_before_anything_is_read(toy, tmp_path, capsys):
         ToyOptions(source="x", out="o", seed=-1)
 
 
-def test_registry_holds_the_five_families():
-    assert {"likelihood", "tmcd", "pvi", "curriculum", "behavioural"} <= set(registry())
+def test_registry_holds_the_six_families():
+    assert {"likelihood", "tmcd", "mcd", "pvi", "curriculum", "behavioural"} <= set(registry())
 
 
 def test_split_of_sorts_and_drops_an_empty_validation():

@@ -3,7 +3,8 @@
 Two ways in, each an API endpoint as well:
 
 - ``/compute``: one row per test case with the columns of ``compute`` (predictions and probability
-  vectors as JSON lists, labels / meta / expectation as the JSON text the metric takes);
+  vectors as JSON lists; labels a JSON list, one per example, or one value for every example; meta a JSON
+  list with one list of strings per example, or blank; the expectation a JSON object);
 - ``/compute_suite``: a suite in resplit's CheckList JSON format (``.json`` or ``.json.gz``) and a
   prediction file with one line per example in suite order, as ``resplit pass-rate`` takes them.
 
@@ -34,8 +35,8 @@ TESTCASES = ("auto", "all", "n500", "train", "validation", "test")
 SUMMARY_HEADERS = ["functionality", "pass %", "passed", "failed", "filtered"]
 # The card's example: two test cases of a minimum functionality test, one passed and one failed.
 EXAMPLE = [
-    ["[2]", "[]", "2", "null", "positive words", "MFT", "Vocabulary", '{"fn": "eq"}', "all"],
-    ["[0]", "[]", "2", "null", "positive words", "MFT", "Vocabulary", '{"fn": "eq"}', "all"],
+    ["[2]", "[]", "[2]", "", "positive words", "MFT", "Vocabulary", '{"fn": "eq"}', "all"],
+    ["[0]", "[]", "[2]", "", "positive words", "MFT", "Vocabulary", '{"fn": "eq"}', "all"],
 ]
 # The metric's module beside this file, whatever it is named (publishing renames pass_rate.py after the
 # Space), and not one of the adapters it imports: so that the Space works under any name and namespace.
@@ -111,9 +112,15 @@ def table_columns(table):
             raise gr.Error(f"row {number}: predictions and confidences are JSON lists, one entry per example")
         columns["predictions"].append(predictions)
         columns["confidences"].append(confidences)
-        for column in ("labels", "meta"):
-            columns[column].append(cells[column] or "null")
-        for column in ("functionality", "test_type", "capability", "expectation", "agg_fn"):
+        count = len(predictions)
+        # A cell is JSON: labels one per example (one value: every example's; blank: none), meta one list of
+        # strings per example (blank: none), the expectation an object.
+        labels = _json_cell(cells["labels"], number, "labels") if cells["labels"] else None
+        columns["labels"].append(labels if isinstance(labels, list) else [labels] * count)
+        meta = _json_cell(cells["meta"], number, "meta") if cells["meta"] else None
+        columns["meta"].append(meta if isinstance(meta, list) else [[]] * count)
+        columns["expectation"].append(_json_cell(cells["expectation"], number, "expectation"))
+        for column in ("functionality", "test_type", "capability", "agg_fn"):
             columns[column].append(cells[column])
     if not columns["predictions"]:
         raise gr.Error("the table has no test cases")

@@ -16,7 +16,6 @@ metric object: ``predictions.py`` (prediction files, a binary sentiment model's 
 ``suite_adapters.py`` (a whole suite as test-case rows).
 """
 
-import json
 import math
 import re
 
@@ -25,7 +24,7 @@ import evaluate
 import numpy as np
 
 from .predictions import check_distributions, read_predictions, sentiment_from_binary
-from .suite_adapters import suite_uses_answers, testcases_from_suite
+from .suite_adapters import suite_uses_answers, testcase_expectation, testcases_from_suite
 
 
 _CITATION = """\
@@ -71,17 +70,19 @@ Args:
         known. `inv` uses them for its tolerance; `monotonic`, `diff_up` and
         `diff_down` need them. Each vector must be a distribution (non-negative,
         summing to 1 within 1e-3).
-    labels (`list` of `str`): for each test case, its label(s) as JSON: `null`, one
-        label for every example (`2`, `"Tiffany"`) or a list with one label per example.
-    meta (`list` of `str`): for each test case, its metadata as JSON (`null`, or a list
-        with one entry per example); only `squad_expect_same` reads it.
+    labels (`list` of `list`): for each test case, one label per example (`None` where an
+        example has none): class ids (`int`) or answers (`str`), the predictions' type.
+    meta (`list` of `list` of `list` of `str`): for each test case, one list of strings per
+        example (`[]` where there is none); only `squad_expect_same` reads it (`[old, new]`).
     functionality (`list` of `str`): the name of the functionality (CheckList test).
     test_type (`list` of `str`): `MFT`, `INV` or `DIR`.
     capability (`list` of `str`): e.g. `Vocabulary`, `Negation`.
-    expectation (`list` of `str`): the functionality's expectation as JSON, e.g.
-        `{"fn": "eq"}`, `{"fn": "inv", "tolerance": 0.1}`, `{"fn": "monotonic",
-        "increasing": true, "tolerance": 0.1, "slice": {"fn": "orig_pred_not_equal",
-        "value": 1, "slice_agg_fn": "all_except_first"}}`.
+    expectation (`list` of `dict`): the functionality's expectation, e.g. `{"fn": "eq"}`,
+        `{"fn": "inv", "tolerance": 0.1}`, `{"fn": "monotonic", "increasing": True,
+        "tolerance": 0.1, "slice": {"fn": "orig_pred_not_equal", "value": 1,
+        "slice_agg_fn": "all_except_first"}}`; keys `fn`, `value`, `tolerance`, `label`,
+        `increasing`, `slice` (`fn`, `value`, `slice_agg_fn`) and `doc`, a missing or `None`
+        key meaning the default.
     agg_fn (`list` of `str`): `all` or `all_except_first`.
     return_testcase_results (`bool`, default `False`): also return every test case's
         result (1 passed, 0 failed, None filtered) per functionality, in input order;
@@ -108,13 +109,12 @@ The metric object also carries helpers (static methods):
 Examples:
     Two test cases of a minimum functionality test, one passed and one failed:
 
-    >>> import json
     >>> import evaluate
     >>> pass_rate = evaluate.load("metrics/pass_rate")
-    >>> eq = json.dumps({"fn": "eq"})
+    >>> eq = {"fn": "eq"}
     >>> result = pass_rate.compute(
-    ...     predictions=[[2], [0]], confidences=[[], []], labels=["2", "2"],
-    ...     meta=["null", "null"], functionality=["positive words", "positive words"],
+    ...     predictions=[[2], [0]], confidences=[[], []], labels=[[2], [2]],
+    ...     meta=[[[]], [[]]], functionality=["positive words", "positive words"],
     ...     test_type=["MFT", "MFT"], capability=["Vocabulary", "Vocabulary"],
     ...     expectation=[eq, eq], agg_fn=["all", "all"])
     >>> result["functionalities"]
@@ -344,11 +344,13 @@ def _where(index, functionality):
     return f"test case {index} (functionality {functionality!r})"
 
 
-def _parse_json(text, what, index, functionality):
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{what} of {_where(index, functionality)} is not valid JSON ({error}): {text!r}") from None
+def _record(value, where):
+    """An expectation (or its slice) without its None entries (and a slice of None values): None and a
+    missing key mean the default."""
+    if not isinstance(value, dict):
+        raise ValueError(f"the expectation of {where} must be a dict with an 'fn' key, got {value!r:.80}")
+    record = {key: _record(item, where) if isinstance(item, dict) else item for key, item in value.items()}
+    return {key: item for key, item in record.items() if item is not None and item != {}}
 
 
 def _check_choice(value, allowed, what):
@@ -358,12 +360,12 @@ def _check_choice(value, allowed, what):
 
 def _check_expectation(spec, where):
     if not isinstance(spec, dict) or "fn" not in spec:
-        raise ValueError(f"the expectation of {where} must be a JSON object with a 'fn' key, got {spec!r}")
+        raise ValueError(f"the expectation of {where} must be a dict with an 'fn' key, got {spec!r}")
     _check_choice(spec["fn"], EXPECTATIONS, f"expectation name in {where}:")
     if "slice" in spec:
         slice_spec = spec["slice"]
         if not isinstance(slice_spec, dict):
-            raise ValueError(f"the slice of {where} must be a JSON object, got {slice_spec!r}")
+            raise ValueError(f"the slice of {where} must be a dict, got {slice_spec!r}")
         _check_choice(slice_spec.get("fn"), SLICE_FNS, f"slice name in {where}:")
         _check_choice(slice_spec.get("slice_agg_fn", "all"), AGG_FNS, f"slice_agg_fn in {where}:")
 
@@ -389,18 +391,18 @@ def _examples(predictions, confidences, where):
 
 
 def _per_example(value, count, what, where):
-    """A test case's label or meta for each of its `count` examples."""
-    if isinstance(value, list):
-        if len(value) != count:
-            raise ValueError(f"{where} has {count} examples but {len(value)} {what}")
-        return value
-    return [value] * count
+    """A test case's labels or meta: one entry per example."""
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"the {what} of {where} must be a list with one entry per example, got {value!r:.80}")
+    if len(value) != count:
+        raise ValueError(f"{where} has {count} examples but {len(value)} {what}")
+    return list(value)
 
 
 def _check_needs(spec, examples, labels, where):
     fn = spec["fn"]
-    if fn in _NEEDS_LABELS and spec.get("value") is None and labels is None:
-        raise ValueError(f"expectation {fn!r} of {where} needs labels, but the labels are null")
+    if fn in _NEEDS_LABELS and spec.get("value") is None and any(label is None for label in labels):
+        raise ValueError(f"expectation {fn!r} of {where} needs a label for every example, but some are None")
     if fn in _NEEDS_CONFIDENCES and examples[0].conf is None:
         raise ValueError(f"expectation {fn!r} of {where} needs probability vectors (confidences), got none")
     if fn in ("diff_up", "diff_down") and examples[0].conf.size < 3:
@@ -452,25 +454,24 @@ def _grouped_means(summaries, functionalities, key):
 
 def _evaluate_row(index, row, functionalities):
     """Check one test case's row and add its result to its functionality."""
-    preds, confs, labels_json, meta_json, name, kind, cap, spec_json, agg = row
+    preds, confs, labels, meta, name, kind, cap, spec, agg = row
     where = _where(index, name)
     _check_choice(kind, TEST_TYPES, f"test type in {where}:")
     _check_choice(agg, AGG_FNS, f"agg_fn in {where}:")
-    spec = _parse_json(spec_json, "the expectation", index, name)
+    spec = _record(spec, where)
     _check_expectation(spec, where)
     functionality = functionalities.setdefault(name, _Functionality(kind, cap, spec, agg))
     functionality.check_same(name, index, test_type=kind, capability=cap, expectation=spec, agg_fn=agg)
     examples = _examples(list(preds), list(confs), where)
-    labels = _parse_json(labels_json, "the labels", index, name)
-    _check_needs(spec, examples, labels, where)
     count = len(examples)
     # Labels and meta are read only by the expectations that use them.
     example_labels = [None] * count
-    if spec["fn"] in _NEEDS_LABELS:
+    if spec["fn"] in _NEEDS_LABELS and spec.get("value") is None:
         example_labels = _per_example(labels, count, "labels", where)
+    _check_needs(spec, examples, example_labels, where)
     example_meta = [None] * count
     if spec["fn"] == "squad_expect_same":
-        example_meta = _per_example(_parse_json(meta_json, "the meta", index, name), count, "meta entries", where)
+        example_meta = _per_example(meta, count, "meta entries", where)
     functionality.results.append(_testcase_result(examples, example_labels, example_meta, spec, agg))
 
 
@@ -511,21 +512,45 @@ def _summarise(functionalities, return_testcase_results):
 # ---------------------------------------------------------------------------------------
 
 
+def expectation_feature(value_type):
+    """An expectation as a record (`datasets` features): `value` and the slice's `value` have the
+    labels' type (`int64` class ids or `string` answers)."""
+    text, value = datasets.Value("string"), datasets.Value(value_type)
+    return {
+        "fn": text, "value": value, "tolerance": datasets.Value("float64"), "label": datasets.Value("int64"),
+        "increasing": datasets.Value("bool"), "slice": {"fn": text, "value": value, "slice_agg_fn": text},
+        "doc": text,
+    }
+
+
 def _features(prediction_type):
     text = datasets.Value("string")
     return datasets.Features(
         {
             "predictions": datasets.Sequence(datasets.Value(prediction_type)),
             "confidences": datasets.Sequence(datasets.Sequence(datasets.Value("float64"))),
-            "labels": text,
-            "meta": text,
+            "labels": datasets.Sequence(datasets.Value(prediction_type)),
+            "meta": datasets.Sequence(datasets.Sequence(text)),
             "functionality": text,
             "test_type": text,
             "capability": text,
-            "expectation": text,
+            "expectation": expectation_feature(prediction_type),
             "agg_fn": text,
         }
     )
+
+
+# The record columns and what each holds per test case (they were JSON text before).
+_RECORD_COLUMNS = {"labels": "a list with one label per example", "meta": "a list of lists of strings",
+                   "expectation": "a dict"}
+
+
+def _completed(spec):
+    """An expectation with every key (None where left out); anything else is left for the checks to name."""
+    try:
+        return testcase_expectation(spec) if isinstance(spec, dict) else spec
+    except (AttributeError, TypeError, ValueError) as error:
+        raise ValueError(f"expectation {spec!r:.80}: {error}") from None
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -549,6 +574,28 @@ class PassRate(evaluate.Metric):
             codebase_urls=["https://github.com/marcotcr/checklist", "https://github.com/peluz/beluga"],
             reference_urls=["https://aclanthology.org/2020.acl-main.442", "https://aclanthology.org/2023.tacl-1.60"],
         )
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """`evaluate`'s compute, with each expectation completed to every key first (a key left out is
+        None), so that `{"fn": "eq"}` fits the expectation's record."""
+        for column, shape in _RECORD_COLUMNS.items():
+            values = kwargs.get(column)
+            if values is None or isinstance(values, (str, dict)) or not hasattr(values, "__iter__"):
+                continue
+            values = kwargs[column] = list(values)  # a dataset's column (datasets 4: a lazy Column) as a list
+            if any(isinstance(value, str) for value in values):
+                raise ValueError(f"{column} is {shape} per test case, not JSON text (decode it with json.loads "
+                                 "first: earlier resplit releases stored JSON text)")
+        if isinstance(kwargs.get("expectation"), list):
+            kwargs["expectation"] = [_completed(spec) for spec in kwargs["expectation"]]
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def _enforce_nested_string_type(self, schema, obj):
+        # None is a missing value (an Arrow null: no label, no slice, no doc), which `evaluate`'s check
+        # that strings are strings would refuse.
+        if obj is None:
+            return None
+        return super()._enforce_nested_string_type(schema, obj)
 
     def _compute(
         self, predictions, confidences, labels, meta, functionality, test_type, capability, expectation, agg_fn,

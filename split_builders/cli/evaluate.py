@@ -44,7 +44,7 @@ def select_config(suite, config: str, split: str, *, seed: int = 42):
     from split_builders.errors import InvalidParameterError
 
     rows = testcase_rows(suite, beluga_labels=True)
-    configs = {c.name: c for c in behavioural_configs(rows["functionality"], rows["capability"], rows["type"],
+    configs = {c.name: c for c in behavioural_configs(rows["functionality"], rows["capability"], rows["test_type"],
                                                        random_state=seed)}
     if config not in configs:
         raise InvalidParameterError(f"unknown config {config!r}; valid configs: {', '.join(configs)}")

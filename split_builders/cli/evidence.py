@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import tempfile
 from functools import partial
+from pathlib import Path
+
+from split_builders.errors import InvalidParameterError
 
 
 def run_view(view, args) -> int:
@@ -17,8 +20,15 @@ def run_view(view, args) -> int:
     from split_builders.evidence.inputs import EvidenceInput
 
     settings = {s.name: s.value(getattr(args, s.name)) for s in view.settings}
+    if getattr(args, "against", None):
+        return run_against(view, args, settings)
+    for flag in ("rows", "write_clean", "against_fields", "against_splits"):
+        if getattr(args, flag, None):
+            raise InvalidParameterError(f"--{flag.replace('_', '-')} needs --against OTHER (the datasets the "
+                                        "evaluation rows are checked against)")
     with tempfile.TemporaryDirectory(prefix=f"resplit-{view.subcommand}-") as work:
-        data = EvidenceInput.from_target(args.target, work=work, revision=args.revision)
+        data = EvidenceInput.from_target(args.target, work=work, revision=args.revision,  # --configs: read no other
+                                         configs=settings.get("configs") or getattr(args, "configs", None))
         report = view.compute(data, progress=not args.no_progress, **settings)
     report = {"target": args.target, **({"revision": args.revision} if args.revision else {}), **report}
     if args.json:
@@ -41,4 +51,76 @@ def add_parsers(subparsers) -> None:
         for setting in view.settings:
             parser.add_argument(setting.flag, dest=setting.name, type=setting.parse, default=setting.default,
                                 help=setting.help)
+        if "configs" not in {s.name for s in view.settings}:  # every view reads only the configs asked for
+            from split_builders.evidence.view import names as _names
+
+            parser.add_argument("--configs", type=_names, metavar="A,B",
+                                help="only these configs (default: every config); the others are not read")
+        if getattr(view, "checks_against", False):  # a view's declaration (the audit's)
+            add_against_arguments(parser)
         parser.set_defaults(func=partial(run_view, view))
+
+
+def add_against_arguments(parser) -> None:
+    """The flags of a view that checks a target's evaluation rows against other datasets (``--against``)."""
+    from split_builders.evidence.view import names
+
+    parser.add_argument("--against", nargs="+", metavar="OTHER",
+                        help="check every evaluation row against these datasets (a release folder, a dataset folder, "
+                             "a CSV / TSV / JSONL / Parquet file, or HUB_ID[@REVISION]): its tier, clean, "
+                             "input_contaminated or input_label_contaminated, and its match")
+    parser.add_argument("--against-splits", type=names, metavar="A,B",
+                        help="only these splits of the other datasets (default: all of them)")
+    parser.add_argument("--against-fields", type=names, metavar="A,B",
+                        help="the other datasets' input columns, in the order of the target's input fields "
+                             "(default: the same names)")
+    parser.add_argument("--rows", metavar="FILE.parquet",
+                        help="write one row per evaluation row (config, split, source_id, tier, match_dataset, "
+                             "match_split, match_id, jaccard)")
+    parser.add_argument("--write-clean", metavar="OUT",
+                        help="write a release of the target (a release) whose evaluation splits drop the "
+                             "contaminated rows, with its own provenance and harness tasks")
+    parser.add_argument("--overwrite", action="store_true", help="replace --write-clean OUT if it exists")
+
+
+def run_against(view, args, settings) -> int:
+    """``resplit audit TARGET --against OTHER ...``: the tier of every evaluation row of TARGET, printed as a
+    table per config and split or one JSON object (``against.<config>.<split>``); ``--rows`` and
+    ``--write-clean`` written when asked."""
+    from split_builders.evidence.contamination import contamination, format_against, target_input, write_rows
+
+    rows_path = Path(args.rows) if args.rows else None
+    if rows_path is not None and rows_path.suffix.lower() != ".parquet":
+        raise InvalidParameterError(f"--rows {args.rows}: give a file name ending in .parquet")
+    if rows_path is not None and rows_path.is_dir():
+        raise InvalidParameterError(f"--rows {args.rows} is a folder; give a file name ending in .parquet")
+    if args.write_clean and Path(args.write_clean).exists() and not args.overwrite:
+        raise InvalidParameterError(f"--write-clean {args.write_clean} exists; pass --overwrite to replace it")
+    with tempfile.TemporaryDirectory(prefix=f"resplit-{view.subcommand}-against-") as work:
+        data = target_input(args.target, work=work, revision=args.revision,
+                            configs=settings.get("configs") or getattr(args, "configs", None))
+        fields = data.resolve(settings["fields"]) if settings.get("fields") else data.fields
+        if args.write_clean and not data.record:
+            raise InvalidParameterError(f"--write-clean needs a resplit release as TARGET; {args.target} is a "
+                                        "plain dataset (use --rows to keep the clean rows' ids)")
+        report, rows = contamination(data.parts, fields, args.against, work=work, threshold=settings["threshold"],
+                                     against_fields=args.against_fields, against_splits=args.against_splits,
+                                     where=data.where, progress=not args.no_progress)
+        if rows_path is not None:
+            write_rows(rows, rows_path)
+        if args.write_clean:
+            from split_builders.release.clean import write_clean
+
+            write_clean(data, report, rows, args.write_clean, target=args.target, overwrite=args.overwrite,
+                        progress=not args.no_progress)
+    report = {"target": args.target, **({"revision": args.revision} if args.revision else {}), **report}
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        for line in format_against(report):
+            print(line)
+        if rows_path is not None:
+            print(f"wrote {rows.num_rows} rows to {rows_path}")
+        if args.write_clean:
+            print(f"wrote the clean release to {args.write_clean}")
+    return 0

@@ -163,7 +163,7 @@ def run_concurrence(args) -> int:
     if args.heatmap:  # before the work: a figure that cannot be written is refused first
         from split_builders.release.writer import check_output_file
 
-        check_output_file(args.heatmap, "--heatmap")
+        check_output_file(args.heatmap, "--heatmap", figure=True)
     metric = load_metric("concurrence", args.metrics_dir)
     columns = read_results(args.results)
     result = _run_metric(lambda: metric.compute(

@@ -56,6 +56,7 @@ def run_release(args) -> int:
     repo_id = recipe.repo_id(args.org) if args.push else None
     if recipe.kind == "metric":
         return _release_metric(recipe, args, repo_id)
+    _declared_overrides(recipe, {"scores": args.scores})  # before the source is read: --scores it takes?
 
     source = Path(args.source) if args.source else recipe.local_source()
     if source is not None:
@@ -73,11 +74,16 @@ def run_release(args) -> int:
         overrides.update(scores=args.scores, finetune=False)  # given scores stand for the whole signal
     elif recipe.model and recipe.model.get("hub"):
         overrides.update(lm=recipe.model["hub"], lm_revision=recipe.model.get("revision"))
+    overrides = _declared_overrides(recipe, overrides)
     out = Path(args.out or Path("out") / recipe.name)
     options = recipe.method_options(source=source, out=out, overwrite=args.overwrite, settings=settings, **overrides)
     result = build(recipe.method, options, progress=not args.no_progress, **recipe.card_overrides(args.org))
     if result.out is None:
         return 0
+    if recipe.against:  # the recipe's `against:`: the card states what the evaluation splits were checked against
+        from split_builders.release.against import record_against
+
+        record_against(result.out, recipe.against_datasets(), progress=not args.no_progress)
     print(f"built {recipe.name}: {len(result.configs)} configs in {result.out}")
     report = verify(str(result.out), load=not args.no_load_check)
     _print_report(report)
@@ -89,6 +95,23 @@ def run_release(args) -> int:
 
         push_release(result.out, repo_id, args.version, message=f"resplit release {recipe.name} v{args.version}")
     return 0
+
+
+def _declared_overrides(recipe, overrides: dict) -> dict:
+    """The command line's overrides that the recipe's method declares in its ``Options``: ``--scores`` for a
+    method that takes none is refused in one line, and what it implies (no fine-tuning, the recipe's model)
+    is passed only where the method has such an option."""
+    import dataclasses
+
+    from split_builders.api import get_method
+    from split_builders.errors import InvalidParameterError
+
+    method = get_method(recipe.method)
+    declared = {spec.name for spec in dataclasses.fields(method.Options)}
+    if overrides.get("scores") is not None and "scores" not in declared:
+        raise InvalidParameterError(f"--scores: recipe {recipe.name} builds {method.name}, which takes no scores "
+                                    "(its signal is computed from the rows); drop --scores")
+    return {key: value for key, value in overrides.items() if key in declared}
 
 
 def _release_metric(recipe, args, repo_id) -> int:
@@ -131,7 +154,7 @@ def run_verify(args) -> int:
 def run_diff(args) -> int:
     from split_builders.release.diff import diff, format_diff, json_line
 
-    result = diff(args.a, args.b)
+    result = diff(args.a, args.b, configs=args.configs)  # --configs: the others are not read
     for line in format_diff(result):
         print(line)
     if args.json:
@@ -179,4 +202,6 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("a")
     parser.add_argument("b")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    parser.add_argument("--configs", type=lambda text: [c.strip() for c in text.split(",") if c.strip()] or None,
+                        metavar="A,B", help="only these configs (default: every config); the others are not read")
     parser.set_defaults(func=run_diff)

@@ -5,7 +5,6 @@ its signal (the least and most likely, the hardest and easiest), or its first ro
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,53 +22,64 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
-    import datasets
-
     from split_builders.errors import InvalidParameterError
+    from split_builders.release.folder import Released
+    from split_builders.splits import check_number
 
-    from split_builders.release.folder import read_card
-
+    check_number(args.rows, "--rows", integer=True, minimum=1)  # before anything is read
     folder = Path(args.folder)
-    metadata, _ = read_card(folder)
-    resplit = metadata.get("resplit") or {}
-    configs = resplit.get("configs") or {}
-    source = resplit.get("source") or {}
+    # The release's one reader: its card only, and with CONFIG that config's data files, each checked against
+    # the sha256 the card records (a damaged file is one line naming it; other configs are not read).
+    released = Released(folder, configs=None, hint="; or show another config")
+    resplit = released.record
+    configs = resplit.get("configs") if isinstance(resplit.get("configs"), dict) else {}
+    source = resplit.get("source") if isinstance(resplit.get("source"), dict) else {}
     print(f"{folder}: {resplit.get('method', '?')} release (resplit {resplit.get('version', '?')}, schema "
           f"{resplit.get('schema', '?')}), seed {resplit.get('seed')}, source {source.get('name')} "
           f"({source.get('rows')} rows)")
     print(f"{'config':<28}{'train':>8}{'validation':>12}{'test':>8}")
     for name, entry in configs.items():
-        rows = entry.get("rows", {})
+        rows = (entry.get("rows") if isinstance(entry, dict) else None) or {}
         print(f"{name:<28}{rows.get('train', 0):>8}{rows.get('validation', 0):>12}{rows.get('test', 0):>8}")
     if args.config is None:
         return 0
-    if args.config not in configs:
+    if args.config not in configs or args.config not in released.files:
         raise InvalidParameterError(f"config {args.config!r} not in {folder}; available: {', '.join(configs)}")
-    with tempfile.TemporaryDirectory() as cache:  # a fresh cache: never a stale copy of the folder
-        datasets.disable_progress_bars()
-        loaded = datasets.load_dataset(str(folder), args.config, cache_dir=cache)
-        print(f"\nload_dataset({str(folder)!r}, {args.config!r}):")
-        print(loaded)
-        signal = _signal_column(resplit, loaded)
-        shown = _shown_columns(resplit, loaded, signal)
-        if signal is None:
-            for split, part in loaded.items():
-                print(f"\n{split}: first rows")
-                for row in part.select(range(min(args.rows, len(part)))).select_columns(shown):
-                    print("  " + _short(row))
-            return 0
-        # What makes the split: the rows at both ends of the signal, train first and the evaluation splits last.
-        order = [s for s in ("train", "validation", "test") if s in loaded]
-        for split in order:
-            part = loaded[split]
-            values = np.asarray(part.data.column(signal).to_numpy(zero_copy_only=False), dtype=float)
-            ranked = np.argsort(values, kind="stable")
-            k = min(args.rows, len(part))
-            for title, picked in ((f"lowest {signal}", ranked[:k]), (f"highest {signal}", ranked[::-1][:k])):
-                print(f"\n{split}: {k} rows of {title}")
-                for row in part.select(picked.tolist()).select_columns(shown):
-                    print("  " + _ranked(row, signal, part.features))
+    loaded = _config_rows(released, args.config)
+    print(f"\nload_dataset({str(folder)!r}, {args.config!r}):")
+    print(loaded)
+    signal = _signal_column(resplit, loaded)
+    shown = _shown_columns(resplit, loaded, signal)
+    if signal is None:
+        for split, part in loaded.items():
+            print(f"\n{split}: first rows")
+            for row in part.select(range(min(args.rows, len(part)))).select_columns(shown):
+                print("  " + _short(row))
+        return 0
+    # What makes the split: the rows at both ends of the signal, train first and the evaluation splits last.
+    order = [s for s in ("train", "validation", "test") if s in loaded]
+    for split in order:
+        part = loaded[split]
+        values = np.asarray(part.data.column(signal).to_numpy(zero_copy_only=False), dtype=float)
+        ranked = np.argsort(values, kind="stable")
+        k = min(args.rows, len(part))
+        for title, picked in ((f"lowest {signal}", ranked[:k]), (f"highest {signal}", ranked[::-1][:k])):
+            print(f"\n{split}: {k} rows of {title}")
+            for row in part.select(picked.tolist()).select_columns(shown):
+                print("  " + _ranked(row, signal, part.features))
     return 0
+
+
+def _config_rows(released, config: str):
+    """One config of a release as a ``datasets.DatasetDict`` (what ``load_dataset(folder, config)`` gives: the
+    features its data files record), read through the release's reader."""
+    import datasets
+
+    from loading_scripts.tables import quiet_datasets
+
+    with quiet_datasets():
+        return datasets.DatasetDict({split: datasets.Dataset(released.table(config, split))
+                                     for split in released.files[config]})
 
 
 def _signal_column(resplit: dict, loaded) -> str | None:
@@ -127,7 +137,7 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("folder", help="a release folder")
     parser.add_argument("config", nargs="?", help="a config to load and print the rows at both ends of its "
                                                        "signal of (else its first rows)")
-    parser.add_argument("--rows", type=int, default=3, help="rows to print at each end per split (default 3)")
+    parser.add_argument("--rows", type=int, default=3, help="rows to print at each end per split (default 3; at least 1)")
     parser.set_defaults(func=run_show)
 
 

@@ -284,7 +284,8 @@ class CurriculumReport:
         path = Path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, dpi=100, metadata={"Software": None})
+            # no version stamp in a PNG (the same bytes on every run); other formats take other metadata keys
+            fig.savefig(path, dpi=100, metadata={"Software": None} if path.suffix.lower() == ".png" else None)
         except OSError as error:
             raise InvalidParameterError(f"cannot write the figure {str(path)!r}: {error.strerror or error}") from None
         finally:

@@ -59,6 +59,7 @@ class Audited:
     text: list
     program: str | None = None
     group: str | None = None
+    label: str | None = None
 
     @classmethod
     def of(cls, fields: Fields, table=None, *, where: str = "the release") -> "Audited":
@@ -69,7 +70,8 @@ class Audited:
             columns = ", ".join(table.column_names) if table is not None else "none"
             raise NoTextError(f"{where} has no text field to audit (columns: {columns or 'none'}); "
                               "name them with --fields a,b")
-        return cls(text, fields.target, fields.group)
+        label = fields.label if table is None or fields.label in table.column_names else None
+        return cls(text, fields.target, fields.group, label)
 
     @property
     def example(self) -> list:
@@ -83,7 +85,8 @@ class Audited:
 
     @property
     def columns(self) -> list:
-        return list(dict.fromkeys([*self.example, *([self.group] if self.group else [])]))
+        return list(dict.fromkeys([*self.example, *([self.group] if self.group else []),
+                                   *([self.label] if self.label else [])]))
 
 
 def compute(data, *, threshold: float = DEFAULT_THRESHOLD, fields=None, progress: bool = False) -> dict:
@@ -102,6 +105,9 @@ class _Columns:
     texts: list
     shared: dict = field(default_factory=dict)
     program: np.ndarray | None = None
+    label: np.ndarray | None = None
+    input: np.ndarray | None = None  # the input's text number (the example less the program), for the tiers
+    input_near: tuple | None = None  # near-duplicate pairs of inputs (both directions, sorted), where they differ
 
 
 def audit(parts: dict, fields: Fields | None = None, *, record: dict | None = None, requested=None,
@@ -138,6 +144,7 @@ def audit(parts: dict, fields: Fields | None = None, *, record: dict | None = No
         "threshold": threshold, "ngram": NGRAM, "num_perm": NUM_PERM, "bands": bands, "rows_per_band": rows_per_band,
         "collision_probability_at_threshold": round(collision_probability(threshold, bands, rows_per_band), 4),
         "fields": list(fields.text), "program_field": fields.program, "group_field": fields.group,
+        "label_field": fields.label,
         "method": method_description(threshold, fields),
         "distinct_rows": int(pool.table.num_rows), "distinct_texts": len(columns.texts),
         "checked_pairs": search["candidates"], "near_duplicate_pairs": int(len(near_u)),
@@ -149,6 +156,13 @@ def audit(parts: dict, fields: Fields | None = None, *, record: dict | None = No
     j = np.concatenate([near_j, near_j])
     order = np.lexsort((v, u))
     near = (u[order], v[order], j[order])
+    columns.input, columns.input_near = columns.text, near
+    if fields.program:  # the tiers compare the input alone (the program is what is compared as the label)
+        columns.input, inputs = value_codes(examples_text(pool.table, fields.text), values=True)
+        in_u, in_v, in_j, _ = near_duplicate_pairs(inputs, threshold=threshold, progress=progress)
+        u, v = np.concatenate([in_u, in_v]), np.concatenate([in_v, in_u])
+        order = np.lexsort((v, u))
+        columns.input_near = (u[order], v[order], np.concatenate([in_j, in_j])[order])
     for config, splits in configs.items():
         present = pool.columns_of.get(config, set())
         report["configs"][config] = {
@@ -164,8 +178,15 @@ def _columns(table, fields: Audited) -> _Columns:
     for name in fields.shared:
         if name in table.column_names:
             columns.shared[name] = value_codes(table.column(name))
+            if name == fields.group:  # a missing group value (null, NaN, empty) is no group: shared with no row
+                from split_builders.splitters.groups import missing_mask
+
+                missing = missing_mask(table.column(name).to_numpy(zero_copy_only=False))
+                columns.shared[name] = np.where(missing, -1, columns.shared[name])
     if fields.program and fields.program in table.column_names:
         columns.program = value_codes(table.column(fields.program))
+    if fields.label and fields.label in table.column_names:
+        columns.label = value_codes(table.column(fields.label))
     return columns
 
 
@@ -205,6 +226,7 @@ def _audit_split(pool, columns, fields, near, config, split, present, examples) 
         hit = _hits(columns.program, _marks(columns.program, train), rows)
         entry["program"] = int(hit.sum())
         masks["program"] = hit
+    entry["tiers"] = tiers(columns, train, rows)
     rate = lambda count: round(count / n, 4) if n else 0.0  # noqa: E731
     entry["rates"] = {"exact": rate(entry["exact"]), "near_duplicate": rate(entry["near_duplicate"]),
                       "shared": {k: rate(v) for k, v in entry["shared"].items()}}
@@ -214,6 +236,40 @@ def _audit_split(pool, columns, fields, near, config, split, present, examples) 
                                          train_ids, examples)
                          for kind, mask in masks.items()}
     return entry
+
+
+def tiers(columns, train, rows) -> dict:
+    """How many of ``rows`` (pool rows of an evaluation split) are ``clean``, ``input_contaminated`` (their input, the
+    text fields less the program, has an exact or near-duplicate among the ``train`` rows) or
+    ``input_label_contaminated`` (and one of those train rows has the same label, or the same program where
+    there is no label): the tiers of :mod:`.contamination`, against the config's own train split."""
+    text, (near_u, near_v, _) = columns.input, columns.input_near
+    labels = columns.label if columns.label is not None else columns.program
+    in_train = _marks(text, train)
+    mine = text[rows]
+    valid = mine >= 0
+    # each row with its own input and each near-duplicate input of it
+    lo, hi = np.searchsorted(near_u, mine, "left"), np.searchsorted(near_u, mine, "right")
+    count = np.where(valid, hi - lo, 0)
+    owner = np.concatenate([np.flatnonzero(valid), np.repeat(np.arange(mine.size), count)])
+    shift = np.repeat(np.cumsum(count) - count, count)
+    partner = np.concatenate([mine[valid], near_v[np.repeat(lo, count) + np.arange(int(count.sum())) - shift]])
+    hit = in_train[partner]
+    contaminated = np.zeros(mine.size, dtype=bool)
+    contaminated[owner[hit]] = True
+    same = np.zeros(mine.size, dtype=bool)
+    if labels is not None:
+        width = np.int64(int(labels.max(initial=0)) + 2)
+        held = train[(text[train] >= 0) & (labels[train] >= 0)]
+        keys = np.sort(text[held] * width + labels[held])
+        wanted = labels[rows][owner]
+        key = partner * width + wanted
+        at = np.minimum(np.searchsorted(keys, key), max(keys.size - 1, 0))
+        found = hit & (wanted >= 0) & (keys.size > 0) & (keys[at] == key if keys.size else False)
+        same[owner[found]] = True
+    n = int(mine.size)
+    return {"clean": n - int(contaminated.sum()), "input_contaminated": int((contaminated & ~same).sum()),
+            "input_label_contaminated": int(same.sum())}
 
 
 def _examples(kind, mask, pool, columns, fields, near, in_train, rows, ids, train, train_ids, limit) -> list:
@@ -265,7 +321,7 @@ def method_description(threshold: float, fields: Audited) -> str:
     bands, rows = lsh_parameters(threshold)
     return (f"exact: the same whole example ({', '.join(fields.example)}) after Unicode NFKC, lower-casing and "
             f"collapsing whitespace; near-duplicate: Jaccard similarity >= {threshold:g} between the sets of "
-            f"character {NGRAM}-grams of that text, candidates from datasketch MinHash ({NUM_PERM} permutations, "
-            f"seed {MINHASH_SEED}) and MinHashLSH ({bands} bands of {rows} rows) confirmed with the exact Jaccard, "
+            f"character {NGRAM}-grams of that text, candidates from MinHash ({NUM_PERM} permutations of datasketch's, "
+            f"seed {MINHASH_SEED}) and LSH ({bands} bands of {rows} rows) confirmed with the exact Jaccard, "
             "exact duplicates included; shared: the same value of the field, byte for byte")
 

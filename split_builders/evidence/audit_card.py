@@ -4,6 +4,7 @@ table and a note per widely shared field), and its terminal table (``resplit aud
 from __future__ import annotations
 
 from split_builders.evidence import audit as computed
+from split_builders.evidence.contamination import TIERS
 from split_builders.evidence.view import Setting, View, aligned, names
 
 SHARING_NOTE = 0.10  # an ungrouped build names a field shared by at least this share of a test split
@@ -11,12 +12,12 @@ SHARING_NOTE = 0.10  # an ungrouped build names a field shared by at least this 
 
 SETTINGS = ("method", "threshold", "ngram", "num_perm", "bands", "rows_per_band",
             "collision_probability_at_threshold", "fields", "program_field", "group_field")
-COUNTS = ("rows", "exact", "near_duplicate", "shared", "program")
+COUNTS = ("rows", "exact", "near_duplicate", "shared", "program", "tiers")
 
 
 def yaml_record(report: dict) -> tuple[dict, dict]:
     """What the README's YAML records: the settings (``resplit.audit``) and per config its counts
-    (``resplit.configs.<config>.audit``: ``{split: {rows, exact, near_duplicate, shared, program}}``)."""
+    (``resplit.configs.<config>.audit``: ``{split: {rows, exact, near_duplicate, shared, program, tiers}}``)."""
     settings = {key: report[key] for key in SETTINGS}
     per_config = {config: {split: {k: entry[k] for k in COUNTS if k in entry} for split, entry in splits.items()}
                   for config, splits in report["configs"].items()}
@@ -68,16 +69,22 @@ def card_lines(report: dict) -> list[str]:
              f"For every evaluation row (validation and test), the audit looks for rows of the same config's train "
              f"split that match it: an **exact** duplicate (the same {fields}, after Unicode NFKC, lower-casing and "
              f"collapsing whitespace), a **near-duplicate** (a Jaccard similarity of at least {report['threshold']:g} "
-             f"between the sets of character {report['ngram']}-grams of that text; candidates from `datasketch` "
-             f"MinHash, {report['num_perm']} permutations, and MinHashLSH, {report['bands']} bands of "
+             f"between the sets of character {report['ngram']}-grams of that text; candidates from MinHash, "
+             f"{report['num_perm']} permutations, and LSH, {report['bands']} bands of "
              f"{report['rows_per_band']} rows, each confirmed with the exact Jaccard; exact duplicates count as "
              "near-duplicates too), the same value of each field (**shared**, byte for byte"
              + (f"; `{group}` is the group field the splits keep whole" if group else "") + ")"
              + (f" and the same target program (`{program}`)" if program else "") + ". "
+             "Each evaluation row also gets a **tier**: *clean*, *input-contaminated* (its input, the text fields"
+             + (" without the program" if program else "") + ", has an exact or near-duplicate in train) or "
+             "*input-and-label-contaminated* (and one of those train rows has the same "
+             + ("program" if program and not report.get("label_field") else "label") + "), as `resplit audit "
+             "FOLDER --against OTHER` gives them against other datasets. "
              "The YAML header records these counts under `resplit.configs.<config>.audit`; `resplit audit FOLDER "
              "--json` recomputes them.", ""]
     header = ["config", "split", "rows", "exact", "near-duplicate", *(f"shared `{f}`" for f in shared)]
     header += ["same program"] if program else []
+    header += ["clean", "input-contaminated", "input-and-label"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for config, splits in report["configs"].items():
         for split, entry in splits.items():
@@ -85,6 +92,7 @@ def card_lines(report: dict) -> list[str]:
             cells = [f"`{config}`", split, str(n), _percent(entry["exact"], n), _percent(entry["near_duplicate"], n)]
             cells += [_percent(entry["shared"][f], n) if f in entry["shared"] else "-" for f in shared]
             cells += [_percent(entry["program"], n) if "program" in entry else "-"] if program else []
+            cells += [_percent(entry["tiers"][t], n) for t in TIERS]
             lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     shown = [(config, split, entry) for config, splits in report["configs"].items() for split, entry in splits.items()
@@ -121,6 +129,7 @@ def format_report(report: dict) -> list[str]:
     program = report.get("program_field")
     headers = ["config", "split", "rows", "exact", "near-dup", *(f"shared {f}" for f in shared)]
     headers += [f"program {program}"] if program else []
+    headers += ["clean", "input", "input+label"]
     table = []
     for config, splits in report["configs"].items():
         for split, entry in splits.items():
@@ -129,6 +138,7 @@ def format_report(report: dict) -> list[str]:
             row = [config, split, str(n), cell(entry["exact"]), cell(entry["near_duplicate"])]
             row += [cell(entry["shared"][f]) if f in entry["shared"] else "-" for f in shared]
             row += [cell(entry["program"]) if "program" in entry else "-"] if program else []
+            row += [cell(entry["tiers"][t]) for t in TIERS]
             table.append(row)
     out = [f"fields: {', '.join(report['fields'])}" + (f"; program: {program}" if program else "")
            + (f"; group field: {report['group_field']}" if report.get("group_field") else "")
@@ -157,6 +167,7 @@ class AuditView(View):
                                             "fields, or the string columns less ids, labels and categories)", names),
     )
     covers_duplicates = True
+    checks_against = True  # `resplit audit TARGET --against OTHER ...` (:mod:`.contamination`)
 
     # the protocol's methods are this module's functions
     compute = staticmethod(computed.compute)

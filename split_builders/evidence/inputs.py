@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from split_builders.contracts import Fields
-from split_builders.errors import InvalidParameterError, InvalidReleaseError
+from split_builders.errors import InvalidParameterError, InvalidReleaseError, ResplitError, SourceLoadError
 from split_builders.evidence.fields import resolve_fields
 from split_builders.evidence.pools import Part
 
@@ -86,16 +86,22 @@ class EvidenceInput:
         return cls(parts, dict(record or {}), {}, where)
 
     @classmethod
-    def from_target(cls, target: str, *, work, revision: str | None = None) -> "EvidenceInput":
+    def from_target(cls, target: str, *, work, revision: str | None = None, configs=None) -> "EvidenceInput":
         """``target``: a release folder of any family, a folder laid out as a Hub dataset (train / validation /
         test data files, or YAML ``configs:``), or a Hub dataset id (``org/name``, at ``revision`` or
-        ``org/name@revision``) downloaded into ``work``."""
-        from split_builders.release.folder import Released
+        ``org/name@revision``) downloaded into ``work``. ``configs`` (``--configs``): only these configs are
+        read (an unknown one is refused, naming the others). A release is read through
+        :class:`~split_builders.release.folder.Released` (every data file checked against the sha256 its card
+        records: a damaged release is refused in one line naming the file)."""
+        from split_builders.release.folder import Released, data_files
 
         path, is_release = locate_target(target, work=work, revision=revision)
         if is_release:
-            return cls.from_release(Released(path))
-        return cls.from_splits(read_splits(path, Path(work) / "datasets-cache"), where=str(target))
+            released = Released(path, configs=configs)
+            if len(data_files(released.metadata)) > 1:
+                released.hint = "; or read only other configs with --configs"
+            return cls.from_release(released)
+        return cls.from_splits(read_splits(path, Path(work) / "datasets-cache", configs=configs), where=str(target))
 
     @property
     def fields(self) -> Fields:
@@ -151,6 +157,9 @@ def locate_target(target: str, *, work, revision: str | None = None):
 
     path = Path(target).expanduser()
     if path.exists():
+        if revision:  # a folder here has no revisions: reading it as given would ignore the option
+            raise InvalidParameterError(f"--revision {revision} is for a Hub id; {target!r} is a folder here, which "
+                                        "has no revisions: drop --revision, or give the Hub id")
         if not path.is_dir():
             raise InvalidParameterError(f"{target!r} is a file; give a release folder, a dataset folder with "
                                         "train / validation / test data files, or a Hub id")
@@ -169,31 +178,77 @@ def locate_target(target: str, *, work, revision: str | None = None):
                       and metadata.get("configs"))
 
 
-def read_splits(folder, cache_dir) -> dict:
-    """``{config: {split: pyarrow.Table}}`` of a folder laid out as a Hub dataset, read by ``datasets``
-    (its data-file patterns: ``train.jsonl``, ``data/test-*.parquet``, ``dev.csv`` as validation, YAML
-    ``configs:``) into a fresh cache."""
+def read_splits(folder, cache_dir, *, configs=None) -> dict:
+    """``{config: {split: pyarrow.Table}}`` of a folder laid out as a Hub dataset: its configs and each
+    split's data files as ``datasets`` resolves them (its data-file patterns: ``train.jsonl``,
+    ``data/test-*.parquet``, ``dev.csv`` as validation, YAML ``configs:``), each file read strictly by
+    :func:`loading_scripts.files.read_table` (a ragged CSV line, a file with a header and no rows, text that
+    is not UTF-8: one line naming the file, the line and what to do; ``datasets``' CSV reader would pad
+    short records silently). Files of other formats are read by ``datasets`` into ``cache_dir``.
+    ``configs``: only these configs are read."""
     import datasets
     from datasets.exceptions import DatasetsError
 
-    from loading_scripts.tables import arrow_table, quiet_datasets
+    from loading_scripts.tables import quiet_datasets
 
     problem = (f"{folder} is neither a resplit release (a README.md with `resplit:` in its YAML) nor a dataset "
                "folder with train / validation / test data files (parquet, jsonl, json, csv)")
+    if (Path(folder) / "README.md").is_file():
+        problem += ("; its README.md has no `resplit:` YAML: if the folder is a resplit release, its card is damaged "
+                    "(restore README.md or rebuild the release)")
     out = {}
     try:
-        with quiet_datasets():
+        with quiet_datasets(logs=True):  # a file that fails is said in one line, not in datasets' log too
             names = datasets.get_dataset_config_names(str(folder))
+            if configs:
+                unknown = [c for c in dict.fromkeys(configs) if c not in names]
+                if unknown:
+                    raise InvalidParameterError(f"{folder} has no config {', '.join(map(repr, unknown))}; its "
+                                                f"configs: {', '.join(names)}")
+                names = list(dict.fromkeys(configs))
             for name in names:
-                loaded = datasets.load_dataset(str(folder), name, cache_dir=str(cache_dir))
-                out[name] = {split: arrow_table(part) for split, part in loaded.items()}
+                out[name] = _read_config(folder, name, cache_dir)
     except FileNotFoundError:  # no data files (datasets' EmptyDatasetError)
         raise InvalidReleaseError(problem) from None
     except (DatasetsError, ValueError) as error:
+        if isinstance(error, ResplitError):
+            raise
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise InvalidReleaseError(f"{problem} ({detail})") from None
     if not any("train" in splits for splits in out.values()):
         found = sorted({s for splits in out.values() for s in splits})
         raise InvalidReleaseError(f"{folder} has no train split (splits: {', '.join(found) or 'none'}); the audit "
                                   "compares validation and test rows with train rows")
+    return out
+
+
+def _read_config(folder, name: str, cache_dir) -> dict:
+    """``{split: pyarrow.Table}`` of one config of a dataset folder (:func:`read_splits`)."""
+    import datasets
+    import pyarrow as pa
+
+    from loading_scripts.files import read_table, table_format
+    from loading_scripts.tables import arrow_table
+
+    files = datasets.load_dataset_builder(str(folder), name, cache_dir=str(cache_dir)).config.data_files or {}
+    paths = {str(split): [Path(str(f)) for f in listed] for split, listed in files.items()}
+    if not paths or not all(table_format(p) and p.is_file() for listed in paths.values() for p in listed):
+        loaded = datasets.load_dataset(str(folder), name, cache_dir=str(cache_dir))
+        return {split: arrow_table(part) for split, part in loaded.items()}
+    out = {}
+    for split, listed in paths.items():
+        tables = []
+        for path in listed:
+            try:
+                tables.append(arrow_table(read_table(path)))
+            except SourceLoadError as error:
+                raise SourceLoadError(f"{error} (the {split} split of the dataset folder {folder}): fix the file, or "
+                                      "move it out of the folder") from None
+        try:
+            out[split] = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+            names = ", ".join(p.name for p in listed)
+            raise SourceLoadError(f"the {split} split of the dataset folder {folder} is read from {names}, whose "
+                                  f"columns do not agree ({str(error).splitlines()[0]}); give every file of a split "
+                                  "the same columns") from None
     return out

@@ -1,12 +1,16 @@
-"""The near-duplicate engine: character n-gram shingles, MinHash signatures and a MinHashLSH index over
-whole columns of texts, candidate pairs confirmed with the exact Jaccard similarity.
+"""The near-duplicate engine: character n-gram shingles, MinHash signatures and LSH bands over whole columns
+of texts, candidate pairs confirmed with the exact Jaccard similarity.
 
-Candidates come from ``datasketch``'s MinHash (``NUM_PERM`` permutations, seed ``MINHASH_SEED``, scheme
-``affine32``) and MinHashLSH, with its bands chosen so that a pair exactly at the threshold becomes a
-candidate with probability >= ``COLLISION_AT_THRESHOLD`` (:func:`lsh_parameters`); a candidate whose MinHash
-estimate is not four standard errors below the threshold is confirmed with the exact Jaccard of the n-gram
-sets (:func:`near_duplicate_pairs`). The signatures are computed a chunk of texts at a time in numpy
-(:func:`minhash_signatures`, equal to datasketch's own), and deterministic.
+The signatures are ``datasketch``'s MinHash (``NUM_PERM`` permutations, seed ``MINHASH_SEED``, scheme
+``affine32``), computed a chunk of texts at a time in numpy (:func:`minhash_signatures`, bit for bit
+datasketch's own). The LSH bands are chosen so that a pair exactly at the threshold becomes a candidate with
+probability >= ``COLLISION_AT_THRESHOLD`` (:func:`lsh_parameters`); each band's texts are grouped by a 64-bit
+key of their band (:func:`band_keys`), sorted in numpy (:func:`_band_buckets`), which gives the buckets
+datasketch's ``MinHashLSH`` gives of the same signatures without inserting one text at a time from Python
+(``engine="datasketch"`` keeps that path for the benchmark). A candidate whose MinHash estimate is not four
+standard errors below the threshold is confirmed with the exact Jaccard of the n-gram sets
+(:func:`near_duplicate_pairs`). :class:`BandIndex` indexes fixed texts (a target's evaluation rows) for other
+texts streamed through it (:mod:`.contamination`). Deterministic throughout.
 """
 
 from __future__ import annotations
@@ -79,29 +83,36 @@ def shingle_hashes(texts: list, n: int = NGRAM):
     shingle; an empty text has none), as one array and the offsets of each text's hashes.
 
     Whole columns: the code points of all texts at once, a polynomial hash of every ``n`` consecutive
-    ones (array slices), the splitmix64 finaliser, then the hashes of the windows inside a text kept."""
+    ones (array slices, in place), then the windows inside a text kept (a mask: the last ``n - 1`` starts of
+    each text dropped, and every start but the first of a short text), the splitmix64 finaliser."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     points = np.frombuffer("".join(texts).encode("utf-32-le"), dtype="<u4").astype(np.uint64) + np.uint64(1)
     points = np.concatenate([points, np.zeros(n, dtype=np.uint64)])  # short texts are padded with zeros
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
     counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     windows = points.size - n + 1
-    value = np.zeros(windows, dtype=np.uint64)
+    value = points[:windows].copy()
     with np.errstate(over="ignore"):
-        for j in range(n):
-            value = value * _PRIME + points[j:j + windows]
-    owner = np.repeat(np.arange(len(texts)), counts)
-    position = np.arange(offsets[-1], dtype=np.int64) - offsets[owner] + starts[owner]
-    value = value[position]
-    short = np.flatnonzero((lengths > 0) & (lengths < n))
+        for j in range(1, n):
+            value *= _PRIME
+            value += points[j:j + windows]
+    keep = np.zeros(windows, dtype=bool)
+    keep[: int(ends[-1]) if ends.size else 0] = True
+    keep[(ends[lengths >= n, None] - np.arange(1, n)[None, :]).reshape(-1)] = False  # windows running past a text
+    shortish = (lengths > 0) & (lengths < n)
+    if shortish.any():  # a short text's one window starts at its start
+        inside = starts[shortish, None] + np.arange(1, n)[None, :]
+        keep[inside[inside < ends[shortish, None]]] = False
+    value = value[keep]
+    short = np.flatnonzero(shortish)
     if short.size:  # the one shingle of a short text: its own code points, zeros after them
-        for k in short:
-            code = np.uint64(0)
-            with np.errstate(over="ignore"):
-                for j in range(n):
-                    code = code * _PRIME + (points[starts[k] + j] if j < lengths[k] else np.uint64(0))
-            value[offsets[k]] = code
+        code = np.zeros(short.size, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for j in range(n):
+                code = code * _PRIME + np.where(j < lengths[short], points[starts[short] + j], np.uint64(0))
+        value[offsets[short]] = code
     with np.errstate(over="ignore"):
         value ^= value >> np.uint64(30)
         value *= np.uint64(0xBF58476D1CE4E5B9)
@@ -184,45 +195,192 @@ def minhash_lsh(texts: list, *, threshold: float, num_perm: int = NUM_PERM, prog
     return signatures, lsh
 
 
+_PERMUTATIONS = {}
+
+
+def permutations(num_perm: int = NUM_PERM):
+    """The ``(a, b)`` permutations of datasketch's ``MinHash`` (``MINHASH_SEED``, scheme ``affine32``):
+    what :func:`minhash_signatures` applies, so its signatures equal datasketch's."""
+    if num_perm not in _PERMUTATIONS:
+        from datasketch import MinHash
+
+        _PERMUTATIONS[num_perm] = MinHash(num_perm=num_perm, seed=MINHASH_SEED, hashfunc=operator.index,
+                                          scheme=MINHASH_SCHEME).permutations
+    return _PERMUTATIONS[num_perm]
+
+
+def signatures_of(texts: list, num_perm: int = NUM_PERM) -> tuple[np.ndarray, np.ndarray]:
+    """The MinHash signature of each text (:func:`shingle_hashes`, :func:`minhash_signatures`), a chunk
+    of ``_CHUNK`` texts at a time, and whether it has any shingle (an empty text has none and matches nothing)."""
+    signatures = np.zeros((len(texts), num_perm), dtype=np.uint32)
+    filled = np.zeros(len(texts), dtype=bool)
+    for start in range(0, len(texts), _CHUNK):
+        values, offsets = shingle_hashes(texts[start:start + _CHUNK])
+        signatures[start:start + len(offsets) - 1] = minhash_signatures(values, offsets, permutations(num_perm))
+        filled[start:start + len(offsets) - 1] = np.diff(offsets) > 0
+    return signatures, filled
+
+
+def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """One 64-bit key per text and LSH band (``(texts, bands)``): the band's ``rows`` signature values
+    hashed together (a polynomial hash and the splitmix64 finaliser). Two texts share a key exactly when
+    their band is equal, save for 64-bit collisions, which only add candidates the exact Jaccard drops."""
+    n = len(signatures)
+    values = signatures[:, :bands * rows].astype(np.uint64).reshape(n, bands, rows)
+    key = np.full((n, bands), 0x9E3779B97F4A7C15, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(rows):
+            key = key * _PRIME + values[:, :, j]
+        key ^= key >> np.uint64(30)
+        key *= np.uint64(0xBF58476D1CE4E5B9)
+        key ^= key >> np.uint64(27)
+        key *= np.uint64(0x94D049BB133111EB)
+        key ^= key >> np.uint64(31)
+    return key
+
+
+class BandIndex:
+    """An LSH index over fixed texts (a target's evaluation rows) that other texts are streamed through.
+
+    Each band's keys (:func:`band_keys`) are sorted once; a batch of query signatures finds, per band, the
+    indexed texts with the same key by binary search (numpy, no per-text Python), and its candidates are
+    kept where the MinHash estimate is at least ``floor``. Memory: the index's signatures and keys, plus
+    one bounded block of candidate pairs at a time."""
+
+    _PAIRS = 1 << 20  # candidate pairs whose estimates are compared at once
+
+    def __init__(self, signatures: np.ndarray, filled: np.ndarray, *, threshold: float, num_perm: int = NUM_PERM):
+        self.bands, self.rows = lsh_parameters(threshold, num_perm)
+        self.floor = threshold - _estimate_margin(threshold, num_perm)
+        self.members = np.flatnonzero(filled)
+        self.signatures = signatures
+        keys = band_keys(signatures[self.members], self.bands, self.rows)
+        self.order = np.argsort(keys, axis=0)
+        self.sorted = np.take_along_axis(keys, self.order, axis=0)
+
+    def candidates(self, signatures: np.ndarray, filled: np.ndarray) -> np.ndarray:
+        """Pairs ``(indexed, query)`` (positions in the index's texts and in ``signatures``), each once, of
+        texts that share a band and whose MinHash estimate is at least the floor; sorted."""
+        queries = np.flatnonzero(filled)
+        if not queries.size or not self.members.size:
+            return np.empty((0, 2), dtype=np.int64)
+        keys = band_keys(signatures[queries], self.bands, self.rows)
+        m = np.int64(len(signatures))
+        found = []
+        for band in range(self.bands):
+            lo = np.searchsorted(self.sorted[:, band], keys[:, band], "left")
+            hi = np.searchsorted(self.sorted[:, band], keys[:, band], "right")
+            hit = np.flatnonzero(hi > lo)
+            if not hit.size:
+                continue
+            counts = (hi - lo)[hit]
+            ends = np.cumsum(counts)
+            first = 0
+            while first < hit.size:  # blocks of at most _PAIRS pairs (a templated text can match many)
+                last = max(first + 1, int(np.searchsorted(ends, (ends[first - 1] if first else 0) + self._PAIRS)))
+                block, n = hit[first:last], counts[first:last]
+                query = np.repeat(block, n)
+                shift = np.repeat(np.cumsum(n) - n, n)
+                at = np.repeat(lo[block], n) + np.arange(int(n.sum()), dtype=np.int64) - shift
+                indexed = self.members[self.order[at, band]]
+                mine = queries[query]
+                keep = (self.signatures[indexed] == signatures[mine]).mean(axis=1) >= self.floor
+                found.append(indexed[keep] * m + mine[keep])
+                first = last
+        keys = distinct(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
+        return np.stack([keys // m, keys % m], axis=1)
+
+
+def cross_jaccard(left: list, right: list, pairs: np.ndarray) -> np.ndarray:
+    """The exact Jaccard (:func:`exact_jaccard`) of each pair ``(i, j)`` of ``left[i]`` and ``right[j]``."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if not len(pairs):
+        return np.empty(0, dtype=np.float64)
+    lefts, rights = distinct(pairs[:, 0]), distinct(pairs[:, 1])
+    texts = [left[k] for k in lefts.tolist()] + [right[k] for k in rights.tolist()]
+    local = np.stack([np.searchsorted(lefts, pairs[:, 0]), lefts.size + np.searchsorted(rights, pairs[:, 1])], axis=1)
+    return exact_jaccard(texts, local)
+
+
 def _estimate_margin(threshold: float, num_perm: int) -> float:
     """How far below the threshold a MinHash estimate may fall and the pair still be checked exactly:
     four standard errors at the threshold."""
     return max(4.0 * math.sqrt(threshold * (1.0 - threshold) / num_perm), 2.0 / num_perm)
 
 
-def _candidate_pairs(lsh, signatures, *, floor: float, left=None, right=None) -> np.ndarray:
-    """Pairs ``(u, v)``, ``u < v``, of keys that share a bucket in some band of the index (read through
-    datasketch's storage interface: ``itemcounts`` and ``get`` of each band's hash table) and whose
-    MinHash estimate is at least ``floor``; with ``left`` / ``right`` (a boolean per key), only pairs
+def _datasketch_buckets(hashtables):
+    """The buckets (arrays of keys) with at least two keys of datasketch's ``MinHashLSH`` hash tables (read
+    through its storage interface: ``itemcounts`` and ``get`` of each band's table)."""
+    for table in hashtables:
+        counts = table.itemcounts()
+        for bucket, size in counts.items():
+            if size >= 2:
+                yield np.fromiter(table.get(bucket), dtype=np.int64, count=size)
+
+
+def _band_buckets(signatures, filled, bands: int, rows: int):
+    """The buckets with at least two texts of each LSH band: the non-empty texts grouped by their band key
+    (:func:`band_keys`, sorted in numpy), the same buckets datasketch's ``MinHashLSH`` makes of these
+    signatures (its bands are the same slices; a 64-bit key collision only adds a candidate)."""
+    members = np.flatnonzero(filled)
+    if members.size < 2:
+        return
+    keys = band_keys(signatures[members], bands, rows)
+    for band in range(bands):
+        order = np.argsort(keys[:, band])  # any order within a bucket: pairs are sorted after
+        ordered = keys[order, band]
+        starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+        sizes = np.diff(np.append(starts, ordered.size))
+        grouped = members[order]
+        for at in np.flatnonzero(sizes > _MEDIUM_BUCKET).tolist():
+            yield grouped[starts[at]:starts[at] + sizes[at]]
+        shared = (sizes >= 2) & (sizes <= _MEDIUM_BUCKET)
+        yield from _stacked(grouped, starts[shared], sizes[shared])
+
+
+class _Stacked:
+    """Buckets of one size as the rows of a matrix (what :func:`_candidate_pairs` pairs up at once)."""
+
+    def __init__(self, matrix):
+        self.matrix = matrix
+
+
+def _stacked(grouped, starts, sizes):
+    for size in np.unique(sizes).tolist():
+        chosen = starts[sizes == size]
+        yield _Stacked(grouped[chosen[:, None] + np.arange(size)])
+
+
+def _candidate_pairs(buckets, signatures, *, floor: float, left=None, right=None) -> np.ndarray:
+    """Pairs ``(u, v)``, ``u < v``, of keys that share a bucket in some band (``buckets``: arrays of keys, or
+    :class:`_Stacked` matrices of buckets of one size; ``hashtables`` of datasketch are read as buckets) and
+    whose MinHash estimate is at least ``floor``; with ``left`` / ``right`` (a boolean per key), only pairs
     with one side in ``left`` and the other in ``right`` (evaluation and train rows somewhere).
 
     Sorted, without repeats. A bucket is compared in blocks (bounded memory); a bucket of templated
     texts can hold thousands of keys whose pairs are mostly below the threshold, so its pairs are
     never all materialised."""
-    small, medium, medium_sizes, large = [], [], [], []
-    for table in lsh.hashtables:
-        counts = table.itemcounts()
-        sizes = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
-        shared = np.flatnonzero(sizes >= 2)
-        if not shared.size:
-            continue
-        buckets = list(counts)
-        for at in shared.tolist():
-            members = table.get(buckets[at])
-            if sizes[at] == 2:
-                small.extend(members)
-            elif sizes[at] <= _MEDIUM_BUCKET:
-                medium.extend(members)
-                medium_sizes.append(sizes[at])
-            else:
-                large.append(np.sort(np.fromiter(members, dtype=np.int64, count=len(members))))
+    if isinstance(buckets, list) and buckets and hasattr(buckets[0], "itemcounts"):
+        buckets = _datasketch_buckets(buckets)
+    small, medium, medium_sizes, large, stacked = [], [], [], [], []
+    for bucket in buckets:
+        if isinstance(bucket, _Stacked):
+            stacked.append(bucket.matrix)
+        elif bucket.size == 2:
+            small.extend(bucket.tolist())
+        elif bucket.size <= _MEDIUM_BUCKET:
+            medium.extend(bucket.tolist())
+            medium_sizes.append(bucket.size)
+        else:
+            large.append(np.sort(bucket))
     n = np.int64(len(signatures))
     pairs = [np.asarray(small, dtype=np.int64).reshape(-1, 2)]
     medium, medium_sizes = np.asarray(medium, dtype=np.int64), np.asarray(medium_sizes, dtype=np.int64)
     starts = np.cumsum(medium_sizes) - medium_sizes
-    for size in np.unique(medium_sizes).tolist():  # the buckets of one size as rows of a matrix
-        members = medium[starts[medium_sizes == size, None] + np.arange(size)]
-        u, v = np.triu_indices(size, 1)
+    matrices = [medium[starts[medium_sizes == size, None] + np.arange(size)]  # the buckets of one size as rows
+                for size in np.unique(medium_sizes).tolist()] + stacked
+    for members in matrices:
+        u, v = np.triu_indices(members.shape[1], 1)
         pairs.append(np.stack([members[:, u].reshape(-1), members[:, v].reshape(-1)], axis=1))
     pairs = np.concatenate(pairs)
     u, v = np.minimum(pairs[:, 0], pairs[:, 1]), np.maximum(pairs[:, 0], pairs[:, 1])
@@ -291,7 +449,7 @@ def exact_jaccard(texts: list, pairs) -> np.ndarray:
 
 
 def near_duplicate_pairs(texts: list, *, threshold: float, num_perm: int = NUM_PERM, progress: bool = False,
-                         left=None, right=None, groups=None):
+                         left=None, right=None, groups=None, engine: str = "bands"):
     """Pairs of ``texts`` whose character n-gram sets have a Jaccard similarity >= ``threshold``:
     ``(u, v, jaccard, search)`` with ``u < v`` (positions in ``texts``), from the LSH candidates, each
     confirmed with the exact Jaccard. Candidates whose MinHash estimate is more than four standard
@@ -300,15 +458,24 @@ def near_duplicate_pairs(texts: list, *, threshold: float, num_perm: int = NUM_P
 
     ``groups`` (an integer per text, :func:`text_groups`) keeps only pairs within one group: each group
     is searched on its own, with its own LSH index (whose memory, a few KiB per text, is then bounded by
-    the largest group), and a group without both a ``left`` and a ``right`` text is not searched."""
+    the largest group), and a group without both a ``left`` and a ``right`` text is not searched.
+
+    ``engine``: ``bands`` (each band's keys sorted in numpy, :func:`_band_buckets`) or ``datasketch`` (its
+    ``MinHashLSH``, the former engine, kept for the benchmark); both give the same buckets of the same
+    signatures, so the same pairs."""
     if groups is not None:
         return _grouped_pairs(texts, np.asarray(groups), threshold=threshold, num_perm=num_perm,
-                              progress=progress, left=left, right=right)
-    signatures, lsh = minhash_lsh(texts, threshold=threshold, num_perm=num_perm, progress=progress)
-    bands, rows = lsh.b, lsh.r
-    pairs = _candidate_pairs(lsh, signatures, floor=threshold - _estimate_margin(threshold, num_perm),
-                             left=left, right=right)
-    del lsh
+                              progress=progress, left=left, right=right, engine=engine)
+    bands, rows = lsh_parameters(threshold, num_perm)
+    floor = threshold - _estimate_margin(threshold, num_perm)
+    if engine == "datasketch":  # the former engine: datasketch's MinHashLSH, one insertion per text
+        signatures, lsh = minhash_lsh(texts, threshold=threshold, num_perm=num_perm, progress=progress)
+        pairs = _candidate_pairs(lsh.hashtables, signatures, floor=floor, left=left, right=right)
+        del lsh
+    else:
+        signatures, filled = signatures_of(texts, num_perm)
+        pairs = _candidate_pairs(_band_buckets(signatures, filled, bands, rows), signatures, floor=floor,
+                                 left=left, right=right)
     jaccard = exact_jaccard(texts, pairs)
     found = jaccard >= threshold
     return pairs[found, 0], pairs[found, 1], jaccard[found], {"candidates": int(len(pairs)), "bands": bands,
@@ -316,7 +483,7 @@ def near_duplicate_pairs(texts: list, *, threshold: float, num_perm: int = NUM_P
 
 
 def _grouped_pairs(texts: list, groups: np.ndarray, *, threshold: float, num_perm: int, progress: bool,
-                   left=None, right=None):
+                   left=None, right=None, engine: str = "bands"):
     """:func:`near_duplicate_pairs` group by group (in the order of the group numbers), the pairs put
     back into positions of ``texts``; ``search["candidates"]`` sums the groups'."""
     bands, rows = lsh_parameters(threshold, num_perm)
@@ -329,7 +496,8 @@ def _grouped_pairs(texts: list, groups: np.ndarray, *, threshold: float, num_per
             continue
         u, v, jaccard, search = near_duplicate_pairs(
             [texts[k] for k in members.tolist()], threshold=threshold, num_perm=num_perm, progress=progress,
-            left=None if left is None else left[members], right=None if right is None else right[members])
+            left=None if left is None else left[members], right=None if right is None else right[members],
+            engine=engine)
         found.append((members[u], members[v], jaccard))
         candidates += search["candidates"]
     u, v, jaccard = (np.concatenate(parts) for parts in zip(*found)) if found else \

@@ -345,18 +345,29 @@ def probe(tables: dict, *, fields=None, record: dict | None = None, seed: int = 
     if reference is not None and ("train" not in tables[reference]
                                   or not any(s in tables[reference] for s in EVALUATION_SPLITS)):
         reference = None
-    fields = ProbeFields.of(fields, tables[usable[0]]["train"].column_names, where=where)
+    # Each config is read with the fields its own columns hold: a release of several tables (CURRICULUM's
+    # hypothesis-only configs have no premise) declares one set of fields for all of them.
+    per_config = {c: ProbeFields.of(fields, tables[c]["train"].column_names, where=f"{where} config {c!r}")
+                  for c in dict.fromkeys([*usable, *([reference] if reference else [])])}
+    fields = per_config[usable[0]]
     report = {"baseline": BASELINES.get(fields.task, "none"), "task": fields.task, "seed": seed,
               "confidence": CONFIDENCE, "resamples": resamples, "fields": fields.record(), "reference": reference,
               "skipped": fields.reason, "configs": {}}
     if fields.task is None:
         return report
+    unable = {c: f.reason or f"its task is {f.task}, not {fields.task}" for c, f in per_config.items()
+              if f.task != fields.task}
+    if unable:  # said in the report, never a KeyError on a column the config lacks
+        report["skipped_configs"] = {c: unable[c] for c in usable if c in unable}
+    usable = [c for c in usable if c not in unable]
+    if reference in unable:
+        reference = report["reference"] = None
     order = usable + ([reference] if reference and reference not in usable else [])
     results = {}
     for config in progress_bar(order, description="baseline probe", unit="config", enabled=progress):
         splits = {s: _in_order(t) for s, t in tables[config].items()}
         results[config] = {}
-        for split, outcomes in _config_outcomes(splits, fields, seed).items():
+        for split, outcomes in _config_outcomes(splits, per_config[config], seed).items():
             entry = {"rows": int(len(outcomes["accuracy"]))}
             entry.update(accuracy_interval(outcomes["accuracy"], rng=_rng(seed, config, split, "accuracy"),
                                            resamples=resamples))

@@ -60,7 +60,12 @@ def card_lines(report: dict) -> list[str]:
                  "the same split, as the Likelihood Splits paper reports it" if reference else
                  "; the release has no baseline config to compare errors with")
               + ". Stronger models (fine-tuned transformers, the papers' own) should be evaluated on the release "
-                "before drawing conclusions; `resplit probe FOLDER --json` recomputes these numbers.", ""]
+                "before drawing conclusions; `resplit probe FOLDER --json` recomputes these numbers. A config "
+                "without some of these fields is read with those it has (a hypothesis-only config: the hypothesis "
+                "alone).", ""]
+    if report.get("skipped_configs"):
+        lines += ["Not probed: " + "; ".join(f"`{c}` ({why})" for c, why in report["skipped_configs"].items())
+                  + ".", ""]
     header = ["config", "split", "rows", "accuracy [95% CI]"]
     header += [f"`{fields['query']}`-only accuracy [95% CI]"] if query else []
     header += [f"relative error increase vs `{reference}`"] if reference else []
@@ -92,7 +97,8 @@ def format_report(report: dict) -> list[str]:
             table.append(row)
     head = f"baseline: {report['baseline']}; seed {report['seed']}"
     head += f"; query: {report['fields']['query']}" if query else ""
-    return [head, *aligned(headers, table)]
+    skipped = [f"not probed: {c} ({why})" for c, why in (report.get("skipped_configs") or {}).items()]
+    return [head, *aligned(headers, table), *skipped]
 
 
 class ProbeView(View):

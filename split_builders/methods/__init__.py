@@ -11,4 +11,5 @@ BUILTIN = {
     "pvi": ("split_builders.methods.pvi", "PVIMethod"),
     "curriculum": ("split_builders.methods.curriculum", "CurriculumMethod"),
     "behavioural": ("split_builders.methods.behavioural", "BehaviouralMethod"),
+    "mcd": ("split_builders.methods.mcd", "MCDMethod"),
 }

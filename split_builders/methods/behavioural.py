@@ -5,7 +5,9 @@ split method has:
 
 1. the source: a CheckList suite in resplit's JSON format, one row per test case
    (:func:`testcase_rows`: the pass_rate metric's own suite adapter, ``suite_testcases`` in
-   ``metrics/pass_rate/suite_adapters.py``, plus ``type`` and ``source_id``);
+   ``metrics/pass_rate/suite_adapters.py``, plus ``label`` and ``source_id``): ``labels`` (one per
+   example), ``meta`` and ``expectation`` are Arrow lists and structs, ``label`` the test case's
+   class (a ``ClassLabel``) where the suite's labels are classes;
 2. the signal: each test case's functionality, capability and test type;
 3. the splitter: :class:`~split_builders.splitters.behavioural.BehaviouralSplitter` divides every
    functionality's test cases 50/25/25 into train/validation/test exactly as BELUGA did with
@@ -65,8 +67,8 @@ SOURCE_ID = ("the test case's 0-based position in the whole suite (functionaliti
              "and `testcase_id` are the functionality's position in the suite and the test case's in its "
              "functionality")
 
-# The columns pass_rate's compute() takes besides predictions and confidences. ``test_type``
-# repeats ``type`` so that a config's rows go into pass_rate without renaming.
+# The columns pass_rate's compute() takes besides predictions and confidences: a config's rows go
+# into pass_rate as they are.
 PASS_RATE_COLUMNS = ("labels", "meta", "functionality", "test_type", "capability", "expectation", "agg_fn")
 
 
@@ -153,7 +155,7 @@ class BehaviouralMethod(SplitMethod):
 
     def signal(self, loaded, options, context) -> Signal:
         suite, rows = loaded.data.suite, loaded.data.rows
-        values = {column: _column(rows, column) for column in ("functionality", "capability", "type")}
+        values = {column: _column(rows, column) for column in ("functionality", "capability", "test_type")}
         labels = ("BELUGA relabelling applied (beluga_label_override)" if options.beluga_labels
                   else "CheckList labels")
         provenance = {
@@ -169,7 +171,7 @@ class BehaviouralMethod(SplitMethod):
 
     def configs(self, loaded, signal, options) -> list:
         values = signal.values
-        return behavioural_configs(values["functionality"], values["capability"], values["type"],
+        return behavioural_configs(values["functionality"], values["capability"], values["test_type"],
                                    functionalities=options.functionalities, capabilities=options.capabilities,
                                    random_state=options.seed)
 
@@ -177,8 +179,11 @@ class BehaviouralMethod(SplitMethod):
         return loaded.data.rows
 
     def fields(self, loaded, signal, options) -> Fields:
-        """A test case's examples are its text; its labels (one per example, where the test has them)."""
-        return Fields("behavioural", text=("examples",), query="examples", label="labels")
+        """A test case's examples are its text; its label (a ``ClassLabel``) where the suite's labels are
+        classes (an answer suite's labels are answers, in ``labels``)."""
+        names = loaded.data.suite.label_names
+        return Fields("behavioural", text=("examples",), query="examples", label="label" if names else None,
+                      label_names=list(names) if names else None)
 
     def card(self, loaded, signal, configs, options):
         return _card(loaded.data.suite, loaded.data.rows, configs, options)
@@ -200,7 +205,7 @@ class BehaviouralMethod(SplitMethod):
         rows = released.all_rows()
         column = lambda name: np.asarray(rows.column(name).to_pylist(), dtype=object)
         parameters = record.get("parameters") or {}
-        configs = behavioural_configs(column("functionality"), column("capability"), column("type"),
+        configs = behavioural_configs(column("functionality"), column("capability"), column("test_type"),
                                       functionalities=parameters.get("functionalities"),
                                       capabilities=parameters.get("capabilities"), random_state=record["seed"])
         for config in configs:
@@ -230,8 +235,8 @@ def testcase_rows(suite, *, beluga_labels: bool, limit: int | None = None):
     """Every test case of ``suite`` as a release row (suite order, test cases in order).
 
     The columns are those of the pass_rate metric's ``suite_testcases`` (one function turns a
-    suite into test cases, for the metric and for the release), plus ``type`` (= ``test_type``)
-    and ``source_id``.
+    suite into test cases, for the metric and for the release), plus ``label`` (where the suite's
+    labels are classes) and ``source_id``.
 
     Parameters
     ----------
@@ -244,9 +249,12 @@ def testcase_rows(suite, *, beluga_labels: bool, limit: int | None = None):
     Returns
     -------
     datasets.Dataset
-        ``testcase_id``, ``functionality``, ``functionality_id``, ``capability``, ``type``,
-        ``test_type``, ``examples``, ``labels``, ``meta``, ``expectation``, ``agg_fn`` and, last,
-        ``source_id``: the test case's position in the whole suite, counted before ``limit``.
+        ``testcase_id``, ``functionality``, ``functionality_id``, ``capability``, ``test_type``,
+        ``examples``, ``label`` (a ``ClassLabel`` of the suite's :attr:`label_names`: the test case's
+        class where all its examples share one, else -1; only where the labels are classes),
+        ``labels`` (one per example, None where none), ``meta`` (one list of strings per example),
+        ``expectation`` (a struct), ``agg_fn`` and, last, ``source_id``: the test case's position in
+        the whole suite, counted before ``limit``.
     """
     import datasets
     import pyarrow as pa
@@ -258,29 +266,44 @@ def testcase_rows(suite, *, beluga_labels: bool, limit: int | None = None):
     starts = np.cumsum([0] + [len(test["data"]) for test in suite.tests])
     columns["source_id"] = (starts[np.asarray(columns["functionality_id"], dtype=np.int64)]
                             + np.asarray(columns["testcase_id"], dtype=np.int64))
-    columns["type"] = columns["test_type"]
-    features = _features()
+    names = suite.label_names
+    if names:
+        columns["label"] = [_testcase_label(labels) for labels in columns["labels"]]
+    features = _features(names, answers=suite.answers)
     # Straight to Arrow with the declared schema: Dataset.from_dict would re-encode every nested
     # example list through the features in Python.
     table = pa.Table.from_pydict({name: columns[name] for name in features}, schema=features.arrow_schema)
     return datasets.Dataset(table, info=datasets.DatasetInfo(features=features))
 
 
-def _features():
+def _testcase_label(labels: list) -> int:
+    """A test case's class: its examples' one label, or -1 (no label) where they have none or differ."""
+    distinct = set(labels)
+    return distinct.pop() if len(distinct) == 1 and None not in distinct else -1
+
+
+def _features(label_names, *, answers: bool):
+    """The rows' features: records as structs, per-example values as lists, the label a ``ClassLabel``."""
     import datasets
 
+    text = datasets.Value("string")
+    value = text if answers else datasets.Value("int64")  # an answer suite's labels are answers
+    label = {"label": datasets.ClassLabel(names=list(label_names))} if label_names else {}
     return datasets.Features({
         "testcase_id": datasets.Value("int64"),
-        "functionality": datasets.Value("string"),
+        "functionality": text,
         "functionality_id": datasets.Value("int64"),
-        "capability": datasets.Value("string"),
-        "type": datasets.Value("string"),
-        "test_type": datasets.Value("string"),
-        "examples": datasets.Sequence(datasets.Sequence(datasets.Value("string"))),
-        "labels": datasets.Value("string"),
-        "meta": datasets.Value("string"),
-        "expectation": datasets.Value("string"),
-        "agg_fn": datasets.Value("string"),
+        "capability": text,
+        "test_type": text,
+        "examples": datasets.Sequence(datasets.Sequence(text)),
+        **label,
+        "labels": datasets.Sequence(value),
+        "meta": datasets.Sequence(datasets.Sequence(text)),
+        "expectation": {
+            "fn": text, "value": value, "tolerance": datasets.Value("float64"), "label": datasets.Value("int64"),
+            "increasing": datasets.Value("bool"), "slice": {"fn": text, "value": value, "slice_agg_fn": text},
+            "doc": text},
+        "agg_fn": text,
         "source_id": datasets.Value("int64"),
     })
 
@@ -326,10 +349,14 @@ def _card(suite, rows, configs, options):
         "`source_id` its position in the whole suite.",
         "Labels: " + ("BELUGA's relabelling is applied where a test has one (`beluga_label_override`)."
                       if options.beluga_labels else "CheckList's own labels."),
-        "Columns: `examples` is a list of examples, each the list of its text fields; `labels`, `meta` and "
-        "`expectation` are JSON text (decode each with `json.loads`): their shape differs from test to test (one "
-        "label per test case, one per example, an answer text, or none; free-form metadata; the expectation "
-        "function and its arguments), and the `pass_rate` metric reads them as they are.",
+        "Columns: `examples` is a list of examples, each the list of its text fields; `labels` has one label "
+        "per example (None where the test gives none), `meta` one list of strings per example (`[]` where "
+        "there is none), `expectation` is a record (`fn`, `value`, `tolerance`, `label`, `increasing`, "
+        "`slice`, `doc`; None where the test leaves one out): plain lists and dicts, no JSON text; the "
+        "`pass_rate` metric reads them as they are. "
+        + (f"`label` is the test case's class (a `ClassLabel`: {', '.join(suite.label_names)}), -1 where its "
+           "examples have no label or differ (invariance and directional tests)."
+           if suite.label_names else "The labels are answers (no `label` column: answers are not classes)."),
     ]
     if options.limit is not None:
         how_built.append(f"Quick build: only the first {options.limit} test cases of each functionality.")

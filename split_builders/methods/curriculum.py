@@ -122,8 +122,12 @@ class CurriculumMethod(SplitMethod):
     default_source = None
     source_aliases = ("--data",)
     signal_columns = {"pvi": "continuous"}
-    harness_task = HarnessTask("classification")
+    harness_task = HarnessTask("classification", "mcc")  # the paper's zero-shot metric, beside accuracy
     supports_groups = True
+    # A phenomenon config has the released train and validation splits only: its validation split is the
+    # paper's test set (the zero-shot diagnostic and inoculation evaluate on it); a difficulty config's
+    # test split is the cross-distribution test.
+    evaluation_splits = ("test", "validation")
 
     # --dedupe does not apply (row_keys stays None): every config is a phenomenon's *released*
     # train / validation split, which --dedupe would change; the card's leakage report counts the

@@ -49,12 +49,15 @@ FINETUNE_GROUP = "fine-tuned setting (the paper's ll_split)"
 class LikelihoodOptions(CommonOptions):
     """Options of ``resplit likelihood`` (and of ``build("likelihood", ...)``)."""
 
-    prompt_field: str | None = option(None, "field the LM is conditioned on (generic tables)", group="source")
-    query_field: str | None = option(None, "field that is scored and measured (generic tables)", group="source")
+    prompt_field: str | None = option(None, "field the LM is conditioned on (generic tables)", group="source",
+                                      role="input")
+    query_field: str | None = option(None, "field that is scored and measured (generic tables)", group="source",
+                                     role="input")
     label_field: str | None = option(None, "field to balance evaluation sets over (omit: no balancing)",
-                                     group="source")
+                                     group="source", role="label")
     target_field: str | None = option(None, "target program field of a semantic-parsing source (a headerless "
-                                            "NQG TSV 'input<TAB>target' has 'input' and 'target')", group="source")
+                                            "NQG TSV 'input<TAB>target' has 'input' and 'target')", group="source",
+                                      role="input")
     task: str | None = option(None, "read a local file with this dataset's reader", choices=TASKS, group="source")
 
     scores: str | None = option(None, ".npy with one log-likelihood per input row: nothing is scored; configs "
@@ -98,7 +101,11 @@ class LikelihoodOptions(CommonOptions):
                                           group="split")
     test_size: int | float = option(0.1, "count or fraction", parse=parse_size, group="split")
     train_size: int | float | None = option(None, "semantic-parsing mode: fixed train size, the rest halved into "
-                                                  "validation/test", parse=parse_size, group="split")
+                                                  "validation/test", parse=parse_size, group="split",
+                                            conflicts=("validation_size", "test_size"),
+                                            conflict_note="--train-size sizes train and halves the rest into "
+                                                          "validation and test, so the evaluation sizes would be "
+                                                          "ignored")
     atoms: str | None = option(None, "atom constraint of the target programs (with --train-size): every "
                                      "validation/test atom occurs in train (sql: sqlparse tokens; funql: program "
                                      "tokens)", choices=tuple(sorted(ATOM_FUNCTIONS)), group="split")
@@ -249,8 +256,14 @@ class LikelihoodMethod(SplitMethod):
     supports_groups = True
 
     def check(self, options: LikelihoodOptions) -> None:
-        if options.scores is not None and not Path(options.scores).is_file():
-            raise InvalidParameterError(f"scores file {options.scores!r} does not exist")
+        if options.scores is not None:  # missing, a folder, a FIFO: said as what it is
+            from loading_scripts.files import check_file
+
+            check_file(options.scores, "scores file", "a .npy file of log-likelihoods (numpy.save)")
+        if options.lm_revision and (options.lm is None or Path(options.lm).expanduser().exists()):
+            what = f"--lm {options.lm!r} is a folder here" if options.lm else "the default model is bundled"
+            raise InvalidParameterError(f"--lm-revision {options.lm_revision} is for a Hub id; {what}, which has no "
+                                        "revisions: drop --lm-revision, or give --lm a Hub id")
         if options.device == "cuda" and options.scores is None:
             import torch
 
@@ -313,7 +326,8 @@ class LikelihoodMethod(SplitMethod):
         group is placed by its mean score (its mean length in the length-controlled config)."""
         from split_builders.splitters.groups import column_groups
 
-        return column_groups(loaded.data.source.dataset, field, source=loaded.info.name)
+        src = loaded.data.source
+        return column_groups(src.dataset, field, source=loaded.info.name, label_field=src.label_field)
 
     def signal(self, loaded: Loaded, options: LikelihoodOptions, context) -> Signal:
         src = loaded.data.source
@@ -405,9 +419,13 @@ class LikelihoodMethod(SplitMethod):
         how_built = [
             _signal_paragraph(src, signal.provenance),
             f"Every row also carries `score` (s(x)), `length` (NLTK word tokens of the query) and `length_bucket` "
-            f"(the row's word-length quantile bucket within its class). Evaluation sets are {balanced}.",
+            f"(the row's word-length quantile bucket within its class). Evaluation sets are {balanced}. "
+            "`length` is also the column transformers' `Trainer` reads with `group_by_length=True` (the default "
+            "`length_column_name`): it would group batches by these word counts rather than by token counts; drop "
+            "the column (`ds.remove_columns(\"length\")`) or set `length_column_name` to group by tokens.",
             *_atom_lines(src, configs, options.atoms, data.unparseable),
             *_finetune_lines(signal.provenance),
+            *(f"**Warning:** {line}." for line in _score_warnings(signal.values)),
         ]
         intro = ("Train/validation/test splits that test generalisation to the long tail: the examples a "
                  "language model finds least likely are held out for evaluation (Godbole & Jia, 2023).")
@@ -423,6 +441,7 @@ class LikelihoodMethod(SplitMethod):
             shown = ", ".join(str(sid) for sid, _ in data.unparseable[:20])
             lines.append(f"excluded {len(data.unparseable)} row(s) whose target program does not parse: source_id "
                          f"{shown}" + (" ..." if len(data.unparseable) > 20 else "") + " (reasons in the card)")
+        lines += [f"warning: {line}" for line in _score_warnings(result.signal.values)]
         stats = summaries(result.loaded, result.signal, result.configs)
         lines.append(f"{'config':<28}{'KS score':>10}{'KS length':>11}   (train vs test)")
         for name, summary in stats.items():
@@ -479,6 +498,16 @@ class LikelihoodMethod(SplitMethod):
 # Helpers
 # ---------------------------------------------------------------------------------------------
 
+
+
+def _score_warnings(values: LikelihoodScores) -> list[str]:
+    """Scores that cannot order the rows (all equal, or mostly one value), said on the terminal and in the card."""
+    from split_builders.signals.given import score_warnings
+
+    lines = score_warnings(values.scores)
+    if values.finetuned is not None:
+        lines += score_warnings(values.finetuned_scores, what="fine-tuned scores")
+    return lines
 
 
 def resolve_dtype(dtype: str, device: str | None) -> str:
@@ -548,12 +577,10 @@ def _prompted_scores(src, options: LikelihoodOptions, context):
     ``(scores, provenance, summary, model, dtype)``."""
     from split_builders.cache import cache_root
     from split_builders.signals.lm.models import resolve_model
-    from split_builders.signals.lm.prompts import render_all, resolve_template
+    from split_builders.signals.lm.prompts import prompted_texts
     from split_builders.signals.lm.scoring import SCORER_VERSION, compute_scores
 
-    chosen = resolve_template(options.template, task=src.task, prompt_field=src.prompt_field,
-                              query_field=src.query_field)
-    prompts, queries = render_all(chosen, src)
+    chosen, prompts, queries = prompted_texts(src, options.template)
     ref = resolve_model(options.lm, revision=options.lm_revision)
     dtype = resolve_dtype(options.dtype, options.device)
     run = compute_scores(prompts, queries, model_ref=ref, dtype=dtype, device=options.device,

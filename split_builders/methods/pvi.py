@@ -42,8 +42,9 @@ class PVIOptions(CommonOptions):
 
     text_fields: tuple[str, ...] | None = option(
         None, "comma-separated input fields, e.g. premise,hypothesis (default for named sources: "
-              "premise,hypothesis)", group="source")
-    label_field: str | None = option(None, "the label field (default for named sources: label)", group="source")
+              "premise,hypothesis)", group="source", role="input")
+    label_field: str | None = option(None, "the label field (default for named sources: label)", group="source",
+                                     role="label")
     family: str = option("hashed", "predictive family: hashed n-gram linear model on the CPU, or a transformers "
                                    "sequence classifier fine-tuned with Trainer (--model)",
                          choices=FAMILIES, group="signal")
@@ -59,7 +60,8 @@ class PVIOptions(CommonOptions):
     cache_dir: str | None = option(None, "per-fold checkpoint folder (default: $RESPLIT_CACHE/pvi)",
                                    group="signal", record=False)
     curriculum_compat: bool = option(False, "CURRICULUM's midrange threshold and 60/40 train/validation "
-                                            "division (seed 42)", group="split")
+                                            "division (seed 42)", group="split", conflicts=("validation_size",),
+                                     conflict_note="CURRICULUM's division is 60/40 whatever --validation-size says")
     validation_size: float = option(0.4, "share of each part (simple, hard) that goes to validation, a "
                                          "fraction in (0, 1)", parse=float, group="split", minimum=0, maximum=1,
                                     exclusive=("minimum", "maximum"))
@@ -67,6 +69,9 @@ class PVIOptions(CommonOptions):
     def validate(self) -> None:
         if self.family == "transformers" and not self.model:
             raise InvalidParameterError("the transformers family needs a model (--model HUB_ID_OR_FOLDER)")
+        if self.family == "hashed" and self.model:
+            raise InvalidParameterError(f"--model {self.model!r} is for --family transformers; the hashed family "
+                                        "trains no model it could load: add --family transformers or drop --model")
 
 
 class PVIMethod(SplitMethod):
@@ -81,6 +86,9 @@ class PVIMethod(SplitMethod):
     signal_columns = {"pvi": "continuous"}
     harness_task = HarnessTask("classification")
     supports_groups = True
+    # `simple` and `hard` release train and validation (evaluated on validation: simple -> simple); the
+    # cross-distribution configs add the other part as test.
+    evaluation_splits = ("test", "validation")
 
     def check(self, options) -> None:
         from loading_scripts import NAMED_SOURCES
@@ -148,12 +156,13 @@ class PVIMethod(SplitMethod):
 
         if field in ("auto", "none", ""):
             return None
-        return column_groups(loaded.data.dataset, field, source=loaded.info.name)
+        return column_groups(loaded.data.dataset, field, source=loaded.info.name, label_field=loaded.data.label_field)
 
     def signal(self, loaded, options, context) -> Signal:
         from split_builders.progress import progress_bar
         from split_builders.signals.pvi.crossfit import CrossFitPVI
         from split_builders.signals.pvi.families import make_family
+        from split_builders.splitters.groups import fold_groups
 
         rows = loaded.data
         extra = {"epochs": options.epochs} if options.epochs is not None else {}
@@ -161,7 +170,8 @@ class PVIMethod(SplitMethod):
         scorer = CrossFitPVI(family, folds=options.folds, null=options.null, random_state=options.seed,
                              cache_dir=pvi_cache_dir(options.cache_dir))
         records = list(zip(*[["" if t is None else str(t) for t in rows.dataset[f]] for f in rows.text_fields]))
-        groups = rows.dataset[rows.group_field] if rows.group_field else None
+        # one policy for missing group values: each is a group of its own (splitters.groups)
+        groups = fold_groups(rows.dataset[rows.group_field]) if rows.group_field else None
         with progress_bar(total=options.folds, description="PVI folds", unit="fold", enabled=context.progress) as bar:
             result = scorer.compute(records, rows.labels, len(rows.label_names), groups=groups,
                                     progress=lambda done, folds: bar.update(1))

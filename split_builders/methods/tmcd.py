@@ -51,8 +51,11 @@ class TMCDOptions(CommonOptions):
                                                   "(0, 1) (default: half of the parseable rows)", parse=parse_size)
     configs: tuple[str, ...] = option(("tmcd",), f"comma-separated subset of {','.join(BUILT)}")
     reference: bool = option(False, "TMCD by Shaw et al.'s first-improvement greedy (1000 iterations; "
-                                    "reproduces tmcd_1.json with --seed 1)")
-    iterations: int = option(50_000, "annealing steps of the TMCD search", integer=True, minimum=0)
+                                    "reproduces tmcd_1.json with --seed 1)", conflicts=("iterations", "max_atom_divergence"),
+                             conflict_note="the reference search runs its own 1000 iterations without an atom "
+                                           "divergence bound")
+    iterations: int = option(50_000, "annealing steps of the TMCD search (at least 1: without a step the search "
+                                     "returns its random start split)", integer=True, minimum=1)
     max_atom_divergence: float = option(0.05, "upper bound on the train/test atom divergence the TMCD search keeps",
                                         minimum=0, maximum=1, exclusive=("minimum",))
     validation_size: int | float = option(0, "rows of each built config's test moved to a validation split: a count, "
@@ -94,8 +97,10 @@ class TMCDMethod(SplitMethod):
     supports_groups = True
 
     def check(self, options: TMCDOptions) -> None:
-        if options.scores is not None and not Path(options.scores).is_file():
-            raise InvalidParameterError(f"scores file {options.scores!r} does not exist")
+        if options.scores is not None:  # missing, a folder, a FIFO: said as what it is
+            from loading_scripts.files import check_file
+
+            check_file(options.scores, "scores file", "a .npy file of log-likelihoods (numpy.save)")
 
     def load(self, options: TMCDOptions) -> Loaded:
         from loading_scripts import load_compositional
@@ -182,15 +187,21 @@ class TMCDMethod(SplitMethod):
         from split_builders.splits import membership_sha256
         from split_builders.splitters.compositional import compositional_configs
 
+        from split_builders.splitters.groups import group_parameters
+
         src, values = loaded.data.source, signal.values
         published = src.published if options.published else None
-        return compositional_configs(values.atoms, values.compounds, inputs=src.inputs, targets=src.targets,
+        configs = compositional_configs(values.atoms, values.compounds, inputs=src.inputs, targets=src.targets,
                                      target_language=loaded.data.language, **search_parameters(options),
                                      scores=values.scores, published=published, published_from=src.published_from,
                                      source_ids=src.source_ids, membership=membership_sha256, wugs=values.wugs,
                                      progress=values.progress,
                                      seconds=values.search_seconds, groups=loaded.groups,
                                      group_field=options.group_field)
+        for config in configs:  # how many rows had no group value (each a group of its own)
+            if config.parameters.get("grouped_by"):
+                config.parameters.update(group_parameters(loaded.groups, options.group_field))
+        return configs
 
     def rows(self, loaded: Loaded, signal: Signal, configs: list):
         """The source rows with ``variant`` = original, then one wug-word copy per kind (text as
@@ -250,6 +261,7 @@ class TMCDMethod(SplitMethod):
         values = result.signal.values
         unparseable = result.loaded.data.row_atoms.unparseable
         lines = [f"{len(unparseable)} unparseable program(s) excluded (listed in the card)"] if unparseable else []
+        lines += [f"warning: {line}" for line in _score_warnings(values)]
         for config in result.configs:
             if config.method == "tmcd" and "search_met_bound" in config.parameters:
                 bound, found = config.parameters["max_atom_divergence"], config.parameters["divergences"]["atom_divergence"]
@@ -399,6 +411,15 @@ def check_published(source) -> None:
                                   f"{error}; fix or remove its files, or pass --no-published") from None
 
 
+def _score_warnings(values) -> list[str]:
+    """Given scores that cannot order the parseable rows the ll_split* configs split (all equal, mostly one value)."""
+    from split_builders.signals.given import score_warnings
+
+    if values.scores is None:
+        return []
+    return score_warnings(np.asarray(values.scores)[values.parsed], what="given scores of the parseable rows")
+
+
 def how_built(loaded: Loaded, signal: Signal, options: TMCDOptions) -> list:
     """The card's "how it was built" paragraphs."""
     from split_builders.splitters.tmcd import train_count
@@ -433,6 +454,7 @@ def how_built(loaded: Loaded, signal: Signal, options: TMCDOptions) -> list:
     if values.scores is not None:
         paragraphs.append("`ll_split*`: Likelihood Splits (Godbole & Jia 2023) of the parseable rows from the "
                           "given log-likelihoods, under the atom constraint.")
+        paragraphs += [f"**Warning:** {line}." for line in _score_warnings(values)]
     if values.wugs:
         paragraphs.append("Lexical variants (Sun et al. 2023, section 4.5): the target atoms that also occur as "
                           "input words are replaced by the same made-up word in inputs and targets; the "

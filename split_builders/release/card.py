@@ -35,6 +35,19 @@ REPO_PLACEHOLDER = "ORG/NAME"
 SIZE_BUCKETS = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                 (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"),
                 (10_000_000_000, "1B<n<10B"), (100_000_000_000, "10B<n<100B"), (1_000_000_000_000, "100B<n<1T"))
+# The Hub's task ids (``task_ids``) of the task categories resplit writes: the subtasks of each pipeline type in
+# huggingface.js, packages/tasks/src/pipelines.ts (PIPELINE_DATA; SUBTASK_TYPES is their union). A task category
+# such as text2text-generation is not a task id; text-generation has no subtask for semantic parsing.
+HUB_TASK_IDS = {
+    "text-classification": ("acceptability-classification", "entity-linking-classification", "fact-checking",
+                            "intent-classification", "language-identification", "multi-class-classification",
+                            "multi-label-classification", "multi-input-text-classification",
+                            "natural-language-inference", "semantic-similarity-classification",
+                            "sentiment-classification", "topic-classification", "semantic-similarity-scoring",
+                            "sentiment-scoring", "sentiment-analysis", "hate-speech-detection", "text-scoring"),
+    "question-answering": ("extractive-qa", "open-domain-qa", "closed-domain-qa"),
+    "text-generation": ("dialogue-modeling", "dialogue-generation", "conversational", "language-modeling"),
+}
 # CheckList suites by a word of their name: (task category, task id) in the Hub's vocabulary.
 SUITE_TASKS = {"sentiment": ("text-classification", "sentiment-classification"),
                "qqp": ("text-classification", "semantic-similarity-classification"),
@@ -58,7 +71,8 @@ def size_category(rows: int) -> str:
 def hub_tasks(fields, *, hint: str = "") -> tuple[list, list]:
     """``task_categories`` and ``task_ids`` (the Hub's vocabulary) of rows a method declares as ``fields``.
 
-    Semantic parsing is ``text-generation`` / ``text2text-generation``; classification is
+    Task ids are only those of the Hub's list (:data:`HUB_TASK_IDS`). Semantic parsing is ``text-generation``
+    (no task id); classification is
     ``text-classification``, with ``natural-language-inference`` for premise/hypothesis pairs or NLI
     labels, else ``multi-class-classification`` for more than two classes, and
     ``multi-input-text-classification`` for more than one text column; a CheckList suite's task comes
@@ -66,11 +80,11 @@ def hub_tasks(fields, *, hint: str = "") -> tuple[list, list]:
     """
     if fields is None or fields.task not in ("classification", "semantic_parsing", "behavioural"):
         return [], []
-    if fields.task == "semantic_parsing":
-        return ["text-generation"], ["text2text-generation"]
+    if fields.task == "semantic_parsing":  # no task id of the Hub's list fits: none
+        return ["text-generation"], []
     if fields.task == "behavioural":
         found = next((task for word, task in SUITE_TASKS.items() if word in hint.lower()), None)
-        return ([found[0]], [found[1]]) if found else (["text-classification"], [])
+        return ([found[0]], _known_ids(found[0], [found[1]])) if found else (["text-classification"], [])
     names = {str(name).lower() for name in fields.label_names or ()}
     ids = []
     if {"premise", "hypothesis"} <= set(fields.text) or len(names & NLI_LABELS) >= 2:
@@ -79,7 +93,12 @@ def hub_tasks(fields, *, hint: str = "") -> tuple[list, list]:
         ids.append("multi-class-classification")
     if len(fields.text) > 1:
         ids.append("multi-input-text-classification")
-    return ["text-classification"], ids
+    return ["text-classification"], _known_ids("text-classification", ids)
+
+
+def _known_ids(category: str, ids: list) -> list:
+    """``ids`` that are task ids of ``category`` in the Hub's list (:data:`HUB_TASK_IDS`), in order."""
+    return [i for i in ids if i in HUB_TASK_IDS.get(category, ())]
 
 
 def source_datasets(info) -> list[str]:
@@ -128,7 +147,8 @@ def hub_metadata(*, method, info, fields, sizes: dict, license: str | None = Non
                 "language": list(language) if language else None, "task_categories": categories,
                 "task_ids": ids, "size_categories": [size_category(rows)], "source_datasets": source_datasets(info),
                 "tags": tags}
-    return {key: value for key, value in metadata.items() if value}
+    # task_ids stays (an empty list) beside a task category: "no task id fits" is stated, not left out
+    return {key: value for key, value in metadata.items() if value or (key == "task_ids" and categories)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,7 +218,7 @@ def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> 
     """The card's Markdown in the shared skeleton; figures are drawn under ``staging``."""
     lines = [f"# {spec.title}", "", spec.intro.strip(), "",
              f"Built with resplit (`resplit {method.name}`).", "",
-             *load_section(spec, configs[0].name, info), "## Configs", ""]
+             *load_section(spec, configs[0].name, info, method=method, configs=configs), "## Configs", ""]
     columns = dict(spec.columns)
     covered = any(section.covers_duplicates for section in spec.evidence)  # the leakage audit counts duplicates
     for section in spec.evidence:
@@ -243,15 +263,21 @@ def render(spec: CardSpec, *, method, info, configs, written, staging: Path) -> 
     return "\n".join(lines)
 
 
-def load_section(spec: CardSpec, first: str, info) -> list[str]:
+def load_section(spec: CardSpec, first: str, info, *, method=None, configs=()) -> list[str]:
     """"How to load it": the snippet (the Hub repository where known, else a placeholder that push
-    fills in), where ``source_id`` comes from, and the label's class names in class order."""
+    fills in), the splits each config releases and the one to evaluate on (the method's declared
+    ``evaluation_splits``), where ``source_id`` comes from, and the label's class names in class order."""
     repo = spec.repo_id or REPO_PLACEHOLDER
+    evaluate_on = method.evaluation_split(configs[0].splits) if method is not None and configs else None
     lines = ["## How to load it", "", "```python", "from datasets import load_dataset", "",
-             f'ds = load_dataset("{repo}", "{first}")', "```", ""]
+             f'ds = load_dataset("{repo}", "{first}")']
+    if evaluate_on:
+        lines.append(f'evaluation = ds["{evaluate_on}"]')
+    lines += ["```", ""]
     if not spec.repo_id:
         lines += [f"`{REPO_PLACEHOLDER}` stands for the Hub repository this release is published under (`resplit "
                   "push` writes it here in the copy it uploads), or the path of this folder to load it locally.", ""]
+    lines += _splits_table(method, configs)
     lines += [f"Every row keeps `source_id` ({info.source_id}), so any split can be joined back to the source.", ""]
     labels = spec.labels
     if labels:
@@ -260,6 +286,30 @@ def load_section(spec: CardSpec, first: str, info) -> list[str]:
                    f"(`ds[\"train\"].features[\"{labels['column']}\"].names`)."] if labels["class_label"] else
                   [f"`{labels['column']}` holds the class names as text; in class order: "
                    + ", ".join(f"`{name}`" for name in labels["names"]) + "."]) + [""]
+    return lines
+
+
+def _splits_table(method, configs) -> list[str]:
+    """The splits the configs release and the split each is evaluated on, one table row per kind of config
+    (configs releasing the same splits), and a line for the configs without a ``test`` split."""
+    if method is None or not configs:
+        return []
+    kinds: dict = {}
+    for config in configs:
+        kinds.setdefault(config.splits, []).append(config.name)
+    lines = ["| configs | splits | evaluate on |", "|---|---|---|"]
+    for splits, names in kinds.items():
+        shown = ", ".join(f"`{n}`" for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        where = method.evaluation_split(splits)
+        lines.append(f"| {shown} | {', '.join(splits)} | {f'`{where}`' if where else 'none'} |")
+    lines.append("")
+    without = [n for splits, names in kinds.items() if "test" not in splits for n in names]
+    if without:
+        where = {method.evaluation_split(s) for s, names in kinds.items() if "test" not in s}
+        target = " / ".join(f"`{w}`" for w in sorted(w for w in where if w)) or "no split"
+        lines += [f"{len(without)} config(s) release no `test` split; evaluate them on {target} (the method's "
+                  f"declared evaluation split: `{'`, then `'.join(method.evaluation_splits)}`, the first a config "
+                  "releases).", ""]
     return lines
 
 
@@ -274,6 +324,10 @@ def _grouping(configs) -> list[str]:
             f"{', '.join(grouped)}, rows that share the value are kept in one split, so no group straddles train, "
             "validation and test; sizes and label balance are met as closely as whole groups allow (the tables "
             "show the label shares per split).")
+    missing = max((int(c.parameters.get("missing_group_values") or 0) for c in configs), default=0)
+    if missing:  # the one policy for missing values (splitters.groups), which the audit follows
+        line += (f" {missing} row(s) have no value (null or empty): each is a group of its own and may sit in any "
+                 "split (the audit counts no missing value as shared).")
     if others:
         line += f" Not grouped: {', '.join(others)} (the method's note says why)."
     return [line, ""]

@@ -122,15 +122,25 @@ def _statistics(released, config: str) -> dict:
     return stats
 
 
-def diff(a: str, b: str) -> dict:
+def diff(a: str, b: str, *, configs=None) -> dict:
     """Compare two releases. Returns ``{"configs": {config: {...}}, "provenance": {key: [a, b]}}``;
     each config has ``moved``, ``added``, ``removed``, ``pairs``, ``status`` (changed, unchanged,
-    added, removed) and ``statistics`` (``{name: [a, b]}`` for those that changed)."""
+    added, removed) and ``statistics`` (``{name: [a, b]}`` for those that changed). Both are read through
+    :class:`~split_builders.release.folder.Released` (a damaged data file is refused in one line naming it);
+    ``configs``: only these configs are read and compared (each must be in one of the two)."""
+    from split_builders.errors import InvalidParameterError
     from split_builders.release.folder import Released, resolve_target
 
     with tempfile.TemporaryDirectory(prefix="resplit-diff-") as work:
         left = Released(resolve_target(a, Path(work) / "a"))
         right = Released(resolve_target(b, Path(work) / "b"))
+        if configs:
+            unknown = [c for c in configs if c not in left.files and c not in right.files]
+            if unknown:
+                raise InvalidParameterError(f"no config {', '.join(map(repr, unknown))} in either release; their "
+                                            f"configs: {', '.join(dict.fromkeys([*left.files, *right.files]))}")
+            for side in (left, right):
+                side.files = {c: side.files[c] for c in configs if c in side.files}
         ids = [{c: {s: r.source_ids(c, s) for s in r.files[c]} for c in r.configs} for r in (left, right)]
         moves = count_moves(*ids)
         configs = {}

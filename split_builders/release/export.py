@@ -1,44 +1,51 @@
 """lm-evaluation-harness tasks of a release: ``lm_eval/`` with one task per config and one group per release.
 
-:func:`write_lm_eval` reads a release folder (its README's YAML and the parquet schemas of its data
-files; no rows but the label column of a string-labelled config) and writes, into ``FOLDER/lm_eval``:
+:func:`export_lm_eval` reads a release folder (its README's YAML and the parquet schemas of its data files; no
+rows but the label column of a string-labelled config and the labels of behavioural test cases) and writes,
+into ``FOLDER/lm_eval`` (or ``--out``), a task per config by the kind of harness task the method declares
+(:class:`split_builders.api.HarnessTask`, recorded in ``resplit.fields.harness``):
 
-- ``<config>.yaml``, one task per config that a harness output type fits:
+- ``classification``: ``multiple_choice`` over the label's class names in class order, read from the config's
+  ``ClassLabel`` (a label stored as text, in older releases, is mapped to its index in the declared names by a
+  Jinja ``doc_to_target``); scored by accuracy (``acc``, ``acc_norm``) and the metric the method declares beside it
+  (CURRICULUM: ``mcc``, Matthews correlation; the harness bootstraps its standard error, which takes a while);
+- ``multiple_choice``: CheckList test cases whose label is the expected prediction (expectation ``eq`` /
+  ``squad_clean_eq``), one document per example (``utils.behavioural_docs``): multiple choice over the suite's
+  class names where labels are classes (sentiment, QQP), generation where they are answers (SQuAD), each
+  answer compared as its test case says (``utils.exact_match_expectation``: CheckList's SQuAD cleaning for
+  ``squad_clean_eq``). INV and DIR tests compare predictions on an example and its perturbations with each
+  other, which a harness task (one document scored on its own) cannot express: such configs get no task, and
+  the card's harness section and :class:`Exported` say so;
+- ``generation``: ``generate_until`` on the declared target, the answer being the first non-empty line of the
+  generation, stripped (a ``regex`` and ``take_first`` filter: the leading space and newline a causal LM
+  emits, and anything after the first line, are not part of it), generation stopping at a blank line (the
+  few-shot delimiter, so a leading newline never cuts the answer to ''), few-shot by default
+  (:data:`NUM_FEWSHOT` examples from train: zero-shot, a causal LM's first line is rarely an answer), and
+  ``exact_match`` of whitespace-normalised programs (``utils.exact_match_program``) where the declared metric
+  is exact match, else the harness's own metric of that name.
 
-  * ``multiple_choice`` where the rows carry a label (likelihood NLI / BoolQ, pvi, curriculum):
-    the choices are the label's class names in class order, read from the config's ``ClassLabel``
-    (the parquet schema's ``datasets`` features); a label stored as text (older pvi and CSV-built
-    releases) is mapped to its index in those names by a Jinja ``doc_to_target``, with the names from
-    ``resplit.fields.label_names`` or, without them, the distinct values sorted as text (the project's
-    one label encoder, :func:`loading_scripts.labels.encode_labels`);
-  * ``generate_until`` with ``exact_match`` where the rows carry a target program (tmcd; likelihood
-    with ``--target-field``);
-  * behavioural (CheckList) test cases where they carry a label that is the expected prediction
-    (expectation ``eq`` / ``squad_clean_eq``): one document per example (``utils.behavioural_docs``),
-    multiple choice over the suite's classes (sentiment, QQP) or generation with exact match (SQuAD);
-    a config whose test cases carry no such label is skipped, and :class:`Exported` says why;
+Besides them: ``_<group>.yaml``, the group (``aggregate_metric_list``: one group row per metric), which also
+lists every file the export wrote with its sha256; and ``utils.py`` (the loader and the scoring functions,
+self-contained: the harness imports it by path).
 
-  the prompt is the config's text fields in order, one ``Field: {{field}}`` line each, then the
-  label's (or target's) name; the splits are those the config has (``test_split`` its test split, or
-  its validation split where it has no test split, as CURRICULUM's configs; few-shot examples from
-  train);
-- ``_<group>.yaml``: the group, whose tasks are the release's tasks;
-- ``utils.py``: the loader of a local release (``custom_dataset``) and the behavioural document
-  function.
+**Pinned.** A task reads its release at a fixed version: from the Hub (``dataset_path`` the repository,
+``dataset_kwargs: {revision: TAG}``: the ``--revision`` given, or the version a published card records), or,
+where the release is read locally, from the folder at a path relative to the task file, each data file pinned
+by the sha256 the card records (``utils.load_release`` refuses a folder that now holds another version).
 
-``dataset_path`` is the Hub id when it is known (``repo_id``, or the one the card records); otherwise
-the task loads the release it lies in with ``datasets.load_dataset(<folder>, <config>)``, through
-``custom_dataset: !function utils.load_release``, where ``<folder>`` is the path from ``lm_eval/`` to
-the release, relative (``..``) and resolved against ``utils.py``'s own location when the task is
-loaded: the task runs offline, from any working directory, and no absolute path is written.
+**Named once.** The group is ``<dataset>_<method>`` (:func:`group_name`): the dataset's name as its reader
+states it (``SNLI (...)``, ``BoolQ (...)``, ``GeoQuery (...)``, a Hub id's name, else the file's stem), the
+same locally and after ``push``; a task is ``<group>_<config>``.
 
-``lm_eval --include_path FOLDER/lm_eval --tasks <group>`` (or ``<group>_<config>``) runs them.
-Fields come from ``resplit.fields`` (:class:`split_builders.api.Fields`); releases built before it are
-read with :func:`split_builders.evidence.fields.resolve_fields`.
+**Nothing lost.** Only files the export wrote are replaced: those the group file lists with an unchanged
+sha256 (or, in a release's own ``lm_eval/`` exported before the list existed, ``utils.py``, ``_*.yaml`` and
+``<config>.yaml``). Any other file in the way is refused in one line naming it; files of the user's own
+(another task, notes) are left as they are.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -48,32 +55,73 @@ from pathlib import Path
 import yaml
 
 from split_builders.api import Fields
-from split_builders.errors import InvalidParameterError, InvalidReleaseError
+from split_builders.errors import InvalidParameterError, InvalidReleaseError, OutputExistsError
 
 FOLDER = "lm_eval"
 UTILS = "utils.py"
-TASK_VERSION = 1.0
+TASK_VERSION = 2.0  # 2.0: answers filtered to their first line, few-shot generation, pinned data, mcc
+NUM_FEWSHOT = 5  # the default number of few-shot examples of a generation task
 MAX_GEN_TOKS = 256
-# Class names of the CheckList suites' integer labels (data/checklist/SPEC.md), in class order.
+UNTIL = ["\n\n"]  # a generation stops at a blank line (the few-shot delimiter), never at a leading newline
+FIRST_LINE = r"^\s*(\S[^\n]*)"  # the first non-empty line of a generation (the harness strips it)
+CHOICE_METRICS = ("acc", "acc_norm")  # with the method's declared metric (CURRICULUM: mcc, Matthews correlation)
+_AGGREGATIONS = {"mcc": "matthews_corrcoef", "f1": "f1"}  # the harness's corpus-level metrics; the others: mean
+# Class names of the CheckList suites' integer labels (data/checklist/SPEC.md), in class order: used only where
+# the release states none (a ClassLabel or the declared label names come first).
 SUITE_LABEL_NAMES = {"sentiment": ("negative", "neutral", "positive"), "qqp": ("not_duplicate", "duplicate")}
-# Expectations under which a behavioural label is the prediction a model must make.
-LABEL_EXPECTATIONS = ("eq", "squad_clean_eq")
+# CheckList expectations that judge one prediction on its own (data/checklist/SPEC.md): a harness task scores
+# them; the others (INV, DIR: ``inv``, ``monotonic``, ``diff_up``, ...) compare predictions with each other.
+LABEL_EXPECTATIONS = ("eq", "squad_clean_eq", "pred_not_equal", "allow_for_neutral")
+HEADER = "# Written by resplit (resplit export lm-eval); exporting again replaces it. Your own tasks: other file names.\n"
+CARD_START, CARD_END = "<!-- resplit:lm-eval -->", "<!-- /resplit:lm-eval -->"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_VERSION = re.compile(r"^v?\d+\.\d+\.\d+$")
 
-UTILS_SOURCE = '''\
-"""lm-evaluation-harness helpers of this release (written by resplit: ``resplit export lm-eval``)."""
 
+# The ``utils.py`` written beside the tasks (``__TARGET__`` and ``__EXPECTATIONS__`` filled in).
+UTILS_SOURCE = r'''"""lm-evaluation-harness helpers of this release (written by resplit: ``resplit export lm-eval``).
+
+Self-contained: the harness imports this file by path; it needs only ``datasets``.
+"""
+
+import hashlib
 import json
+import re
 from pathlib import Path
 
+TARGET = __TARGET__  # the target column of this release's generation tasks
+EXPECTATIONS = __EXPECTATIONS__  # CheckList expectations that judge each prediction on its own
 
-def load_release(resplit_folder="..", resplit_config=None, **metadata):
-    """The config ``resplit_config`` of the release at ``resplit_folder``, a path relative to this file."""
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_release(resplit_folder="..", resplit_config=None, resplit_files=None, revision=None, **metadata):
+    """The config ``resplit_config`` of the release at ``resplit_folder`` (a path relative to this file), read
+    from the data files the tasks were written for: ``resplit_files`` is ``{split: {path, sha256}}``, and a
+    file whose sha256 differs (the folder now holds another version of the release) is refused."""
     import datasets
 
     folder = (Path(__file__).resolve().parent / resplit_folder).resolve()
-    return datasets.load_dataset(str(folder), resplit_config)
+    files = {}
+    for split, pinned in (resplit_files or {}).items():
+        path = folder / pinned["path"]
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: the {split} file of config {resplit_config!r} these tasks were written "
+                                    "for is missing; export the tasks again (resplit export lm-eval)")
+        if _sha256(path) != pinned["sha256"]:
+            raise ValueError(f"{path} is not the file these tasks were written for (its sha256 differs): the folder "
+                             "holds another version of the release; export the tasks again (resplit export lm-eval)")
+        files[split] = str(path)
+    if not files:  # tasks written before files were pinned
+        return datasets.load_dataset(str(folder), resplit_config)
+    return datasets.load_dataset("parquet", data_files=files)
 
 
 def _value(value):
@@ -81,27 +129,84 @@ def _value(value):
 
 
 def behavioural_docs(dataset):
-    """One document per example of the test cases whose label is the expected prediction: ``text`` (the
-    example's parts, one per line) and ``label`` (the example's label)."""
+    """One document per example of the test cases whose expectation judges each prediction on its own
+    (``EXPECTATIONS``): ``text`` (the example's parts, one per line), ``answer`` (the prediction it expects, as
+    text; '' where it names none), ``expectation`` (the comparison) and ``ruled_out`` (the prediction it rules
+    out, as text; '' where none)."""
+    dataset = dataset.select_columns(["examples", "labels", "expectation"])
     names = dataset.column_names
 
     def explode(batch):
-        out = {"text": [], "label": []}
+        out = {"text": [], "answer": [], "expectation": [], "ruled_out": []}
         for examples, labels, expectation in zip(batch["examples"], batch["labels"], batch["expectation"]):
             labels, expectation = _value(labels), _value(expectation) or {}
-            if labels is None or expectation.get("fn") not in %(expectations)r or expectation.get("value") is not None:
+            fn, value = expectation.get("fn"), expectation.get("value")
+            if fn not in EXPECTATIONS:
                 continue
             per_example = labels if isinstance(labels, list) else [labels] * len(examples)
             for parts, label in zip(examples, per_example):
-                if label is None:
+                label = value if fn == "eq" and value is not None else label
+                if (label is None) if fn != "pred_not_equal" else (value is None):
                     continue
                 parts = parts if isinstance(parts, list) else [parts]
-                out["text"].append("\\n".join(str(part) for part in parts))
-                out["label"].append(str(label))
+                out["text"].append("\n".join(str(part) for part in parts))
+                out["answer"].append("" if label is None else str(label))
+                out["expectation"].append(fn)
+                out["ruled_out"].append("" if value is None or fn != "pred_not_equal" else str(value))
         return out
 
     return dataset.map(explode, batched=True, remove_columns=names)
-''' % {"expectations": LABEL_EXPECTATIONS}
+
+
+def passes(expectation, prediction, label, value=""):
+    """Whether ``prediction`` passes a test case's expectation (CheckList's, data/checklist/SPEC.md), all as
+    text (classes as their numbers): ``eq``, ``squad_clean_eq`` (both sides cleaned: :func:`squad_clean`),
+    ``pred_not_equal`` (not ``value``), ``allow_for_neutral`` (a neutral label, 1, accepts all but 0)."""
+    if expectation == "squad_clean_eq":
+        return squad_clean(prediction) == squad_clean(label)
+    if expectation == "pred_not_equal":
+        return prediction != value
+    if expectation == "allow_for_neutral" and label == "1":
+        return prediction != "0"
+    return prediction == label
+
+
+def pass_choice(doc, results):
+    """Accuracy of a behavioural multiple-choice document: 1 when the most likely class passes the test case's
+    expectation (:func:`passes`)."""
+    scores = [result[0] if isinstance(result, (list, tuple)) else result for result in results]
+    prediction = str(max(range(len(scores)), key=scores.__getitem__))
+    return {"acc": float(passes(doc["expectation"], prediction, doc["answer"], doc["ruled_out"]))}
+
+
+def _answer(results):
+    """The filtered answer (the first line of the generation, stripped) of one document."""
+    answer = results[0] if results else ""
+    while isinstance(answer, (list, tuple)):
+        answer = answer[0] if answer else ""
+    return str(answer).strip()
+
+
+def _program(text):
+    return " ".join(str(text).split())
+
+
+def exact_match_program(doc, results):
+    """1 when the generated program equals the target with whitespace normalised (runs of spaces as one)."""
+    return {"exact_match": float(_program(_answer(results)) == _program(doc[TARGET]))}
+
+
+def squad_clean(text):
+    """CheckList's SQuAD cleaning (``squad_clean_eq``): every leading character of the set '[a,the,an,in,at] '
+    (``str.lstrip`` takes a set of characters, as in CheckList) and trailing full stops removed."""
+    return str(text).lstrip("[a,the,an,in,at] ").rstrip(".")
+
+
+def exact_match_expectation(doc, results):
+    """1 when the answer passes the test case's own comparison (:func:`passes`: ``squad_clean_eq`` compares both
+    sides cleaned by :func:`squad_clean`, ``eq`` as they are)."""
+    return {"exact_match": float(passes(doc["expectation"], _answer(results), doc["answer"], doc["ruled_out"]))}
+'''
 
 
 class _Function(str):
@@ -117,10 +222,18 @@ _Dumper.add_representer(str, lambda dumper, value: dumper.represent_scalar(
     "tag:yaml.org,2002:str", value, style="|" if "\n" in value.strip() else '"' if "\n" in value else None))
 
 
+class _AnyTag(yaml.SafeLoader):
+    """Reads a task file back, ``!function`` as its text."""
+
+
+_AnyTag.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+
+
 @dataclass
 class Exported:
-    """What :func:`export_lm_eval` wrote: the files, the group, its tasks and the configs it skipped
-    (``{config: reason}``)."""
+    """What :func:`export_lm_eval` wrote: the files, the group, its tasks, the configs it skipped (``{config:
+    reason}``), where the tasks read the release (``dataset_path`` and ``revision``; None: the local folder) and
+    the files of others it left in place."""
 
     folder: Path
     group: str
@@ -128,20 +241,25 @@ class Exported:
     tasks: dict = field(default_factory=dict)
     skipped: dict = field(default_factory=dict)
     dataset_path: str | None = None
+    revision: str | None = None
+    kinds: dict = field(default_factory=dict)
+    kept: list = field(default_factory=list)
+    metrics: list = field(default_factory=list)
 
 
 @dataclass
 class _Config:
-    """One config as a task sees it: its splits (name -> rows), features and data files."""
+    """One config as a task sees it: its splits (name -> data file), features, rows per split and sha256s."""
 
     name: str
     files: dict
     features: object
     rows: dict
+    sha256: dict = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading the release
+# Reading the release; names
 # ---------------------------------------------------------------------------------------------
 
 
@@ -151,6 +269,7 @@ def _configs(folder: Path, metadata: dict) -> list:
 
     from split_builders.release.folder import data_files
 
+    recorded = (metadata.get("resplit") or {}).get("configs") or {}
     configs = []
     for name, splits in data_files(metadata).items():
         rows, features = {}, None
@@ -162,7 +281,8 @@ def _configs(folder: Path, metadata: dict) -> list:
             meta = pq.ParquetFile(file)
             rows[split] = meta.metadata.num_rows
             features = features or datasets.Features.from_arrow_schema(meta.schema_arrow)
-        configs.append(_Config(name, splits, features, rows))
+        sha256 = dict((recorded.get(name) or {}).get("sha256") or {})
+        configs.append(_Config(name, splits, features, rows, sha256))
     return configs
 
 
@@ -174,6 +294,12 @@ def recorded_repo_id(metadata: dict) -> str | None:
         if isinstance(value, str) and _HUB_ID.match(value):
             return value
     return None
+
+
+def recorded_revision(metadata: dict) -> str | None:
+    """The Hub tag of a published card's version (``resplit.release_version`` 1.2.3 -> ``v1.2.3``), if any."""
+    version = str((metadata.get("resplit") or {}).get("release_version") or "")
+    return f"v{version.lstrip('v')}" if _VERSION.match(version) else None
 
 
 def release_fields(folder: Path, record: dict, configs: list) -> Fields | None:
@@ -192,17 +318,24 @@ def release_fields(folder: Path, record: dict, configs: list) -> Fields | None:
     return fields if fields.text else None
 
 
-def group_name(metadata: dict, repo_id: str | None = None) -> str:
-    """The harness group of a release: the Hub repository's name when it is known, else ``resplit_``
-    + the method + the source's name before any parenthesis, without folders and suffix
-    (``resplit_likelihood_snli_sample``, ``resplit_tmcd_geoquery_nqg``); lower case, ``[a-z0-9_]`` only."""
-    record = metadata.get("resplit") or {}
-    if repo_id:
-        return _slug(repo_id.split("/", 1)[1])
-    method = _slug(str(record.get("method") or "release"))
-    source = re.split(r"[(:]", str((record.get("source") or {}).get("name") or ""), maxsplit=1)[0].strip()
-    stem = _slug(Path(source).stem) if source else ""
-    return "_".join(["resplit", method] + ([stem] if stem and stem != method else []))
+def dataset_name(metadata: dict) -> str:
+    """The dataset a release was built from, as a name (``[a-z0-9_]``): the name its reader gives the source
+    before any `` (`` or ``: `` (``SNLI (snli_1.0_dev.jsonl.gz)`` -> ``snli``; ``CURRICULUM (...)`` ->
+    ``curriculum``), a Hub id's repository name (``google/boolq`` -> ``boolq``), else the file's stem
+    (``all_examples.csv`` -> ``all_examples``)."""
+    source = str(((metadata.get("resplit") or {}).get("source") or {}).get("name") or "")
+    name = re.split(r" \(|: ", source, maxsplit=1)[0].strip().rstrip("/")
+    name = name.rsplit("/", 1)[-1]
+    return _slug(name.split(".", 1)[0]) if name.split(".", 1)[0] else ""
+
+
+def group_name(metadata: dict) -> str:
+    """The harness group of a release, chosen once from the release alone (never from where it is published, so
+    the same locally and on the Hub): ``<dataset>_<method>`` (``boolq_likelihood``, ``geoquery_tmcd``), or the
+    method alone where the dataset is named after it (``curriculum``)."""
+    method = _slug(str((metadata.get("resplit") or {}).get("method") or "release"))
+    dataset = dataset_name(metadata)
+    return method if not dataset or dataset == method else f"{dataset}_{method}"
 
 
 def _slug(text: str) -> str:
@@ -214,11 +347,25 @@ def _slug(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _splits(config: _Config) -> dict:
-    """The harness split options of a config: the test split, or validation where there is no test
-    split (CURRICULUM); validation beside a test split; train for training and few-shot examples."""
+class _Skip(Exception):
+    """A config no harness output type fits (the reason)."""
+
+
+def evaluation_splits(record: dict) -> tuple:
+    """The splits a config of the release is evaluated on, in order: the method's declaration
+    (``SplitMethod.evaluation_splits``) where the method is registered, else test, then validation."""
+    from split_builders.registry import registry
+
+    method = registry().get(str(record.get("method") or ""))
+    return tuple(getattr(method, "evaluation_splits", None) or ("test", "validation"))
+
+
+def _splits(config: _Config, order: tuple = ("test", "validation")) -> dict:
+    """The harness split options of a config: the first of ``order`` it has (:func:`evaluation_splits`: the
+    test split, or validation where a method declares it and there is no test split, as CURRICULUM's configs);
+    validation beside a test split; train for training and few-shot examples."""
     present = [s for s in ("train", "validation", "test") if config.rows.get(s)]
-    evaluated = "test" if "test" in present else "validation" if "validation" in present else None
+    evaluated = next((s for s in order if s in present), None)
     if evaluated is None:
         return {}
     splits = {"test_split": evaluated}
@@ -267,10 +414,6 @@ def _distinct(folder: Path, config: _Config, column: str) -> list:
     return [v for v in pc.unique(values).to_pylist() if v is not None]
 
 
-class _Skip(Exception):
-    """A config no harness output type fits (the reason)."""
-
-
 def _check_columns(config: _Config, names: list) -> None:
     missing = [n for n in names if n not in config.features]
     if missing:
@@ -284,13 +427,14 @@ def _check_columns(config: _Config, names: list) -> None:
 def task_config(folder: Path, config: _Config, fields: Fields, *, group: str, record: dict) -> dict:
     """The harness task (a YAML-ready mapping, without its dataset options) of one config; raises
     :class:`_Skip` with the reason where no output type fits."""
-    splits = _splits(config)
+    order = evaluation_splits(record)
+    splits = _splits(config, order)
     if not splits:
-        raise _Skip("no train, validation or test rows")
+        raise _Skip(f"it has no {' or '.join(order)} rows (the splits its method evaluates on)")
     task = {"task": f"{group}_{config.name}", "task_alias": config.name}
     kind = fields.harness.kind if fields.harness is not None else None
     if kind is None:
-        raise _Skip("the release declares no harness task (its rows carry neither a label nor a target program)")
+        raise _Skip("the release declares no harness task (its rows carry neither a label nor a target)")
     if kind == "multiple_choice":  # CheckList test cases: each brings its own expected prediction
         return {**task, **_behavioural(folder, config, fields, record, splits)}
     text = [name for name in fields.text if name in config.features]
@@ -301,7 +445,8 @@ def task_config(folder: Path, config: _Config, fields: Fields, *, group: str, re
             raise _Skip("it declares a generation task but no target column")
         _check_columns(config, [*text, fields.target])
         return {**task, **splits, "output_type": "generate_until", "doc_to_text": _prompt(text, fields.target),
-                "doc_to_target": fields.target, **_generation(fields.harness.metric)}
+                "doc_to_target": fields.target,
+                **_generation(fields.harness.metric, scorer="utils.exact_match_program", fewshot="train" in config.rows)}
     if not fields.label:
         raise _Skip("it declares a classification task but no label column")
     # a declared label field is released as ``label`` (a ClassLabel) where the label policy applies
@@ -311,45 +456,68 @@ def task_config(folder: Path, config: _Config, fields: Fields, *, group: str, re
     target = (label if class_label
               else f"{{{{ {json.dumps(list(names), ensure_ascii=False)}.index({label}|string) }}}}")
     return {**task, **splits, "output_type": "multiple_choice", "doc_to_text": _prompt(text, label),
-            "doc_to_target": target, "doc_to_choice": list(names), **_choice_metrics()}
+            "doc_to_target": target, "doc_to_choice": list(names), **_choice_metrics(fields.harness.metric)}
 
 
-def _generation(metric: str) -> dict:
-    """A generation task's options, scored by the declared ``metric`` (exact match: case and punctuation count)."""
-    exact = {"ignore_case": False, "ignore_punctuation": False} if metric == "exact_match" else {}
-    return {"generation_kwargs": {"until": ["\n"], "do_sample": False, "max_gen_toks": MAX_GEN_TOKS},
-            "metric_list": [{"metric": metric, "aggregation": "mean", "higher_is_better": True, **exact}]}
+def _generation(metric: str, *, scorer: str, fewshot: bool) -> dict:
+    """A generation task's options: the first non-empty line of the generation is the answer, compared by
+    ``scorer`` (a ``utils`` function) where the declared metric is exact match, else by the harness's metric."""
+    exact = metric == "exact_match"
+    options = {"generation_kwargs": {"until": list(UNTIL), "do_sample": False, "max_gen_toks": MAX_GEN_TOKS},
+               "filter_list": [{"name": "first_line", "filter": [
+                   {"function": "regex", "regex_pattern": FIRST_LINE, "group_select": 0, "fallback": ""},
+                   {"function": "take_first"}]}]}
+    if exact:
+        options["process_results"] = _Function(scorer)
+    options["metric_list"] = [{"metric": metric, "aggregation": "mean", "higher_is_better": True}]
+    if fewshot:
+        options["num_fewshot"] = NUM_FEWSHOT
+    return options
 
 
-def _choice_metrics() -> dict:
-    return {"metric_list": [{"metric": name, "aggregation": "mean", "higher_is_better": True}
-                            for name in ("acc", "acc_norm")]}
+def _choice_metrics(declared: str | None = None) -> dict:
+    names = list(dict.fromkeys([*CHOICE_METRICS, *([declared] if declared else [])]))
+    return {"metric_list": [{"metric": name, "aggregation": _AGGREGATIONS.get(name, "mean"), "higher_is_better": True}
+                            for name in names]}
 
 
 def _behavioural(folder: Path, config: _Config, fields: Fields, record: dict, splits: dict) -> dict:
-    """A behavioural config's task: one document per labelled example (``utils.behavioural_docs``)."""
+    """A behavioural config's task: one document per example of the test cases whose expectation judges each
+    prediction on its own (``utils.behavioural_docs``), scored by that expectation."""
+    import datasets
+
     _check_columns(config, ["examples", "labels", "expectation"])
     evaluated = splits["test_split"]
-    labels = _labelled(folder / config.files[evaluated])
-    if not labels:
-        raise _Skip(f"no test case of its {evaluated} split carries a label that is the expected prediction "
-                    f"(expectation {' or '.join(LABEL_EXPECTATIONS)}); CheckList's INV and DIR tests compare "
-                    "predictions with each other and have no harness output type")
+    classes = _expected(folder / config.files[evaluated])
+    if not classes:
+        raise _Skip(f"no test case of its {evaluated} split judges a prediction on its own (expectation "
+                    f"{', '.join(LABEL_EXPECTATIONS)}): CheckList's INV and DIR tests compare a model's predictions "
+                    "on an example and its perturbations with each other, which a harness task (each document "
+                    "scored on its own) cannot; `resplit pass-rate` scores them")
     base = {**splits, "process_docs": _Function("utils.behavioural_docs"), "doc_to_text": "{{text}}\nAnswer:"}
-    if all(isinstance(v, int) for v in labels):
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in classes):
+        label = next((c for c in ("label", fields.label) if c and isinstance(config.features.get(c),
+                                                                             datasets.ClassLabel)), None)
         suite = str((record.get("signal") or {}).get("suite") or "")
-        names = fields.label_names or SUITE_LABEL_NAMES.get(suite)
-        if names is None or max(labels) >= len(names):
-            raise _Skip(f"its labels are class numbers of suite {suite!r}, whose class names are not known "
-                        f"(known: {', '.join(SUITE_LABEL_NAMES)})")
-        return {**base, "output_type": "multiple_choice", "doc_to_target": "{{label|int}}",
-                "doc_to_choice": list(names), **_choice_metrics()}
-    # answers as text (SQuAD): generated and matched exactly
-    return {**base, "output_type": "generate_until", "doc_to_target": "{{label}}", **_generation("exact_match")}
+        names = (tuple(config.features[label].names) if label else fields.label_names
+                 or SUITE_LABEL_NAMES.get(suite))
+        if names is None or max(classes) >= len(names):
+            raise _Skip(f"its labels are class numbers of suite {suite!r}, whose class names the release does not "
+                        f"state (known suites: {', '.join(SUITE_LABEL_NAMES)})")
+        # the expected class; where a test case names only the class it rules out, a class it allows (few-shot)
+        target = "{{ answer|int if answer else (1 if ruled_out == '0' else 0) }}"
+        return {**base, "output_type": "multiple_choice", "doc_to_target": target, "doc_to_choice": list(names),
+                "process_results": _Function("utils.pass_choice"),
+                "metric_list": [{"metric": "acc", "aggregation": "mean", "higher_is_better": True}]}
+    # answers as text (SQuAD): generated, and compared as each test case's expectation says
+    return {**base, "output_type": "generate_until", "doc_to_target": "{{answer}}",
+            **_generation("exact_match", scorer="utils.exact_match_expectation",
+                          fewshot="train" in config.rows and bool(_expected(folder / config.files["train"])))}
 
 
-def _labelled(path: Path) -> list:
-    """The labels of a behavioural split's examples whose test case expects them as the prediction."""
+def _expected(path: Path) -> list:
+    """The classes or answers a behavioural split's test cases judge single predictions by (labels, and the
+    values an expectation names)."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(path, columns=["labels", "expectation"])
@@ -357,9 +525,12 @@ def _labelled(path: Path) -> list:
     for labels, expectation in zip(table.column("labels").to_pylist(), table.column("expectation").to_pylist()):
         labels = json.loads(labels) if isinstance(labels, str) else labels
         expectation = (json.loads(expectation) if isinstance(expectation, str) else expectation) or {}
-        if labels is None or expectation.get("fn") not in LABEL_EXPECTATIONS or expectation.get("value") is not None:
+        if expectation.get("fn") not in LABEL_EXPECTATIONS:
             continue
-        found += [v for v in (labels if isinstance(labels, list) else [labels]) if v is not None]
+        values = [expectation["value"]] if expectation.get("value") is not None else []
+        if expectation.get("fn") != "pred_not_equal" and not values:
+            values = labels if isinstance(labels, list) else [labels]
+        found += [v for v in values if v is not None]
     return found
 
 
@@ -368,24 +539,130 @@ def _labelled(path: Path) -> list:
 # ---------------------------------------------------------------------------------------------
 
 
-def _dataset_options(config: str, *, dataset_path: str | None, relative: str) -> dict:
+def _file_sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _pinned(folder: Path, config: _Config) -> dict:
+    """``{split: {path, sha256}}`` of a config's data files as they are now, each checked against the sha256
+    the card records (where it records one)."""
+    pinned = {}
+    for split, path in config.files.items():
+        digest = _file_sha256(folder / path)
+        recorded = config.sha256.get(split)
+        if recorded and recorded != digest:
+            raise InvalidReleaseError(f"{folder}: {path} does not have the sha256 its card records (the file changed "
+                                      "since the build); rebuild the release or restore the file")
+        pinned[split] = {"path": path, "sha256": digest}
+    return pinned
+
+
+def _dataset_options(config: _Config, pinned: dict, *, dataset_path: str | None, revision: str | None,
+                     relative: str) -> dict:
     if dataset_path:
-        return {"dataset_path": dataset_path, "dataset_name": config}
-    return {"custom_dataset": _Function("utils.load_release"), "dataset_name": config,
-            "dataset_kwargs": {"resplit_folder": relative, "resplit_config": config}}
+        return {"dataset_path": dataset_path, "dataset_name": config.name,
+                **({"dataset_kwargs": {"revision": revision}} if revision else {})}
+    kwargs = {"resplit_folder": relative, "resplit_config": config.name, "resplit_files": pinned,
+              **({"revision": revision} if revision else {})}
+    return {"custom_dataset": _Function("utils.load_release"), "dataset_name": config.name, "dataset_kwargs": kwargs}
 
 
 def _dump(mapping: dict) -> str:
-    return yaml.dump(mapping, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+    return HEADER + yaml.dump(mapping, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 
-def export_lm_eval(folder, out=None, *, repo_id: str | None = None, dataset_path: str | None = None) -> Exported:
+def _utils_source(fields: Fields | None) -> str:
+    return (UTILS_SOURCE.replace("__TARGET__", repr(fields.target if fields is not None else None))
+            .replace("__EXPECTATIONS__", repr(LABEL_EXPECTATIONS)))
+
+
+def written_before(out: Path, *, configs=()) -> dict:
+    """``{file name: sha256}`` of what an earlier export wrote in ``out``: the files its group file lists (the
+    group file itself: None, any content). In a release's own ``lm_eval/`` exported before the list existed
+    (``configs``: the release's configs), ``utils.py``, ``_*.yaml`` and ``<config>.yaml`` (None)."""
+    listed = {}
+    for group in sorted(out.glob("_*.yaml")):
+        try:
+            data = yaml.load(group.read_text(encoding="utf-8"), Loader=_AnyTag)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        files = ((data.get("metadata") or {}).get("resplit_files") if isinstance(data, dict)
+                 and isinstance(data.get("metadata"), dict) else None)
+        if isinstance(files, dict):
+            listed.update({str(name): str(digest) for name, digest in files.items()})
+            listed[group.name] = None
+    if not listed and configs:
+        legacy = [UTILS, *(p.name for p in out.glob("_*.yaml") if _legacy_group(p, configs)),
+                  *(f"{c}.yaml" for c in configs)]
+        listed = {name: None for name in legacy if (out / name).is_file()}
+    return listed
+
+
+def _legacy_group(path: Path, configs) -> bool:
+    """Whether ``path`` is the group file of an export that listed no files: a group whose tasks are all
+    ``<group>_<config>`` of this release's configs."""
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_AnyTag)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    if not isinstance(data, dict) or not isinstance(data.get("group"), str) or not isinstance(data.get("task"), list):
+        return False
+    return bool(data["task"]) and all(isinstance(t, str) and any(t == f"{data['group']}_{c}" for c in configs)
+                                      for t in data["task"])
+
+
+def _plan(out: Path, writes: dict, previous: dict) -> tuple[list, list]:
+    """``(stale, kept)``: files of an earlier export that this one does not write again (removed), and files
+    that are not the export's (left as they are). Refuses, naming them, files in the way that resplit did not
+    write or that were changed since."""
+    in_the_way, stale, kept = [], [], []
+    for path in sorted(out.iterdir()) if out.is_dir() else []:
+        name = path.name
+        ours = name in previous and path.is_file() and not path.is_symlink() and (
+            previous[name] is None or _file_sha256(path) == previous[name])
+        if name in writes and not ours:
+            in_the_way.append(name + ("" if name not in previous else " (changed since resplit wrote it)"))
+        elif name not in writes and ours:
+            stale.append(path)
+        elif name not in writes and not name.startswith(".") and name != "__pycache__":
+            kept.append(name)
+    if in_the_way:
+        shown = ", ".join(in_the_way[:5]) + (f" and {len(in_the_way) - 5} more" if len(in_the_way) > 5 else "")
+        raise OutputExistsError(f"{str(out)!r} holds {len(in_the_way)} file(s) that resplit did not write where the "
+                                f"tasks go ({shown}); move them elsewhere or choose another --out (nothing was changed)")
+    return stale, kept
+
+
+def _write_files(out: Path, writes: dict, stale: list) -> list:
+    """Write every file beside its place first, then move each into place; then remove the stale ones."""
+    out.mkdir(parents=True, exist_ok=True)
+    temporary = {}
+    try:
+        for name, text in writes.items():
+            temporary[name] = out / f".{name}.{os.getpid()}.tmp"
+            temporary[name].write_text(text, encoding="utf-8")
+        for name, path in temporary.items():
+            os.replace(path, out / name)
+    finally:
+        for path in temporary.values():
+            path.unlink(missing_ok=True)
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return [out / name for name in writes]
+
+
+def export_lm_eval(folder, out=None, *, repo_id: str | None = None, dataset_path: str | None = None,
+                   revision: str | None = None) -> Exported:
     """Write the harness tasks of the release ``folder`` into ``out`` (default ``folder/lm_eval``).
 
-    ``repo_id`` (a Hub id ``org/name``) or ``dataset_path`` (any ``datasets.load_dataset`` path, written
-    as given) sets the tasks' ``dataset_path``; without either the Hub id the card records is used, and
-    without one the tasks load the release folder through ``utils.load_release`` (a path relative to
-    ``out``). Files of an earlier export in ``out`` (``*.yaml``, ``utils.py``) are replaced.
+    Where the tasks read the release: ``repo_id`` (a Hub id ``org/name``) at ``revision`` (a tag or commit);
+    ``dataset_path`` (any ``datasets.load_dataset`` path, written as given); without either, the Hub id and the
+    version a published card records; else the folder itself, each data file pinned by its sha256 (a path
+    relative to ``out``; ``revision``, where given, is recorded and must be the card's version where it records
+    one). A Hub id without a revision is refused: tasks are pinned.
+    Only files an earlier export wrote are replaced (see the module's docstring); where ``out`` is the release's
+    own ``lm_eval/``, the card's harness section is written again too.
     """
     from split_builders.release.folder import read_card
 
@@ -394,61 +671,159 @@ def export_lm_eval(folder, out=None, *, repo_id: str | None = None, dataset_path
     record = metadata.get("resplit") or {}
     if repo_id is not None and not _HUB_ID.match(repo_id):
         raise InvalidParameterError(f"repo_id {repo_id!r} is not a Hub id: give it as org/name")
-    repo_id = repo_id or (None if dataset_path else recorded_repo_id(metadata))
+    if revision is not None and not str(revision).strip():
+        raise InvalidParameterError("--revision is empty: give the tag or commit the tasks read (e.g. v1.0.0)")
+    if repo_id is None and dataset_path is None and recorded_repo_id(metadata) and recorded_revision(metadata):
+        repo_id = recorded_repo_id(metadata)  # a published copy: its tasks read the Hub at its own version
+    if repo_id is not None:
+        revision = revision or recorded_revision(metadata)
+        if revision is None:
+            raise InvalidParameterError(f"tasks reading {repo_id} need the version they read: give --revision (the tag "
+                                        "or commit, e.g. v1.0.0)")
+    elif dataset_path is None and revision is not None and recorded_revision(metadata) not in (None, revision,
+                                                                                               f"v{revision}"):
+        raise InvalidParameterError(f"--revision {revision}: the folder {str(folder)!r} holds version "
+                                    f"{recorded_revision(metadata)} of the release; give that, or read the Hub with "
+                                    "--dataset-path ORG/NAME")
     out = Path(out) if out is not None else folder / FOLDER
     if out.exists() and not out.is_dir():
         raise InvalidParameterError(f"{str(out)!r} is a file: give a folder for the harness tasks (--out)")
+    own = out.resolve() == (folder / FOLDER).resolve()
     configs = _configs(folder, metadata)
-    group = group_name(metadata, repo_id)
-    exported = Exported(out, group, dataset_path=dataset_path or repo_id)
+    group = group_name(metadata)
+    exported = Exported(out, group, dataset_path=dataset_path or repo_id, revision=revision)
     fields = release_fields(folder, record, configs)
     tasks = {}
     for config in configs:
         if fields is None or fields.task == "text":
-            exported.skipped[config.name] = "the release's rows carry no label or target program to score"
+            exported.skipped[config.name] = "the release's rows carry no label or target to score"
             continue
         try:
             tasks[config.name] = task_config(folder, config, fields, group=group, record=record)
         except _Skip as reason:
             exported.skipped[config.name] = str(reason)
     if not tasks:
+        if own:
+            _write_card_section(folder, exported)
         return exported
-    out.mkdir(parents=True, exist_ok=True)
-    for old in [*out.glob("*.yaml"), out / UTILS]:
-        if old.is_file():
-            old.unlink()
     relative = Path(os.path.relpath(folder.resolve(), out.resolve())).as_posix()
-    writes = {UTILS: UTILS_SOURCE}
+    writes = {UTILS: _utils_source(fields)}
+    by_name = {c.name: c for c in configs}
     for name, task in tasks.items():
-        options = _dataset_options(name, dataset_path=exported.dataset_path, relative=relative)
+        config = by_name[name]
+        pinned = {} if exported.dataset_path else _pinned(folder, config)
+        options = _dataset_options(config, pinned, dataset_path=exported.dataset_path, revision=revision,
+                                   relative=relative)
         writes[f"{name}.yaml"] = _dump({**task, **options, "metadata": {"version": TASK_VERSION}})
         exported.tasks[name] = task["task"]
-    writes[f"_{group}.yaml"] = _dump({"group": group, "task": list(exported.tasks.values()),
-                                      "metadata": {"version": TASK_VERSION}})
-    for name, text in writes.items():
-        (out / name).write_text(text, encoding="utf-8")
-        exported.paths.append(out / name)
+        exported.kinds[name] = task["output_type"]
+    metrics = exported.metrics = list(dict.fromkeys(m["metric"] for task in tasks.values() for m in task["metric_list"]))
+    listed = {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in writes.items()}
+    writes[f"_{group}.yaml"] = _dump({
+        "group": group, "task": list(exported.tasks.values()),
+        "aggregate_metric_list": [{"metric": m, "aggregation": "mean", "weight_by_size": False} for m in metrics],
+        "metadata": {"version": TASK_VERSION, "resplit_files": listed}})
+    previous = written_before(out, configs=[c.name for c in configs] if own else ()) if out.is_dir() else {}
+    stale, exported.kept = _plan(out, writes, previous)
+    exported.paths = _write_files(out, writes, stale)
+    if own:
+        _write_card_section(folder, exported)
     return exported
 
 
-def write_lm_eval(folder: Path, *, repo_id: str | None = None) -> list[Path]:
-    """Write ``folder/lm_eval`` (:func:`export_lm_eval`) for a complete or staged release; the paths written."""
-    return export_lm_eval(folder, repo_id=repo_id).paths
+def write_lm_eval(folder: Path, *, repo_id: str | None = None, revision: str | None = None) -> list[Path]:
+    """Write ``folder/lm_eval`` (:func:`export_lm_eval`) for a complete or staged release; the paths written.
+    ``repo_id`` without a ``revision`` (a build with ``--org``, not yet published) reads the folder itself."""
+    from split_builders.release.folder import read_card
+
+    if repo_id is not None and revision is None and recorded_revision(read_card(Path(folder))[0]) is None:
+        repo_id = None
+    return export_lm_eval(folder, repo_id=repo_id, revision=revision).paths
+
+
+# ---------------------------------------------------------------------------------------------
+# What the card and the terminal say
+# ---------------------------------------------------------------------------------------------
+
+
+def card_lines(exported: Exported) -> list[str]:
+    """The card's harness section: the group and how to run it, where the tasks read the release, how each
+    kind of task is scored, and every config without a task with the reason."""
+    lines = ["## Evaluating with lm-evaluation-harness", ""]
+    if exported.tasks:
+        where = (f"the Hub repository `{exported.dataset_path}` at revision `{exported.revision}`"
+                 if exported.dataset_path and exported.revision else f"`{exported.dataset_path}`"
+                 if exported.dataset_path else "this folder, each data file pinned by its sha256 (a task refuses a "
+                                               "folder that holds another version of the release)")
+        lines += [f"`lm_eval/` holds one task per config (`{exported.group}_<config>`) in the group "
+                  f"`{exported.group}`, whose row averages each metric over its tasks; they read {where}.", "",
+                  "```bash", f"lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval --tasks "
+                  f"{exported.group}", "```", ""]
+        kinds = set(exported.kinds.values())
+        if "multiple_choice" in kinds:
+            metrics = sorted({m for m in exported.metrics if m not in ("acc", "acc_norm", "exact_match")})
+            extra = {"mcc": "Matthews correlation (`mcc`)"}
+            lines += ["Classification tasks score the label's class names, in class order, as the choices: accuracy "
+                      "(`acc`, `acc_norm`)" + "".join(f" and {extra.get(m, f'`{m}`')}" for m in metrics) + ".", ""]
+        if "generate_until" in kinds:
+            lines += [f"Generation tasks are few-shot by default ({NUM_FEWSHOT} examples from train; `--num_fewshot` "
+                      "changes it): zero-shot, a causal LM's first line is rarely an answer. The answer is the first "
+                      "non-empty line of the generation, stripped (filter `first_line`); `exact_match` compares it "
+                      "with the target (programs with whitespace normalised; CheckList answers as their test case's "
+                      "expectation says, `squad_clean_eq` with CheckList's SQuAD cleaning).", ""]
+    else:
+        lines += ["No config has an lm-evaluation-harness task.", ""]
+    if exported.skipped:
+        reasons = {}
+        for config, reason in exported.skipped.items():
+            reasons.setdefault(reason, []).append(f"`{config}`")
+        lines += ["Configs without a task:", ""]
+        lines += [f"- {', '.join(configs)}: {reason}." for reason, configs in reasons.items()]
+        lines.append("")
+    return lines
+
+
+def _write_card_section(folder: Path, exported: Exported) -> None:
+    """Write the harness section (:func:`card_lines`) into the release's README.md, between its markers:
+    replaced where it is, else placed before "Source and citation" (or at the end)."""
+    readme = folder / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    section = "\n".join([CARD_START, *card_lines(exported), CARD_END]) + "\n\n"
+    if CARD_START in text and CARD_END in text:
+        before, rest = text.split(CARD_START, 1)
+        after = rest.split(CARD_END, 1)[1].lstrip("\n")
+        text = before + section + after
+    elif "\n## Source and citation" in text:
+        before, after = text.split("\n## Source and citation", 1)
+        text = before.rstrip("\n") + "\n\n" + section + "## Source and citation" + after
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    staged = readme.with_name(f".README.md.{os.getpid()}.tmp")
+    staged.write_text(text, encoding="utf-8")
+    os.replace(staged, readme)
 
 
 def describe(exported: Exported) -> list[str]:
     """Lines for the terminal: where the tasks are, how to run them, and the configs skipped and why."""
     lines = []
     if exported.tasks:
-        source = (f"dataset_path {exported.dataset_path}" if exported.dataset_path
-                  else "the release folder, through utils.load_release")
+        source = (f"{exported.dataset_path} at revision {exported.revision}" if exported.dataset_path and exported.revision
+                  else f"dataset_path {exported.dataset_path}" if exported.dataset_path
+                  else "the release folder, each data file pinned by its sha256"
+                       + (f" (revision {exported.revision})" if exported.revision else ""))
         lines += [f"wrote {len(exported.tasks)} lm-evaluation-harness task(s) to {exported.folder} (group "
                   f"{exported.group}; data from {source})",
                   *(f"  {task}" for task in exported.tasks.values()),
                   f"run them with: lm_eval --model hf --model_args pretrained=MODEL --include_path {exported.folder} "
                   f"--tasks {exported.group}"]
+        if "generate_until" in exported.kinds.values():
+            lines.append(f"generation tasks are {NUM_FEWSHOT}-shot by default (zero-shot, a first line is rarely an "
+                         "answer); --num_fewshot changes it")
     for config, reason in exported.skipped.items():
         lines.append(f"skipped {config}: {reason}")
+    if exported.kept:
+        shown = ", ".join(exported.kept[:5]) + (f" and {len(exported.kept) - 5} more" if len(exported.kept) > 5 else "")
+        lines.append(f"left {len(exported.kept)} file(s) resplit did not write as they were: {shown}")
     if not exported.tasks:
         lines.append("no config fits a harness task: nothing written")
     return lines

@@ -253,9 +253,10 @@ def fetch_split_ids(api, repo_id: str, revision: str, cache_dir: str) -> tuple[d
 
 def stage_release(folder: Path, staging: Path, version: str, section: str, old_changelog: str, *,
                   repo_id: str | None = None, license: str | None = None) -> Path:
-    """Copy ``folder`` to ``staging`` with the card's version and the CHANGELOG updated, and the card
-    made for ``repo_id`` (:func:`card_for_repo`)."""
-    shutil.copytree(folder, staging)
+    """Copy ``folder`` to ``staging`` with the card's version and the CHANGELOG updated, the card made for
+    ``repo_id`` (:func:`card_for_repo`) and its harness tasks reading ``repo_id`` at this version's tag."""
+    # the harness's byte-code of utils.py is not part of a release
+    shutil.copytree(folder, staging, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     metadata, body = read_card(staging)
     if repo_id is not None:
         metadata, body = card_for_repo(metadata, body, repo_id, license)
@@ -270,10 +271,10 @@ def stage_release(folder: Path, staging: Path, version: str, section: str, old_c
     previous = old_changelog.split("\n", 2)[2] if old_changelog.startswith("# Changelog\n") else old_changelog
     (staging / "CHANGELOG.md").write_text(f"# Changelog\n\n{section}\n{previous.lstrip()}".rstrip() + "\n",
                                           encoding="utf-8")
-    if repo_id is not None and metadata.get("resplit"):  # harness tasks that load the published repository
+    if repo_id is not None and metadata.get("resplit"):  # harness tasks that read this version on the Hub
         from split_builders.release.export import write_lm_eval
 
-        write_lm_eval(staging, repo_id=repo_id)
+        write_lm_eval(staging, repo_id=repo_id, revision=f"v{'.'.join(map(str, parse_version(version)))}")
     return staging
 
 

@@ -17,7 +17,11 @@ BibTeX of the method's paper and of the source dataset. ::
     language: en                                       # or a list of codes
     pretty_name: GeoQuery compositional splits         # the card's title (default: the method's)
     citation: {method: "@inproceedings{...}", source: "@inproceedings{...}"}
+    against:                                           # optional: datasets the evaluation splits are checked
+      - ../shared/data/snli/snli_1.0_dev.jsonl.gz      #   against (a file, a folder, or a mapping with
+      - {dataset: org/other, revision: abc123, splits: [train]}   #   revision, splits and fields)
 
+The build's card then states the tiers of its evaluation rows against each (:mod:`split_builders.release.against`).
 Options are validated by the method's options dataclass when the recipe is read: an unknown or
 mistyped key is an error that names it and the keys the method takes.
 """
@@ -37,7 +41,7 @@ from split_builders.errors import InvalidParameterError
 
 ORG_ENV = "RESPLIT_ORG"
 KEYS = {"repo", "method", "seed", "options", "source", "model", "license", "citation", "description", "kind",
-        "space", "pretty_name", "language"}
+        "space", "pretty_name", "language", "against"}
 # The type of each top-level key (``options`` are typed by the method's Options dataclass).
 KEY_TYPES = {"repo": (str, "text (e.g. \"{org}/name\")"), "method": (str, "a method name (resplit list)"),
              "kind": (str, "'dataset' or 'metric'"), "options": (dict, "a mapping of option: value"),
@@ -45,7 +49,8 @@ KEY_TYPES = {"repo": (str, "text (e.g. \"{org}/name\")"), "method": (str, "a met
              "model": (dict, "a mapping (hub, revision)"), "license": (str, "text (a license id)"),
              "citation": (dict, "a mapping (method, source) of BibTeX"), "description": (str, "text"),
              "space": (str, "a folder (e.g. metrics/g_score)"), "pretty_name": (str, "text"),
-             "language": ((str, list), "a language code or a list of them (e.g. en)")}
+             "language": ((str, list), "a language code or a list of them (e.g. en)"),
+             "against": (list, "a list of datasets (a path, a Hub id, or {dataset, revision, splits, fields})")}
 # Keys of ``options`` that a recipe sets elsewhere (or that only make sense on a command line).
 RESERVED_OPTIONS = {"source", "out", "overwrite", "seed", "license", "language", "org"}
 # Where a recipe sets each reserved option instead.
@@ -71,6 +76,7 @@ class Recipe:
     space: str | None = None
     pretty_name: str | None = None
     language: tuple | None = None
+    against: tuple = ()  # ({dataset, revision, splits, fields}, ...): what the evaluation splits are checked against
 
     def repo_id(self, org: str | None = None) -> str:
         """The Hub repository, with the organisation filled in (``--org`` or ``$RESPLIT_ORG``)."""
@@ -105,6 +111,17 @@ class Recipe:
             if path.exists():
                 return path.resolve()
         return None
+
+    def against_datasets(self) -> list[dict]:
+        """The ``against`` entries with each local dataset's path made absolute (relative to the repository
+        root, the folder holding ``releases/``); a Hub id is kept as it is."""
+        root = self.path.resolve().parent.parent
+        out = []
+        for entry in self.against:
+            path = Path(entry["dataset"]).expanduser()
+            local = path if path.is_absolute() else root / path
+            out.append({**entry, "path": str(local) if local.exists() else entry["dataset"]})
+        return out
 
     def pinned(self) -> bool:
         """Whether the source (and the model, if any) is pinned to an exact revision."""
@@ -142,6 +159,34 @@ def _languages(name: str, value) -> tuple | None:
     return tuple(code.strip() for code in codes)
 
 
+AGAINST_KEYS = ("dataset", "revision", "splits", "fields")
+
+
+def _against(name: str, value) -> tuple:
+    """A recipe's ``against``: each entry a dataset (a path relative to the repository root, or a Hub id) or a
+    mapping of ``dataset`` and optional ``revision``, ``splits`` and ``fields`` (lists of names)."""
+    entries = []
+    for number, entry in enumerate(value or [], 1):
+        entry = {"dataset": entry} if isinstance(entry, str) else entry
+        if not isinstance(entry, dict) or not isinstance(entry.get("dataset"), str) or not entry["dataset"].strip():
+            raise InvalidParameterError(f"recipe {name}: against entry {number} must be a dataset (a path or a Hub "
+                                        f"id) or a mapping with 'dataset', got {entry!r}")
+        unknown = sorted(set(entry) - set(AGAINST_KEYS))
+        if unknown:
+            raise InvalidParameterError(f"recipe {name}: against entry {number} has unknown key(s) "
+                                        f"{', '.join(map(str, unknown))}; allowed: {', '.join(AGAINST_KEYS)}")
+        for key in ("splits", "fields"):
+            names = entry.get(key)
+            if names is not None and not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+                raise InvalidParameterError(f"recipe {name}: against entry {number}: {key} must be a list of names, "
+                                            f"got {names!r}")
+        if entry.get("revision") is not None and not isinstance(entry["revision"], str):
+            raise InvalidParameterError(f"recipe {name}: against entry {number}: revision must be text (a branch, "
+                                        f"tag or commit), got {entry['revision']!r}")
+        entries.append({key: entry.get(key) for key in AGAINST_KEYS})
+    return tuple(entries)
+
+
 def parse_settings(settings: list[str] | None) -> dict:
     """``--set KEY=VALUE`` arguments as a dict of option overrides; each value is read as YAML, so
     ``train_size=400`` is a number and ``phenomena=[verbnet,boolean]`` a list."""
@@ -167,8 +212,11 @@ def _check_option_keys(name: str, method_name: str, options: dict) -> None:
             raise InvalidParameterError(f"recipe {name}: options.{key} is set by the recipe itself "
                                         f"({RESERVED_WHERE.get(key, 'the source block or the command line')})")
         if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            from split_builders.options import suggest_option  # over the names and their aliases (dev_size)
+
+            close = suggest_option(str(key), method.Options, among=known) or next(
+                iter(difflib.get_close_matches(str(key), sorted(known), n=1)), None)
+            hint = f" (did you mean {close!r}?)" if close else ""
             raise InvalidParameterError(f"recipe {name}: unknown option {key!r} for method {method_name}{hint}; "
                                         f"it takes: {', '.join(sorted(known))}")
 
@@ -199,7 +247,8 @@ def load_recipe(path) -> Recipe:
                     seed=data.get("seed", 42), options=dict(data.get("options") or {}),
                     source=dict(data.get("source") or {}), model=data.get("model"), license=data.get("license"),
                     citation=dict(data.get("citation") or {}), space=data.get("space"),
-                    pretty_name=data.get("pretty_name"), language=_languages(name, data.get("language")))
+                    pretty_name=data.get("pretty_name"), language=_languages(name, data.get("language")),
+                    against=_against(name, data.get("against")))
     if kind == "metric":
         if not recipe.space:
             raise InvalidParameterError(f"recipe {name}: a metric recipe needs 'space' (its folder, e.g. metrics/g_score)")

@@ -17,7 +17,6 @@ Everything checked must be identical for the exit code to be 0.
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from split_builders.api import SPLITS, get_method
-from split_builders.errors import InvalidParameterError
+from split_builders.errors import InvalidParameterError, InvalidReleaseError
 from split_builders.release.folder import Released, resolve_target
 from split_builders.splits import membership_sha256, row_ids
 
@@ -91,20 +90,25 @@ def check_integrity(released: Released, report: Report, *, load: bool = True, al
             card = recorded.get(config) or {}
             seen: dict = {}
             for split, relative in files.items():
-                path = released.folder / relative
-                if not path.is_file():
+                problem = released.file_problem(config, split)  # missing, not a file, empty
+                if problem and "is missing" in problem:
                     report.add(1, config, split, False, f"{relative}: the card lists data files that do not exist")
                     continue
-                digest = hashlib.sha256(path.read_bytes()).hexdigest()
-                expected = (card.get("sha256") or {}).get(split)
-                try:
-                    ids = released.source_ids(config, split)
-                except Exception as error:  # pyarrow raises several kinds for a damaged file
-                    report.add(1, config, split, False, f"{relative} does not load: {str(error).splitlines()[0]}")
+                if problem:
+                    report.add(1, config, split, False, f"{relative} does not load: {_short(problem, relative)}")
                     continue
+                digest = released.sha256(config, split)  # streamed, once: the read below does not hash again
+                expected = (card.get("sha256") or {}).get(split)
                 problems = []
                 if digest != expected:
-                    problems.append(f"sha256 {digest[:12]}... but the card says {str(expected)[:12]}...")
+                    problems.append(f"sha256 {digest[:12]}... but the card says {str(expected)[:12]}..., the file was "
+                                    "changed after the build")
+                try:
+                    ids = row_ids(released.table(config, split, check=False))  # the finding says what differs
+                except (InvalidReleaseError, InvalidParameterError) as error:  # damaged, or rows without source_id
+                    problems.append(f"{relative} does not load: {_short(_reason(error), relative)}")
+                    report.add(1, config, split, False, "; ".join(problems))
+                    continue
                 if (card.get("rows") or {}).get(split) != ids.size:
                     problems.append(f"{ids.size} rows but the card says {(card.get('rows') or {}).get(split)}")
                 both = [int(i) for i in ids if int(i) in seen]
@@ -115,6 +119,34 @@ def check_integrity(released: Released, report: Report, *, load: bool = True, al
                 report.add(1, config, split, not problems, "; ".join(problems))
             if load:
                 _check_loads(released.folder, config, cache, report, plan)
+
+
+def _short(problem: str, relative: str) -> str:
+    """A reader's problem with a data file, without the file's name (the finding names it)."""
+    head = f"the data file {relative} of "
+    if problem.startswith(head):
+        rest = problem[len(head):].split(" ", 1)
+        return ("it " + rest[1]) if len(rest) == 2 and rest[1].startswith("is ") else problem
+    return problem
+
+
+def _reason(error: Exception) -> str:
+    """What the reader says is wrong with a data file, without the folder and the advice around it."""
+    return getattr(error, "problem", None) or (str(error).splitlines()[0] if str(error) else type(error).__name__)
+
+
+def _sizes_detail(error: Exception) -> str:
+    """datasets' "split sizes do not match" error (a list of ``SplitInfo`` reprs) in words: per split, the rows
+    the card's ``dataset_info`` records and the rows its data file holds."""
+    import re
+
+    pairs = re.findall(r"'expected': SplitInfo\(name='([^']*)'.*?num_examples=(\d+).*?'recorded': SplitInfo\("
+                       r".*?num_examples=(\d+)", str(error))
+    if not pairs:
+        return str(error).splitlines()[0]
+    return "; ".join(f"split {name!r} holds {held} rows but the card's dataset_info records {recorded} "
+                     f"(num_examples={recorded}, loaded num_examples={held})" for name, recorded, held in pairs) + (
+        ": the data files or the card changed after the build; restore them or rebuild the release")
 
 
 def _load_plan(released: Released) -> dict | None:
@@ -155,7 +187,7 @@ def _check_loads(folder: Path, config: str, cache: str, report: Report, plan: di
     entry = (plan or {}).get("entries", {}).get(config) or {}
     direct = plan is not None and config != plan["first"] and entry.get("data_files") and not entry.get("data_dir")
     try:
-        with quiet_datasets():
+        with quiet_datasets(logs=True):  # the finding says what failed, in one line
             if not direct:
                 datasets.load_dataset(str(folder), config, cache_dir=cache)
                 return
@@ -169,7 +201,12 @@ def _check_loads(folder: Path, config: str, cache: str, report: Report, plan: di
             if info is not None and info.splits:
                 verify_splits(info.splits, next(iter(loaded.values())).info.splits)
     except Exception as error:  # any failure to load is what a user would meet
-        report.add(1, config, "load", False, f"config {config!r} does not load: {str(error).splitlines()[0]}")
+        from datasets.exceptions import NonMatchingSplitsSizesError
+
+        detail = _sizes_detail(error) if isinstance(error, NonMatchingSplitsSizesError) else (
+            str(error).splitlines()[0].split(" with any supported extension", 1)[0] if str(error)
+            else type(error).__name__)
+        report.add(1, config, "load", False, f"config {config!r} does not load: {detail}")
 
 
 def check_rederived(released: Released, report: Report) -> None:
@@ -180,6 +217,14 @@ def check_rederived(released: Released, report: Report) -> None:
     if unreadable:
         report.skip(2, "(all)", f"not re-derived: {unreadable[0].config}/{unreadable[0].split} cannot be read "
                                 "(level 1)")
+        return
+    # Configs are re-derived from the union of every config's rows: one changed file would make untouched
+    # configs differ. Level 2 checks the rows only when every data file is the one the card records.
+    changed = [f for f in report.findings if f.level == 1 and f.status == "differs" and f.split != "load"
+               and "the card says" in f.detail and f.detail.startswith("sha256")]
+    if changed:
+        report.skip(2, "(all)", f"not re-derived: {changed[0].config}/{changed[0].split} is not the file the card "
+                                "records (level 1); restore it or rebuild the release, then verify again")
         return
     method = get_method(released.record.get("method"))
     rederived = by_source_id(released, method.rederive(released, released.record))
@@ -299,7 +344,7 @@ def verify(target: str, *, rescore: bool = False, load: bool = True, source=None
     report = Report(target)
     with tempfile.TemporaryDirectory(prefix="resplit-verify-") as work:
         folder = resolve_target(target, Path(work))
-        released = Released(folder)
+        released = Released(folder, check=False)  # every file's state is a finding here, not a refusal
         check_integrity(released, report, load=load, allow_extra=allow_extra)
         check_rederived(released, report)
         if rescore:

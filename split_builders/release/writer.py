@@ -14,6 +14,8 @@ moved into place only when complete, so a failed build never leaves half a relea
 runs it holds a lock beside the output folder (:class:`OutputLock`), so a second build into the same
 place fails at once instead of silently replacing the first one's folder. Folders are created with
 the permissions the umask gives (0755 by default), not the 0700 of a private temporary folder.
+A folder is replaced only when it holds nothing but what resplit wrote (:func:`check_replaceable`), and a
+staged release an interrupted build left is put in place only when it is complete (:func:`staged_problem`).
 Every method's configs go through here; methods never write files themselves.
 """
 
@@ -118,7 +120,7 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, 
 def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSplit], *, provenance: dict,
                   render_card, license: str | None = None, pretty_name: str | None = None,
                   overwrite: bool = False, progress: bool = False, evidence: dict | None = None,
-                  hub: dict | None = None, extras=None) -> Path:
+                  hub: dict | None = None, extras=None, harness_files=None) -> Path:
     """Write ``configs`` of ``rows`` as a Hub-style dataset folder at ``out_dir``.
 
     Parameters
@@ -145,6 +147,11 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
     extras : callable, optional
         ``extras(staging_dir)`` writes what is derived from the written data files and card (the build's harness
         tasks, ``lm_eval/``) before the folder moves into place.
+    harness_files : callable, optional
+        ``harness_files(lm_eval_folder, configs=...)``: the files the harness export wrote there
+        (:func:`split_builders.release.export.written_before`), which an ``overwrite`` may replace; without
+        it, ``utils.py``, ``_*.yaml`` and ``<config>.yaml``. Anything else in ``out_dir`` that resplit did not
+        write is never replaced: the build is refused (:func:`check_replaceable`).
     hub : dict, optional
         The card's Hub metadata (:func:`split_builders.release.card.hub_metadata`): license, language,
         task categories and ids, size category, source datasets, tags; it wins over ``license`` and
@@ -155,6 +162,7 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
     out_dir = Path(out_dir)
     if out_dir.exists() and not overwrite:
         raise OutputExistsError(f"output folder {str(out_dir)!r} exists; pass --overwrite to replace it")
+    check_replaceable(out_dir, harness_files=harness_files)
     if not configs:
         raise InvalidParameterError("a release needs at least one config")
     names = [c.name for c in configs]
@@ -187,7 +195,7 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
             step = "the harness tasks (lm_eval/)"
             extras(staging)
         os.chmod(staging, _folder_mode())  # mkdtemp's folder is private (0700)
-        _move_into_place(staging, out_dir)
+        _move_into_place(staging, out_dir, harness_files=harness_files)
     except OSError as error:
         if not is_disk_full(error):
             raise
@@ -200,14 +208,17 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
     return out_dir
 
 
-def check_output_file(path, flag: str) -> Path:
+def check_output_file(path, flag: str, *, figure: bool = False) -> Path:
     """A file a command will write (a figure, a report): its folder must exist and be writable, and the
-    path must not be a folder; checked before any work, refused in one line naming ``flag``."""
+    path must not be a folder; a ``figure`` must end in an extension matplotlib writes (``.png``, ``.pdf``,
+    ``.svg``, ...). Checked before any work, refused in one line naming ``flag``."""
     path = Path(path).expanduser()
     folder = path.parent
     if path.is_dir():
         raise InvalidParameterError(f"{flag} {str(path)!r} is a folder; give a file name in it (e.g. "
                                     f"{str(path / 'figure.png')!r})")
+    if figure:
+        check_figure_format(path, flag)
     if not folder.exists():
         raise InvalidParameterError(f"{flag} {str(path)!r}: the folder {str(folder)!r} does not exist; create it "
                                     "first or give a path in an existing folder")
@@ -216,6 +227,28 @@ def check_output_file(path, flag: str) -> Path:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InvalidParameterError(f"{flag} {str(path)!r}: the folder {str(folder)!r} is not writable")
     return path
+
+
+def check_figure_format(path, flag: str) -> str:
+    """The format of the figure file ``path`` (its extension, lower case) when matplotlib can write it
+    (``FigureCanvasBase.get_supported_filetypes``); else one line naming ``flag`` and the formats it can."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    extension = Path(path).suffix.lower().removeprefix(".")
+    if extension == "pgf":  # matplotlib writes PGF through a TeX system, which must be installed
+        import matplotlib
+
+        tex = matplotlib.rcParams["pgf.texsystem"]
+        if shutil.which(tex) is None:
+            raise InvalidParameterError(f"{flag} {str(path)!r}: matplotlib writes .pgf through {tex}, which is not "
+                                        "installed; install it or choose another format (e.g. .pdf or .png)")
+    if extension in formats:
+        return extension
+    known = ", ".join(f".{name}" for name in sorted(formats))
+    what = f"ends in .{extension}, which matplotlib cannot write" if extension else "has no file extension"
+    raise InvalidParameterError(f"{flag} {str(path)!r} {what}; end it in one of {known} (e.g. "
+                                f"{str(Path(path).with_suffix('.png'))!r})")
 
 
 def _folder_mode() -> int:
@@ -234,10 +267,12 @@ class OutputLock:
     build left behind (``.<name>.tmp-*``, ``.<name>.old-*``) are removed on acquiring it.
     """
 
-    def __init__(self, out_dir):
+    def __init__(self, out_dir, *, harness_files=None):
         self.out_dir = Path(out_dir)
+        self.harness_files = harness_files  # what the harness export wrote (as in :func:`staged_problem`)
         self.path = self.out_dir.parent / f".{self.out_dir.name}.lock"
         self._handle = None
+        self.notes: list[str] = []  # what recovering an interrupted build did (lines for the terminal)
 
     def __enter__(self) -> "OutputLock":
         import fcntl
@@ -265,19 +300,31 @@ class OutputLock:
 
         A build killed between the two renames of a replacement leaves no folder at ``--out``, the
         old release parked in ``.<name>.old-*/old`` and the new one staged in ``.<name>.tmp-*``.
-        Before anything is removed, the complete release is put back: the staged one if it is
-        complete (its README.md, written last, is there), else the parked one. Returns the removed
-        paths."""
-        stale = [p for pattern in (f".{self.out_dir.name}.tmp-*", f".{self.out_dir.name}.old-*")
-                 for p in self.out_dir.parent.glob(pattern)]
+        Before anything is removed, a complete release is put back: the newest staged one that is
+        complete (:func:`staged_problem`: every file its card names present, with the sha256 it records),
+        else the parked one. Everything else there is a build's leftover (ours) and is removed, each with a
+        line in :attr:`notes` saying what and why. Returns the removed paths."""
+        name = self.out_dir.name
+        stale = [p for pattern in (f".{name}.tmp-*", f".{name}.old-*") for p in self.out_dir.parent.glob(pattern)]
+        problems = {p: staged_problem(p, harness_files=self.harness_files) for p in stale
+                    if p.name.startswith(f".{name}.tmp-") and p.is_dir()}
         if not self.out_dir.exists() and not self.out_dir.is_symlink():
-            staged = [p for p in stale if p.name.startswith(f".{self.out_dir.name}.tmp-") and (p / "README.md").is_file()]
-            parked = [p / "old" for p in stale if p.name.startswith(f".{self.out_dir.name}.old-") and (p / "old").is_dir()]
+            staged = [p for p, problem in problems.items() if problem is None]
+            parked = [p / "old" for p in stale if p.name.startswith(f".{name}.old-") and (p / "old").is_dir()]
             complete = sorted(staged, key=lambda p: p.stat().st_mtime)[-1:] or parked[:1]
             if complete:
                 os.replace(complete[0], self.out_dir)
+                what = "the release it was writing" if complete[0] in staged else "the release it was replacing"
+                self.notes.append(f"note: an interrupted build left {str(self.out_dir)!r} missing; {what} was put "
+                                  "back")
                 stale = [p for p in stale if p.exists() and p != complete[0]]
         for path in stale:
+            if path in problems and problems[path] is not None:
+                self.notes.append(f"note: removed {path.name}, an unfinished release an interrupted build left "
+                                  f"beside {str(self.out_dir)!r} ({problems[path]})")
+            elif path in problems:
+                self.notes.append(f"note: removed {path.name}, the release an interrupted build was writing; it did "
+                                  f"not replace {str(self.out_dir)!r}")
             shutil.rmtree(path, ignore_errors=True)
         return stale
 
@@ -292,12 +339,167 @@ class OutputLock:
             self._handle = None
 
 
-def _move_into_place(staging: Path, out_dir: Path) -> None:
-    """Replace ``out_dir`` by ``staging`` with renames only (no moment with a half folder)."""
+def _move_into_place(staging: Path, out_dir: Path, *, harness_files=None) -> None:
+    """Replace ``out_dir`` by ``staging`` with renames only (no moment with a half folder).
+
+    The folder replaced is checked once more here (files may have been put there while the build ran): one
+    that holds anything resplit did not write is refused and left as it is (:func:`check_replaceable`). Ctrl-C
+    and SIGTERM wait while the two renames run, so an interrupt never falls between them."""
+    import signal
+
     if out_dir.exists():
-        trash = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-        os.replace(out_dir, trash / "old")
-        os.replace(staging, out_dir)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        os.replace(staging, out_dir)
+        check_replaceable(out_dir, harness_files=harness_files)
+    blocked = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        if out_dir.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+            os.replace(out_dir, trash / "old")
+            os.replace(staging, out_dir)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.replace(staging, out_dir)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+# -- what resplit wrote in a release folder, and whether a staged one is complete ------------------------
+
+# In ``lm_eval/`` the harness export writes one task file per config, its group file (``_<group>.yaml``) and
+# ``utils.py`` (whose byte code Python may cache beside it when the harness runs the tasks).
+_HARNESS_FOLDER = "lm_eval"
+
+
+def _harness_files_ours(relative: str, configs, listed) -> bool:
+    """Whether ``lm_eval/...`` at ``relative`` is one of the harness export's files: one ``listed``
+    (``{name: sha256 or None}``, what the export says it wrote), or without such a list, ``utils.py``, a group
+    file ``_*.yaml`` or a ``<config>.yaml``; and the byte code of ``utils.py``."""
+    parts = relative.split("/")
+    if parts[0] != _HARNESS_FOLDER or len(parts) < 2:
+        return False
+    if len(parts) == 3 and parts[1] == "__pycache__":
+        return parts[2].startswith("utils.") and parts[2].endswith(".pyc")
+    if len(parts) != 2:
+        return False
+    if listed is not None:
+        return parts[1] in listed
+    name = parts[1]
+    return name == "utils.py" or (name.endswith(".yaml") and (name.startswith("_") or name[: -len(".yaml")] in configs))
+
+
+def _listed_harness_files(folder: Path, configs, harness_files) -> dict | None:
+    """``{name: sha256 or None}`` of the files of ``folder/lm_eval`` that the harness export wrote and that are
+    unchanged since, by ``harness_files(lm_eval, configs=...)``
+    (:func:`split_builders.release.export.written_before`); None without it."""
+    if harness_files is None:
+        return None
+    harness = folder / _HARNESS_FOLDER
+    if not harness.is_dir():
+        return {}
+    listed = {}
+    for name, digest in harness_files(harness, configs=sorted(configs)).items():
+        path = harness / name
+        if path.is_file() and not path.is_symlink() and (digest is None or _file_sha256(path) == digest):
+            listed[name] = digest
+    return listed
+
+
+def _file_sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def release_files(folder, *, harness_files=None) -> tuple[set, list[str]]:
+    """What resplit wrote in the release ``folder`` and what it did not, as relative POSIX paths.
+
+    Resplit's are the files its card names (README.md, every config's data files, its figures:
+    :func:`~split_builders.release.folder.named_files`) and the harness tasks of ``lm_eval/`` (those
+    ``harness_files`` says the export wrote and are unchanged since: :func:`_listed_harness_files`);
+    everything else (hidden files included: a ``.git`` folder, say), and every folder holding none of
+    resplit's files, is someone else's. A folder whose README.md is not a resplit card has nothing of
+    resplit's."""
+    from split_builders.release.folder import data_files, front_matter, named_files
+
+    folder = Path(folder)
+    ours, configs = set(), set()
+    try:
+        metadata, body = front_matter(folder / "README.md")
+        if isinstance(metadata, dict) and isinstance(metadata.get("resplit"), dict) and metadata.get("configs"):
+            ours, configs = named_files(metadata, body), set(data_files(metadata))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):  # not a card resplit can read
+        ours = set()
+    listed = _listed_harness_files(folder, configs, harness_files) if ours else None
+    found, foreign = set(), []
+    for root, folders, files in os.walk(folder):
+        base = Path(root).relative_to(folder)
+        for name in sorted(files) + sorted(d for d in folders if (Path(root) / d).is_symlink()):
+            relative = (base / name).as_posix()
+            if relative in ours or (ours and _harness_files_ours(relative, configs, listed)):
+                found.add(relative)
+            else:
+                foreign.append(relative)
+    for root, folders, files in os.walk(folder):
+        for name in folders:
+            relative = (Path(root).relative_to(folder) / name).as_posix()
+            if not (Path(root) / name).is_symlink() and not any(f.startswith(relative + "/") for f in found):
+                if not any(f.startswith(relative + "/") for f in foreign):
+                    foreign.append(relative + "/")
+    return found, sorted(foreign)
+
+
+def check_replaceable(folder, *, harness_files=None) -> None:
+    """Refuse, in one line naming them, to replace a folder that holds files resplit did not write
+    (:func:`release_files`, with ``harness_files`` as there); an empty folder or a release with only resplit's
+    files is replaceable."""
+    folder = Path(folder)
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    ours, foreign = release_files(folder, harness_files=harness_files)
+    if not foreign:
+        return
+    shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+    what = ("--overwrite replaces only what resplit wrote" if ours else
+            "--overwrite replaces only a resplit release or an empty folder")
+    raise OutputExistsError(f"{what}; {str(folder)!r} holds {len(foreign)} file(s) resplit did not write ({shown}); "
+                            "move them elsewhere or choose another --out (nothing was changed)")
+
+
+def staged_problem(staged, *, harness_files=None) -> str | None:
+    """Why the staged release ``staged`` (a build's temporary folder) is not complete, or None when it is.
+
+    Complete means what the writer's last step leaves: the folder's permissions set (not the 0700 of a
+    temporary folder, unless the umask gives that), a README.md that is a resplit card, every file the card
+    names present, every data file with the sha256 the card records
+    (``resplit.configs.<config>.sha256.<split>``), and ``lm_eval/`` where the card declares a harness task,
+    with every file the export lists there (``harness_files``, as in :func:`release_files`) unchanged."""
+    from split_builders.release.folder import data_files, front_matter, named_files
+
+    staged = Path(staged)
+    if (staged.stat().st_mode & 0o777) != _folder_mode():
+        return "its writing did not finish (the folder is still private)"
+    try:
+        metadata, body = front_matter(staged / "README.md")
+        record = metadata.get("resplit") if isinstance(metadata, dict) else None
+        files = data_files(metadata) if isinstance(record, dict) else None
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return "its README.md is missing or not a resplit card"
+    if not files:
+        return "its README.md is missing or not a resplit card"
+    for name in sorted(named_files(metadata, body) - {"CHANGELOG.md"}):
+        if not (staged / name).is_file():
+            return f"{name} is missing"
+    recorded = record.get("configs") if isinstance(record.get("configs"), dict) else {}
+    for config, splits in files.items():
+        hashes = (recorded.get(config) or {}).get("sha256") if isinstance(recorded.get(config), dict) else None
+        for split, path in splits.items():
+            if not isinstance(hashes, dict) or _file_sha256(staged / path) != hashes.get(split):
+                return f"{path} does not have the sha256 its card records"
+    harness = record["fields"].get("harness") if isinstance(record.get("fields"), dict) else None
+    if harness and not (staged / _HARNESS_FOLDER).is_dir():
+        return f"{_HARNESS_FOLDER}/ (its harness tasks) is missing"
+    if harness_files is not None and (staged / _HARNESS_FOLDER).is_dir():
+        for name, digest in sorted(harness_files(staged / _HARNESS_FOLDER).items()):
+            path = staged / _HARNESS_FOLDER / name
+            if not path.is_file() or (digest is not None and _file_sha256(path) != digest):
+                return f"{_HARNESS_FOLDER}/{name} is missing or not the file the export wrote"
+    return None

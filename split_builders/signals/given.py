@@ -61,7 +61,12 @@ def read_given_scores(path, *, source_ids, input_rows: int) -> np.ndarray:
     an array indexed by position would silently give rows other rows' scores.
     """
     scores = load_scores_array(path)
-    if scores.dtype.kind not in "biuf":
+    if scores.dtype.kind == "b" or (scores.dtype.kind in "iu" and scores.size
+                                    and np.isin(scores, (0, 1)).all()):
+        raise InvalidParameterError(f"scores file {str(path)!r} holds {'booleans' if scores.dtype.kind == 'b' else 'only 0 and 1'}"
+                                    " (right / wrong, kept / dropped), not log-likelihoods; give each row's "
+                                    "log-likelihood (a float such as -12.7)")
+    if scores.dtype.kind not in "iuf":
         raise InvalidParameterError(f"scores file {str(path)!r} holds {scores.dtype} values; give numbers "
                                     "(one log-likelihood per input row)")
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
@@ -77,3 +82,21 @@ def read_given_scores(path, *, source_ids, input_rows: int) -> np.ndarray:
         raise InvalidParameterError(f"scores file {str(path)!r}: the score of source_id {int(ids[bad])} is "
                                     f"{scores[bad]}; every score must be a finite number")
     return scores
+
+
+def score_warnings(scores, *, what: str = "scores") -> list[str]:
+    """Warnings about scores that cannot order rows by likelihood: all equal (the least and most likely
+    configs are then a tie-break, no different from a random split), or most rows sharing one value. One line
+    each, for the terminal and the card; none for scores that order the rows."""
+    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
+    if scores.size < 2:
+        return []
+    values, counts = np.unique(scores, return_counts=True)
+    if values.size == 1:
+        return [f"all {scores.size} {what} are equal ({values[0]:g}): which rows the least / most likely "
+                "configs hold out is an arbitrary tie-break, not likelihood; give scores that differ"]
+    if counts.max() * 2 > scores.size:
+        return [f"{int(counts.max())} of the {scores.size} {what} ({counts.max() / scores.size:.0%}) are the same "
+                f"value ({values[counts.argmax()]:g}): which of them the least / most "
+                "likely configs hold out is an arbitrary tie-break, not likelihood"]
+    return []

@@ -42,7 +42,7 @@ import numpy as np
 from loading_scripts.labels import encode_labels
 from split_builders.api import BaseSplitter, ConfigSplit, Split, check_number, check_random_state
 from split_builders.errors import InvalidParameterError
-from split_builders.splitters.groups import Groups
+from split_builders.splitters.groups import Groups, group_parameters
 from split_builders.splitters.partition import shuffle_split
 
 CONFIGS = ("simple", "hard", "simple_to_hard", "hard_to_simple")
@@ -175,6 +175,11 @@ class DifficultySplitter(BaseSplitter):
         members = np.unique(groups.codes[mask])
         if members.size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if members.size < 2:  # one group cannot be both train and validation: a config without train rows
+            part = "hard" if self.config.startswith("hard") else "simple"
+            raise InvalidParameterError(f"with whole groups the {part} part is one group ({int(mask.sum())} rows), "
+                                        "which cannot be divided into train and validation: group by a field with "
+                                        "more values, or leave out --group-field")
         shuffled = members[np.random.RandomState(self.random_state).permutation(members.size)]
         wanted = int(np.ceil(self.validation_size * groups.sizes[members].sum()))
         cut = int(np.searchsorted(np.cumsum(groups.sizes[shuffled]), wanted, side="left")) + 1
@@ -205,15 +210,28 @@ def difficulty_configs(pvi, labels, *, parameters: dict, curriculum_compat: bool
     :meth:`DifficultySplitter.curriculum_compat` (``validation_size`` and ``random_state`` unused).
     ``groups`` (group numbers of the column ``group_field``) keeps groups whole; recorded as ``grouped_by``."""
     configs = []
-    grouped = {} if groups is None else {"grouped_by": group_field}
+    grouped = group_parameters(groups, group_field)
     for name in CONFIGS:
         splitter = (DifficultySplitter.curriculum_compat(name) if curriculum_compat else
                     DifficultySplitter(config=name, validation_size=validation_size, random_state=random_state))
         split = splitter.split(pvi, labels, groups)
         configs.append(ConfigSplit(f"{prefix}{name}", split.as_indices(), method="pvi-difficulty",
                                    parameters={**splitter.get_params(), **copy.deepcopy(parameters), **grouped},
-                                   description=DESCRIPTIONS[name], rows=rows))
+                                   description=DESCRIPTIONS[name], rows=rows,
+                                   requested=None if groups is None else _requested(splitter, pvi, labels)))
     return configs
+
+
+def _requested(splitter: DifficultySplitter, pvi, labels) -> dict:
+    """The sizes the same rule gives row by row (per-example simple / hard parts, the validation share of
+    each): what whole groups are measured against (:func:`split_builders.splitters.groups.size_gaps`)."""
+    n_simple = int(simple_mask(pvi, labels, threshold=splitter.threshold).sum())
+    part = n_simple if splitter.config.startswith("simple") else len(pvi) - n_simple
+    n_validation = int(np.ceil(splitter.validation_size * part))
+    requested = {"train": part - n_validation, "validation": n_validation}
+    if splitter.config.endswith(("_to_hard", "_to_simple")):
+        requested["test"] = len(pvi) - part
+    return requested
 
 
 def rederive_configs(rows, parameters: dict, *, prefix: str = "") -> list[ConfigSplit]:

@@ -5,8 +5,10 @@ BoolQ's questions per passage, Spider's questions per database) puts members of 
 sides, and a model can score the evaluation rows by what it memorised of the group in train. With a
 group field every family keeps its own rule but applies it to groups:
 
-* :func:`group_codes` / :func:`column_groups` number the groups (a missing value is a group of its
-  own row);
+* :func:`group_codes` / :func:`column_groups` number the groups. **One policy for missing values in
+  every family**: a row whose value is missing (null, NaN, empty text) is a group of its own (it may sit
+  in any split); the configs record how many (``missing_group_values``), and the terminal and the card say
+  it (:func:`size_gaps`); a field with no value at all is refused (nothing to keep together);
 * :class:`Groups` aggregates per-row values to groups (mean score, mean length, label counts, the
   union of atoms) and expands chosen groups back to sorted rows;
 * :func:`grouped_eval_split` is the grouped counterpart of
@@ -26,13 +28,36 @@ import numpy as np
 from split_builders.errors import FieldError, InvalidParameterError
 
 
-def group_codes(values) -> np.ndarray:
-    """The group number (int64, ``0..G-1`` in order of first appearance) of every row; rows whose
-    value is missing (None, NaN, "") are each a group of their own."""
+class GroupCodes(np.ndarray):
+    """Group numbers (int64, one per row) that also say how many rows had no value (``missing``), each a
+    group of its own; a config builder records that count (:func:`group_parameters`). A slice or a copy
+    made by arithmetic is a plain set of numbers (``missing`` 0)."""
+
+    def __new__(cls, codes, *, missing: int = 0, field: str | None = None):
+        array = np.asarray(codes, dtype=np.int64).view(cls)
+        array.missing, array.field = int(missing), field
+        return array
+
+    def __array_finalize__(self, obj):
+        self.missing, self.field = 0, None
+
+
+def missing_mask(values) -> np.ndarray:
+    """True for each value that is missing: None, NaN or text that is empty or only whitespace."""
     import pandas as pd
 
     values = np.asarray(values, dtype=object).reshape(-1)
-    missing = np.flatnonzero(np.asarray(pd.isna(values), dtype=bool) | (values == ""))
+    blank = np.fromiter((isinstance(v, str) and not v.strip() for v in values), dtype=bool, count=values.size)
+    return np.asarray(pd.isna(values), dtype=bool) | blank
+
+
+def group_codes(values) -> np.ndarray:
+    """The group number (int64, ``0..G-1`` in order of first appearance) of every row; rows whose
+    value is missing (None, NaN, empty text) are each a group of their own."""
+    import pandas as pd
+
+    values = np.asarray(values, dtype=object).reshape(-1)
+    missing = np.flatnonzero(missing_mask(values))
     if missing.size:
         values = values.copy()
         for row in missing.tolist():  # a key no present value can equal: a group of one row
@@ -41,20 +66,50 @@ def group_codes(values) -> np.ndarray:
     return codes.astype(np.int64)
 
 
-def column_groups(dataset, field: str, *, source: str | None = None) -> np.ndarray:
-    """Group numbers of ``dataset``'s ``field`` column (a ``datasets.Dataset``); refuses a missing
-    field (naming the available ones) and a list or struct column."""
+def column_groups(dataset, field: str, *, source: str | None = None, label_field: str | None = None) -> np.ndarray:
+    """Group numbers of ``dataset``'s ``field`` column (a ``datasets.Dataset``), a :class:`GroupCodes`; refuses
+    a missing field (naming the available ones), a list or struct column, the label field (``label_field``:
+    whole classes in one split) and a field with no value in any row."""
     from loading_scripts.tables import arrow_column
 
     if field not in dataset.column_names:
         raise FieldError(field, dataset.column_names, role="group", source=source)
+    if label_field is not None and field == label_field:
+        raise InvalidParameterError(f"--group-field {field!r} is the label field: every row of a class would go to "
+                                    "one split (evaluation sets of one class, or none); group by a field that "
+                                    "several examples share, e.g. the premise or the passage")
     column = arrow_column(dataset, field)
     import pyarrow as pa
 
     if pa.types.is_nested(column.type):
         raise InvalidParameterError(f"group field {field!r} holds {column.type} values; a group field must hold "
                                     "one text or number per row")
-    return group_codes(column.to_numpy(zero_copy_only=False))
+    values = column.to_numpy(zero_copy_only=False)
+    missing = int(missing_mask(values).sum())
+    if values.size and missing == values.size:
+        raise InvalidParameterError(f"group field {field!r} has no value in any of the {values.size} rows"
+                                    f"{f' of {source}' if source else ''} (all null or empty): there is nothing to "
+                                    "keep together; choose a field with values, or leave out --group-field")
+    return GroupCodes(group_codes(values), missing=missing, field=field)
+
+
+def group_parameters(groups, group_field: str | None) -> dict:
+    """What a grouped config records of its groups: ``grouped_by`` (the field) and, where some rows had no
+    value, ``missing_group_values`` (how many: each is a group of its own); nothing without groups."""
+    if groups is None:
+        return {}
+    missing = int(getattr(groups, "missing", 0) or 0)
+    return {"grouped_by": group_field, **({"missing_group_values": missing} if missing else {})}
+
+
+def fold_groups(values) -> list:
+    """The values that group rows into cross-fitting folds, under the same policy: a missing value is a group
+    of its own (a unique key in its place); the values themselves where none is missing."""
+    values = list(values)
+    missing = np.flatnonzero(missing_mask(np.asarray(values, dtype=object)))
+    for row in missing.tolist():
+        values[row] = f"\x00resplit: no group value, row {row}"
+    return values
 
 
 class Groups:
@@ -235,10 +290,17 @@ SIZE_TOLERANCE = 0.05
 
 
 def size_gaps(configs, *, tolerance: float = SIZE_TOLERANCE) -> list[str]:
-    """One line per config whose whole groups made a split's size differ from the one its options asked for
+    """What whole groups did to the configs, one line each, which the terminal and the card say: how many rows
+    had no group value (each a group of its own, :func:`group_parameters`); each config whose whole groups made
+    a split's size differ from the one its options asked for
     (:attr:`~split_builders.splits.ConfigSplit.requested`) by more than ``tolerance`` of it, e.g.
-    ``ll_split: validation 130 rows for 197 requested, test 367 for 197``: the terminal and the card say it."""
+    ``ll_split: validation 130 rows for 197 requested, test 367 for 197``; and configs that came out holding the
+    same evaluation rows (:func:`identical_configs`: a field too coarse to tell them apart)."""
     lines = []
+    missing = {(c.parameters.get("grouped_by"), c.parameters.get("missing_group_values"))
+               for c in configs if c.parameters.get("missing_group_values")}
+    for field, count in sorted(missing, key=str):
+        lines.append(f"{count} row(s) have no `{field}` value (null or empty): each is a group of its own")
     for config in configs:
         gaps = [(split, len(config.indices.get(split, ())), int(wanted))
                 for split, wanted in (config.requested or {}).items()
@@ -246,4 +308,22 @@ def size_gaps(configs, *, tolerance: float = SIZE_TOLERANCE) -> list[str]:
         if gaps:
             lines.append(f"{config.name}: " + ", ".join(f"{split} {got} rows for {wanted} requested"
                                                        for split, got, wanted in gaps))
+    for names in identical_configs([c for c in configs if c.parameters.get("grouped_by")]):
+        shown = ", ".join(f"`{n}`" for n in names[:-1]) + f" and `{names[-1]}`"
+        lines.append(f"{shown} hold the same validation and test rows: they test the same thing")
     return lines
+
+
+def identical_configs(configs) -> list[list[str]]:
+    """Names of the configs (two or more) whose validation and test splits hold the same rows (the same
+    ``membership_sha256`` of each), among configs over the same rows; in config order."""
+    from split_builders.splits import membership_sha256
+
+    same = {}
+    for config in configs:
+        evaluation = [s for s in ("validation", "test") if len(config.indices.get(s, ()))]
+        if not evaluation:
+            continue
+        key = (id(config.rows), tuple((s, membership_sha256(config.indices[s])) for s in evaluation))
+        same.setdefault(key, []).append(config.name)
+    return [names for names in same.values() if len(names) > 1]

@@ -24,7 +24,8 @@ from split_builders.errors import InvalidParameterError
 from split_builders.signals.lengths import quantile_buckets
 from split_builders.splitters.atom_constraint import balance_atoms
 from split_builders.splitters.baselines import LengthSplitter, RandomSplitter, resolve_eval_sizes
-from split_builders.splitters.groups import Groups, divide_groups, grouped_eval_split, grouped_train_split
+from split_builders.splitters.groups import (Groups, divide_groups, group_parameters, grouped_eval_split,
+                                            grouped_train_split)
 from split_builders.splitters.partition import as_labels, balanced_eval_split, tail
 
 # Config names this method contributes to a release, by scoring setting.
@@ -332,7 +333,7 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
         raise InvalidParameterError(f"setting must be one of {sorted(CONFIG_NAMES)}, got {setting!r}")
     names = CONFIG_NAMES[setting]
     signal = dict(scores=scores, labels=labels, lengths=lengths, atoms=atoms, groups=groups)
-    grouped = {} if groups is None else {"grouped_by": group_field}
+    grouped = group_parameters(groups, group_field)
     whole = "" if groups is None else f"; rows sharing a `{group_field}` kept in one split"
     sizes = ({"train_size": train_size} if train_size is not None
              else {"validation_size": validation_size, "test_size": test_size})

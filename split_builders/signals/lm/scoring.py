@@ -18,12 +18,9 @@ EOS are scored (Godbole & Jia, 2023). What makes it fast and exact:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +29,7 @@ import numpy as np
 
 from split_builders.api import check_number
 from split_builders.cache import atomic_write, load_arrays, save_arrays
-from split_builders.distributed import process_state
+from split_builders.distributed import process_state, sigterm_as_interrupt
 from split_builders.errors import EmptyTextError, InvalidParameterError, ModelLoadError
 from split_builders.progress import progress_bar
 
@@ -243,23 +240,6 @@ class ScoreRun:
     resumed_batches: int = 0
 
 
-@contextlib.contextmanager
-def interrupts_raise():
-    """Inside, SIGTERM (what ``kill`` and job schedulers send) raises KeyboardInterrupt as Ctrl-C does,
-    so that the work finished so far is saved before the process ends (in the main thread only, where
-    Python delivers signals; elsewhere nothing changes)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum, frame):
-        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str = "float32",
@@ -322,7 +302,7 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
         print(f"resuming: {resumed} of {len(mine)} batches were scored before the interruption", file=sys.stderr)
     new_batches, last_save, saved_batches = 0, time.monotonic(), 0
     try:
-        with interrupts_raise():
+        with sigterm_as_interrupt():  # progress is saved on SIGTERM as on Ctrl-C
             for b in progress_bar(todo, description="scoring", unit="batch",
                                   enabled=progress and state.is_main_process):
                 done[batches[b]] = scorer.score_batch([encoded[i] for i in batches[b]])

@@ -1,0 +1,102 @@
+"""What a release's evaluation splits were checked against (a recipe's ``against:``), stated in its card.
+
+After a recipe's build, :func:`record_against` checks every evaluation row of the release against each dataset
+the recipe names (:func:`split_builders.evidence.contamination.contamination`) and adds the result to the
+README: ``resplit.against`` in the YAML (per dataset: what was read and, per config and split, the rows that
+are clean, input-contaminated and input-and-label-contaminated) and a "Checked against other datasets" section
+in the card. Only the README changes: the data files, their hashes and the harness tasks stay as they are.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from split_builders.evidence.contamination import TIERS
+
+SECTION = "## Checked against other datasets"
+
+
+def against_record(folder, entries: list[dict], *, threshold: float, progress: bool = False) -> list[dict]:
+    """Per entry (``{dataset, path, revision, splits, fields}``, :meth:`~.recipe.Recipe.against_datasets`), what
+    was checked and the tiers per config and split of the release at ``folder``."""
+    from split_builders.evidence.contamination import contamination
+    from split_builders.evidence.inputs import EvidenceInput
+    from split_builders.release.clean import public_name
+    from split_builders.release.folder import Released
+
+    data = EvidenceInput.from_release(Released(folder))
+    out = []
+    with tempfile.TemporaryDirectory(prefix="resplit-against-") as work:
+        for entry in entries:
+            report, _ = contamination(data.parts, data.fields, [entry.get("path") or entry["dataset"]], work=work,
+                                      threshold=threshold, revision=entry.get("revision"),
+                                      against_fields=entry.get("fields"), against_splits=entry.get("splits"),
+                                      where=str(folder), progress=progress)
+            out.append({
+                "dataset": public_name(entry["dataset"]), **({"revision": entry["revision"]} if entry.get("revision")
+                                                             else {}),
+                "splits": [{"split": c["split"], "rows": c["rows"]} for c in report["checked"]],
+                "threshold": report["threshold"], "input_fields": report["input_fields"],
+                "label_field": report["label_field"],
+                "configs": {config: {split: {k: e[k] for k in ("rows", *TIERS)} for split, e in splits.items()}
+                            for config, splits in report["against"].items()},
+            })
+    return out
+
+
+def card_lines(records: list[dict]) -> list[str]:
+    """The card section: one table per dataset checked."""
+    lines = [SECTION, "",
+             "Every evaluation row (validation and test) was checked against these datasets: *input-contaminated* "
+             "where its input has an exact or near-duplicate there (character 5-gram Jaccard at or above the "
+             "threshold), *input-and-label-contaminated* where that row also has the same label. `resplit audit "
+             "FOLDER --against DATASET` recomputes them (`--rows` names each match, `--write-clean` drops them).", ""]
+    for record in records:
+        read = ", ".join(f"{s['split']} ({s['rows']} rows)" for s in record["splits"])
+        at = f" at `{record['revision']}`" if record.get("revision") else ""
+        lines += [f"`{record['dataset']}`{at}: {read}; Jaccard >= {record['threshold']:g}.", "",
+                  "| config | split | rows | clean | input-contaminated | input-and-label |",
+                  "|---|---|---|---|---|---|"]
+        for config, splits in record["configs"].items():
+            for split, entry in splits.items():
+                n = entry["rows"]
+                cell = lambda count: f"{count} ({100 * count / n:.1f}%)" if n else str(count)  # noqa: E731
+                lines.append(f"| `{config}` | {split} | {n} | " + " | ".join(cell(entry[t]) for t in TIERS) + " |")
+        lines.append("")
+    return lines
+
+
+def record_against(folder, entries: list[dict], *, threshold: float = 0.8, progress: bool = False) -> list[dict]:
+    """Check the release at ``folder`` against ``entries`` and state the result in its README (YAML
+    ``resplit.against`` and the card's section), written beside it and moved into place."""
+    from huggingface_hub import DatasetCard
+
+    if not entries:
+        return []
+    folder = Path(folder)
+    records = against_record(folder, entries, threshold=threshold, progress=progress)
+    readme = folder / "README.md"
+    card = DatasetCard.load(readme)
+    resplit = dict(card.data.get("resplit") or {})
+    resplit["against"] = records
+    card.data["resplit"] = resplit
+    body = card.text.split(SECTION)[0].rstrip()
+    card.text = body + "\n\n" + "\n".join(card_lines(records)).strip() + "\n"
+    handle, staging = tempfile.mkstemp(prefix=".README.md.", suffix=".tmp", dir=folder)
+    os.close(handle)
+    try:
+        Path(staging).write_text(str(card), encoding="utf-8")
+        os.chmod(staging, 0o644 & ~_umask())
+        os.replace(staging, readme)
+    finally:
+        if os.path.exists(staging):
+            os.remove(staging)
+    return records
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
