@@ -207,11 +207,11 @@ class MCDMethod(SplitMethod):
         for config in result.configs:
             f = config.parameters["divergences"]
             paper = paper_figures(config, complete=not result.loaded.info.filters)
-            seconds = values.search_seconds.get(config.name, float("nan"))
+            seconds = values.search_seconds.get(config.name)  # None: a published or baseline split, not searched
             lines.append(f"{config.name:<12}{len(config.indices['train']):>7}{len(config.indices.get('test', ())):>7}"
                          f"{f['compound_divergence']:>14.4f}{f['atom_divergence']:>10.4f}"
                          f"{(f'{paper[0]:.3f}' if paper else '-'):>16}{(f'{paper[1]:.3f}' if paper else '-'):>12}"
-                         f"{seconds:>9.1f}")
+                         f"{(f'{seconds:.1f}' if seconds is not None else '-'):>9}")
         return lines
 
     def rederive(self, released, record) -> list:
