@@ -23,6 +23,7 @@ import numpy as np
 from split_builders.api import CommonOptions, Context, Loaded, Signal, SplitMethod, get_method
 from split_builders.distributed import sigterm_as_interrupt
 from split_builders.errors import InvalidParameterError, OutputExistsError
+from split_builders.options import check_languages, check_license
 
 
 @dataclass
@@ -173,6 +174,9 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
     if not isinstance(options, method.Options):
         raise InvalidParameterError(f"{method.name} takes {method.Options.__name__}, got {type(options).__name__}")
     context = Context(progress=progress, verbose=verbose, log=log)
+    # A recipe's license and languages are checked as --license and --language are, before the card states them.
+    license = check_license(license, "the recipe's license") if license is not None else None
+    language = list(check_languages(language, "the recipe's language")) if language is not None else None
     card_overrides = {"license": license, "citation": citation, "pretty_name": pretty_name, "language": language,
                       "repo_id": repo_id}
 

@@ -167,6 +167,39 @@ def test_every_family_scores_one_with_the_gold_answer_and_chance_or_zero_without
             assert metrics["mcc,none"] == pytest.approx(0.0), (name, metrics)
 
 
+def test_one_task_per_family_runs_on_the_real_smollm2(exported, harness_cache):
+    """The real default LM (SmolLM2-135M-Instruct, converted into resplit's cache) through the harness's own
+    ``hf`` model, on the first task of every family and of the SQuAD suite, two documents each: every task reports
+    its metrics within their range, and every answer a generation task keeps is a non-empty line (the first-line
+    filter finds the answer in what a real causal LM writes after the few-shot prompt)."""
+    import lm_eval
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    from split_builders.signals.lm.models import ensure_local, resolve_model
+
+    firsts = {name: next(iter(result.tasks.values())) for name, (_, result) in exported.items() if result.tasks}
+    assert set(firsts) >= {"likelihood", "tmcd", "mcd", "pvi", "curriculum", "behavioural", "squad"}, firsts
+    manager = TaskManager(include_path=[str(result.folder) for _, result in exported.values() if result.tasks],
+                          include_defaults=False)
+    model = HFLM(pretrained=str(ensure_local(resolve_model(None))), device="cpu", dtype="float32", batch_size=8)
+    run = lm_eval.simple_evaluate(model=model, tasks=sorted(firsts.values()), task_manager=manager, limit=2,
+                                  gen_kwargs="max_gen_toks=16", bootstrap_iters=0, log_samples=True,
+                                  verbosity="ERROR")
+    generated = 0
+    for family, task in firsts.items():
+        metrics = {k: v for k, v in run["results"][task].items() if "," in k and "_stderr" not in k}
+        assert metrics, (family, task)
+        for key, value in metrics.items():
+            low = -1.0 if key.startswith("mcc,") else 0.0  # Matthews correlation lies in [-1, 1]
+            assert low <= value <= 1.0, (family, key, value)
+        for sample in run["samples"][task]:
+            if "exact_match" in sample:  # a generation task: the kept answer is the first line, never empty
+                generated += 1
+                assert isinstance(sample["filtered_resps"][0], str) and sample["filtered_resps"][0].strip(), sample
+    assert generated >= 6  # tmcd, mcd and the SQuAD suite, two documents each
+
+
 def test_every_config_with_an_evaluation_split_has_a_task_or_a_reason_in_the_card(exported):
     for name, (folder, result) in exported.items():
         card = yaml.safe_load((folder / "README.md").read_text().split("---\n", 2)[1])

@@ -139,6 +139,22 @@ def test_a_license_or_language_the_card_would_state_is_checked(method, flag, val
     _refused(*_run([method, *family_args[method], flag, value], out, capsys)[::2], out, flag, expected)
 
 
+@pytest.mark.parametrize("given, expected", [({"license": "not a license"}, "the recipe's license 'not a license'"),
+                                             ({"language": ["en", "!!"]}, "'!!' is not a language code")])
+def test_a_recipes_license_or_language_is_checked_as_the_flags_are(given, expected, shared, tmp_path):
+    """What a recipe states (``build(..., license=, language=)``, the path ``resplit release`` takes) is checked before
+    any work, as ``--license`` and ``--language`` are."""
+    from split_builders import build
+    from split_builders.errors import InvalidParameterError
+
+    inputs = shared / "reference" / "likelihood" / "inputs" / "snli"
+    out = tmp_path / "out"
+    with pytest.raises(InvalidParameterError, match=expected):
+        build("likelihood", source=str(inputs / "all_examples.csv"), prompt_field="premise", query_field="hypothesis",
+              scores=str(inputs / "all_examples__False_loglikelihoods.npy"), out=str(out), progress=False, **given)
+    assert not out.exists()
+
+
 def test_hub_license_ids_and_language_codes_are_accepted(tmp_path):
     options = registry()["likelihood"].options(out=str(tmp_path / "out"), license="CC-BY-SA-4.0",
                                                language="en,de-CH,fra")

@@ -765,6 +765,9 @@ def card_lines(exported: Exported) -> list[str]:
             extra = {"mcc": "Matthews correlation (`mcc`)"}
             lines += ["Classification tasks score the label's class names, in class order, as the choices: accuracy "
                       "(`acc`, `acc_norm`)" + "".join(f" and {extra.get(m, f'`{m}`')}" for m in metrics) + ".", ""]
+            if "mcc" in metrics:  # the harness bootstraps mcc's standard error with 100,000 resamples per task
+                lines += ["The harness bootstraps the standard error of `mcc` with 100,000 resamples per task, which "
+                          "takes minutes over a whole group: add `--bootstrap_iters 0` where you do not need it.", ""]
         if "generate_until" in kinds:
             lines += [f"Generation tasks are few-shot by default ({NUM_FEWSHOT} examples from train; `--num_fewshot` "
                       "changes it): zero-shot, a causal LM's first line is rarely an answer. The answer is the first "
