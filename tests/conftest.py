@@ -392,3 +392,43 @@ def small_release(shared, tmp_path_factory) -> Path:
                  str(snli / "all_examples__False_loglikelihoods.npy"), "--validation-size", "40", "--test-size", "40",
                  "--limit", "400", "--length-buckets", "4", "--out", str(out), "--no-progress"]) == 0
     return out
+
+
+@pytest.fixture(scope="module")
+def harness_cache(tmp_path_factory):
+    """The datasets cache the harness's loads use (a fresh one, not the user's)."""
+    import datasets
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("harness-cache"))
+    yield
+    patch.undo()
+
+
+def tree_state(*folders) -> dict:
+    """sha256 of every file (and the kind of every entry) under ``folders``: what a refused command must not change."""
+    import hashlib
+
+    state = {}
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*")):
+            state[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+    return state
+
+
+def refused_in_one_line(argv, capsys, *folders, out: Path | None = None) -> str:
+    """Run ``resplit ARGV`` in-process: exit 2, one line on stderr, no traceback, ``folders`` byte-identical and
+    nothing at ``out``. The line."""
+    from split_builders.cli import main
+
+    before = tree_state(*folders)
+    capsys.readouterr()
+    code = main(argv)
+    printed, err = capsys.readouterr()
+    assert code == 2, f"exit {code}: {err[-500:]} {printed[-300:]}"
+    assert "Traceback" not in printed + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("resplit "), err
+    assert tree_state(*folders) == before, "the command changed the user's files"
+    assert out is None or not out.exists()
+    return lines[0]

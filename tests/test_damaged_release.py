@@ -13,7 +13,6 @@ release (``small_release``, built once per session) are damaged.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import refused_in_one_line, tree_state
 from split_builders.cli import main
 from split_builders.evidence import views
 
@@ -94,27 +94,12 @@ INSPECTION = tuple(inspection_commands(Path("f"), Path("g"), "c"))
 ALL_COMMANDS = (*INSPECTION, "verify", "export", "push")
 
 
-def _state(*folders) -> dict:
-    """sha256 of every file (and the kind of every entry) under ``folders``: what must not change."""
-    state = {}
-    for folder in folders:
-        for path in sorted(Path(folder).rglob("*")):
-            state[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
-    return state
-
-
 def _refused(argv, capsys, *folders) -> str:
-    """Run ``resplit ARGV``: exit 2, one line on stderr, no traceback, ``folders`` byte-identical. The line."""
-    before = _state(*folders)
-    capsys.readouterr()
-    code = main(argv)
-    out, err = capsys.readouterr()
-    assert code == 2, f"exit {code}: {err[-500:]} {out[-300:]}"
-    assert "Traceback" not in out + err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"resplit {argv[0]}: error: "), err
-    assert _state(*folders) == before, "the command changed the user's files"
-    return lines[0]
+    """Run ``resplit ARGV``: exit 2, one line on stderr naming the command, no traceback, ``folders`` byte-identical.
+    The line."""
+    line = refused_in_one_line(argv, capsys, *folders)
+    assert line.startswith(f"resplit {argv[0]}: error: "), line
+    return line
 
 
 @pytest.fixture()
@@ -169,12 +154,12 @@ def test_configs_limits_what_is_read(command, copies, capsys):
     good, bad = copies
     _still_parses(_data_file(bad))
     argv = [*inspection_commands(bad, good, OTHER)[command], "--configs", OTHER]
-    before = _state(bad)
+    before = tree_state(bad)
     capsys.readouterr()
     assert main(argv) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     assert OTHER in printed and f"{DAMAGED[0]} " not in printed
-    assert _state(bad) == before
+    assert tree_state(bad) == before
     line = _refused([*argv[:-1], DAMAGED[0]], capsys, bad)
     assert _data_file(bad).relative_to(bad).as_posix() in line
     unknown = _refused([*argv[:-1], "no_such_config"], capsys, bad)

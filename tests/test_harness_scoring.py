@@ -30,17 +30,6 @@ LIMIT = 6  # the first documents of each task (``--limit``; the harness's ``samp
 
 
 @pytest.fixture(scope="module")
-def harness_cache(tmp_path_factory):
-    """The datasets cache the harness's loads use (a fresh one, not the user's)."""
-    import datasets
-
-    patch = pytest.MonkeyPatch()
-    patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("harness-cache"))
-    yield
-    patch.undo()
-
-
-@pytest.fixture(scope="module")
 def exported(family_releases, shared, tmp_path_factory):
     """``{name: (release folder, Exported)}``: every family's release and a CheckList SQuAD release, each
     exported into a temporary folder (the releases' own ``lm_eval/``, written by their builds, hold the same

@@ -90,17 +90,6 @@ def _older_release(source, out, *, fields=True):
     (out / "README.md").write_text("---\n" + yaml.safe_dump(card, sort_keys=False) + "---\n" + body)
 
 
-@pytest.fixture(scope="module")
-def harness_cache(tmp_path_factory):
-    """The datasets cache the harness's loads use (a fresh one, not the user's)."""
-    import datasets
-
-    patch = pytest.MonkeyPatch()
-    patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("harness-cache"))
-    yield
-    patch.undo()
-
-
 def _card(folder):
     return yaml.safe_load((folder / "README.md").read_text().split("---\n", 2)[1])
 

@@ -11,16 +11,14 @@ its report), one line, no traceback, the user's files byte-identical, nothing wr
 from __future__ import annotations
 
 import csv
-import hashlib
 import os
 import shutil
 import typing
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import FAMILIES
+from conftest import FAMILIES, refused_in_one_line
 from split_builders.api import registry
 from split_builders.cli import main
 from split_builders.evidence import views
@@ -28,28 +26,7 @@ from split_builders.evidence import views
 VIEWS = tuple(view.subcommand for view in views().values())
 
 
-def _state(*folders) -> dict:
-    state = {}
-    for folder in folders:
-        for path in sorted(Path(folder).rglob("*")):
-            state[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
-    return state
-
-
-def _refused(argv, capsys, *folders, out: Path | None = None) -> str:
-    """``resplit ARGV`` exits 2 with one line on stderr and no traceback, leaving ``folders`` byte-identical and
-    nothing at ``out``; the line."""
-    before = _state(*folders)
-    capsys.readouterr()
-    code = main(argv)
-    printed, err = capsys.readouterr()
-    assert code == 2, f"exit {code}: {err[-500:]} {printed[-300:]}"
-    assert "Traceback" not in printed + err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("resplit "), err
-    assert _state(*folders) == before
-    assert out is None or not out.exists()
-    return lines[0]
+_refused = refused_in_one_line
 
 
 # -- a dataset folder whose CSV is not a table: the file, the line, what to do -------------------------------
