@@ -309,14 +309,15 @@ def test_chunk_signatures_equal_datasketch_minhash_of_each_text(shared):
             assert np.array_equal(signatures[k], reference.hashvalues), f"text {k} ({text[:30]!r})"
         else:  # no shingles: datasketch's empty MinHash, and a row of zeros here (never indexed)
             assert reference.is_empty() and not signatures[k].any()
-    # a single permutation per block (the tightest memory bound) gives the same rows
+    # blocks of one text each, and of texts longer than a block, give the same rows
     import split_builders.evidence.near_duplicates as audit_module
 
-    saved, audit_module._PERMUTATION_BYTES = audit_module._PERMUTATION_BYTES, 1
-    try:
-        assert np.array_equal(minhash_signatures(values, offsets, permutations), signatures)
-    finally:
-        audit_module._PERMUTATION_BYTES = saved
+    for block in (1, 7):
+        saved, audit_module._HASHES_PER_BLOCK = audit_module._HASHES_PER_BLOCK, block
+        try:
+            assert np.array_equal(minhash_signatures(values, offsets, permutations), signatures)
+        finally:
+            audit_module._HASHES_PER_BLOCK = saved
 
 
 def test_the_lsh_index_holds_what_datasketch_inserts_per_text(shared):

@@ -209,6 +209,71 @@ def test_grouped_random_splits_keep_groups_whole():
         assert 15 <= (drawn[:, j] == 2).sum() < 15 + 5 and 10 <= (drawn[:, j] == 1).sum() < 10 + 5
 
 
+def test_stratified_random_splits_follow_their_definition_draw_by_draw():
+    """Each random split is the documented draw: one permutation of the rows from ``rng``, stably sorted by
+    stratum; a stratum's first ``counts[2]`` rows to test, its next ``counts[1]`` to validation (one
+    stratum: the permutation alone). Written here one split at a time, row by row."""
+    rng = np.random.default_rng(5)
+    for strata in (rng.integers(0, 3, 257), np.zeros(120, dtype=np.int64)):
+        classes = int(strata.max()) + 1
+        counts = {1: np.array([int(0.2 * c) for c in np.bincount(strata)]),
+                  2: np.array([int(0.3 * c) for c in np.bincount(strata)])}
+        drawn = null_assignments(strata, counts, count=7, rng=np.random.default_rng(11))
+        reference_rng = np.random.default_rng(11)
+        for j in range(7):
+            shuffled = reference_rng.permutation(strata.size).tolist()
+            expected = np.zeros(strata.size, dtype=np.int8)
+            for c in range(classes):
+                mine = [row for row in shuffled if strata[row] == c]
+                for position, row in enumerate(mine):
+                    expected[row] = 2 if position < counts[2][c] else 1 if position < counts[2][c] + counts[1][c] else 0
+            assert np.array_equal(drawn[:, j], expected), j
+
+
+def test_statistics_of_many_splits_equal_a_split_by_split_count():
+    """``evaluate`` over a block of assignments (mask products; unseen tokens from entry counts) equals each
+    split's statistics counted on its own in plain Python, with masks reused from a block of another size."""
+    from collections import Counter
+
+    from scipy import sparse
+
+    from split_builders.evidence.diagnostics import Masks, RowStatistics, evaluate, select
+
+    rng = np.random.default_rng(3)
+    n, vocabulary = 90, 12
+    tokens = [Counter(rng.integers(0, vocabulary, rng.integers(0, 6)).tolist()) for _ in range(n)]
+    ids = rng.integers(0, 15, n)
+    matrix = sparse.csr_matrix([[row.get(v, 0) for v in range(vocabulary)] for row in tokens], dtype=np.float64)
+    categories = sparse.csr_matrix((np.ones(n), (np.arange(n), ids)), shape=(n, 15))
+    words = np.array([sum(row.values()) for row in tokens], dtype=np.float64)
+    score = rng.normal(size=n)
+    stats = RowStatistics(ratios={"length": (words, np.ones(n)), "score": (score, np.ones(n))},
+                          unseen={"unseen_word_rate": (matrix, words, "tokens"),
+                                  "unseen_id": (categories, np.ones(n), "rows")},
+                          order=["length", "score", "unseen_word_rate", "unseen_id"])
+    rows = rng.permutation(n)[:70]  # a config's rows among the distinct ones
+    masks = Masks()
+    for block in (5, 3):
+        assignment = rng.integers(0, 3, (rows.size, block)).astype(np.int8)
+        got = evaluate(select(stats, rows), assignment, ("validation", "test"), masks)
+        for j in range(block):
+            train = [r for r, code in zip(rows.tolist(), assignment[:, j]) if code == 0]
+            seen_words = {w for r in train for w in tokens[r]}
+            seen_ids = {ids[r] for r in train}
+            for split, code in (("validation", 1), ("test", 2)):
+                held = [r for r, c in zip(rows.tolist(), assignment[:, j]) if c == code]
+                total = sum(words[r] for r in held)
+                assert got[split]["length"][j] == pytest.approx(total / len(held) if held else np.nan, nan_ok=True)
+                assert got[split]["score"][j] == pytest.approx(np.mean([score[r] for r in held]) if held else np.nan,
+                                                               nan_ok=True)
+                unseen = sum(k for r in held for w, k in tokens[r].items() if w not in seen_words)
+                assert got[split]["unseen_word_rate"][j] == pytest.approx(unseen / total if total else np.nan,
+                                                                          nan_ok=True)
+                new_ids = sum(ids[r] not in seen_ids for r in held)
+                assert got[split]["unseen_id"][j] == pytest.approx(new_ids / len(held) if held else np.nan,
+                                                                   nan_ok=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # Semantic parsing: Spider's dev set, programs and hardness
 # ---------------------------------------------------------------------------------------------

@@ -28,15 +28,22 @@ class Evidence:
 def build_evidence(rows, configs, *, record: dict, options, progress: bool = False) -> Evidence:
     """The evidence of the configs a build releases (``rows`` and ``configs`` as the writer takes them;
     ``record`` the release's provenance, its fields included): each view that ``options`` enable
-    (:meth:`~split_builders.evidence.view.View.enabled`), left out where the rows hold nothing it reads."""
+    (:meth:`~split_builders.evidence.view.View.enabled`), left out where the rows hold nothing it reads. The views
+    run at once, each in its own thread (:func:`~split_builders.overlap.concurrently`): each report is the one
+    it computes alone."""
+    from split_builders.overlap import concurrently
+
     data = EvidenceInput.from_build(rows, configs, record=record)
-    reports = {}
-    for name, view in list(views().items()):
-        settings = view.enabled(options)
-        if settings is None:
-            continue
+    data.fields  # resolved once, before the views share it
+    enabled = {name: (view, settings) for name, view in list(views().items())
+               if (settings := view.enabled(options)) is not None}
+
+    def compute(view, settings):
         try:
-            reports[name] = view.compute(data, progress=progress, **settings)
+            return view.compute(data, progress=progress, **settings)
         except NoTextError:
-            continue
-    return Evidence(reports)
+            return None
+
+    reports = concurrently({name: (lambda view=view, settings=settings: compute(view, settings))
+                            for name, (view, settings) in enabled.items()})
+    return Evidence({name: report for name, report in reports.items() if report is not None})

@@ -256,11 +256,15 @@ def null_assignments(strata: np.ndarray, counts: dict, *, groups=None, count: in
     1 validation, 2 test).
 
     Without ``groups``: in every stratum (class) ``c`` a random ``counts[1][c]`` rows go to validation
-    and ``counts[2][c]`` to test (a random permutation of the rows, stably sorted by stratum). With
+    and ``counts[2][c]`` to test (a random permutation of the rows, stably sorted by stratum: the first
+    ``counts[2][c]`` of a stratum's rows go to test, the next ``counts[1][c]`` to validation). With
     ``groups`` (a group code per row): groups in a random order fill test until it has at least
-    ``counts[2].sum()`` rows, then validation likewise; the rest is train."""
+    ``counts[2].sum()`` rows, then validation likewise; the rest is train.
+
+    Each split is drawn into a row of a ``splits x rows`` matrix (contiguous writes) and the matrix is
+    transposed once at the end."""
     n = strata.size
-    out = np.zeros((n, count), dtype=np.int8)
+    drawn = np.zeros((count, n), dtype=np.int8)
     n_test, n_validation = int(counts[2].sum()), int(counts[1].sum())
     if groups is not None:
         sizes = np.bincount(groups)
@@ -274,49 +278,99 @@ def null_assignments(strata: np.ndarray, counts: dict, *, groups=None, count: in
             code = np.zeros(sizes.size, dtype=np.int8)
             code[order[validation]] = 1
             code[order[test]] = 2
-            out[:, j] = code[groups]
-        return out
-    class_start = np.concatenate([[0], np.cumsum(np.bincount(strata, minlength=counts[1].size))[:-1]])
+            drawn[j] = code[groups]
+        return np.ascontiguousarray(drawn.T)
+    per_class = np.bincount(strata, minlength=counts[1].size)
+    class_start = np.concatenate([[0], np.cumsum(per_class)[:-1]])
+    cls = np.repeat(np.arange(per_class.size), per_class)  # the stratum at each position of the sorted order
+    position = np.arange(n) - class_start[cls]
+    template = np.where(position < counts[2][cls], 2,  # the code at each position of the sorted order
+                        np.where(position < counts[2][cls] + counts[1][cls], 1, 0)).astype(np.int8)
     small = strata.astype(np.int16) if counts[1].size <= np.iinfo(np.int16).max else strata  # radix-sorted
     for j in range(count):
         shuffled = rng.permutation(n)
-        order = shuffled[np.argsort(small[shuffled], kind="stable")]  # by stratum, random within each
-        cls = strata[order]
-        position = np.arange(n) - class_start[cls]
-        code = np.where(position < counts[2][cls], 2, np.where(position < counts[2][cls] + counts[1][cls], 1, 0))
-        out[order, j] = code.astype(np.int8)
-    return out
+        order = shuffled if per_class.size <= 1 else shuffled[np.argsort(small[shuffled], kind="stable")]
+        drawn[j, order] = template  # by stratum, random within each
+    return np.ascontiguousarray(drawn.T)
 
 
-def evaluate(stats: RowStatistics, rows: np.ndarray, assignment: np.ndarray, splits) -> dict:
-    """``{split: {statistic: values}}`` (one value per column of ``assignment``) for the rows ``rows``
-    (positions among the distinct rows, one per config row) split as ``assignment`` says."""
-    masks = {s: (assignment == SPLIT_CODES[s]).astype(np.float64) for s in ("train", *splits)}
+def select(stats: RowStatistics, rows: np.ndarray) -> "Selected":
+    """``stats`` of the rows ``rows`` (positions among the distinct rows, one per config row), gathered once
+    for all the random splits of a config: what :func:`evaluate` reads."""
+    names = list(stats.ratios)
+    stacked = np.stack([stats.ratios[k][side][rows] for side in (0, 1) for k in names]) if names else None
+    unseen = {}
+    for k, (matrix, weights, kind) in stats.unseen.items():
+        part = matrix[rows]
+        unseen[k] = (part, part.T, weights[rows], kind)  # CSC: products read the masks row by row
+    return Selected(list(stats.order), names, stacked, unseen,
+                    {k: (matrix[rows].T, alpha) for k, (matrix, alpha) in stats.divergences.items()})
+
+
+@dataclass
+class Selected:
+    """One config's rows of :class:`RowStatistics`: the ratios' numerators then their denominators as the rows
+    of one matrix (2 x statistics, rows), each unseen statistic's count matrix (rows x entries, and
+    transposed), weights and kind, each divergence's transposed count matrix and alpha; the order of the
+    statistics."""
+
+    order: list
+    ratio_names: list
+    ratios: np.ndarray | None
+    unseen: dict
+    divergences: dict
+
+
+class Masks:
+    """The 0/1 ``float64`` mask of each split (rows x random splits) of a block of assignments, written into
+    buffers that the next block of the same shape reuses (a million rows: 128 MB a split, paged in once)."""
+
+    def __init__(self):
+        self.buffers = {}
+
+    def of(self, assignment: np.ndarray, splits) -> dict:
+        out = {}
+        for s in ("train", *splits):
+            buffer = self.buffers.get(s)
+            if buffer is None or buffer.shape != assignment.shape:
+                buffer = self.buffers[s] = np.empty(assignment.shape, dtype=np.float64)
+            out[s] = np.equal(assignment, SPLIT_CODES[s], out=buffer)
+        return out
+
+
+def evaluate(stats: "Selected", assignment: np.ndarray, splits, masks: Masks | None = None) -> dict:
+    """``{split: {statistic: values}}`` (one value per column of ``assignment``) of the rows of ``stats``
+    (:func:`select`) split as ``assignment`` says.
+
+    Sums over a split are products with its 0/1 mask. The unseen statistics sum integer counts (exact in any
+    order): a split's unseen tokens are its entry counts times the entries no train row holds; a split's rows
+    with an unseen entry need each row's count of them (its count row times those entries). ``masks``: buffers
+    to reuse (one block of random splits after another)."""
+    masks = (masks or Masks()).of(assignment, splits)
     out = {s: {} for s in ("train", *splits)}
     with np.errstate(divide="ignore", invalid="ignore"):
-        if stats.ratios:
-            names = list(stats.ratios)
-            numerators = np.stack([stats.ratios[k][0][rows] for k in names], axis=1)
-            denominators = np.stack([stats.ratios[k][1][rows] for k in names], axis=1)
+        if stats.ratio_names:
+            half = len(stats.ratio_names)
             for s, mask in masks.items():
-                values = (numerators.T @ mask) / (denominators.T @ mask)
-                for i, name in enumerate(names):
+                sums = stats.ratios @ mask  # numerators' and denominators' sums over the split
+                values = sums[:half] / sums[half:]
+                for i, name in enumerate(stats.ratio_names):
                     out[s][name] = values[i]
-        for name, (matrix, weights, kind) in stats.unseen.items():
-            part = matrix[rows]
-            unseen = (part.T @ masks["train"] == 0).astype(np.float64)  # vocabulary x splits
-            hits = part @ unseen  # per row and split: its unseen entries
-            weight = weights[rows][:, None]
+        for name, (part, transposed, weights, kind) in stats.unseen.items():
+            unseen = (transposed @ masks["train"] == 0).astype(np.float64)  # entries x splits
             if kind == "rows":
-                hits = (hits > 0) * weight
+                hits = ((part @ unseen) > 0) * weights[:, None]  # per row and split: has an unseen entry
             for s in splits:
-                out[s][name] = (hits * masks[s]).sum(axis=0) / (weight * masks[s]).sum(axis=0)
+                if kind == "rows":
+                    found = np.einsum("ij,ij->j", hits, masks[s])
+                else:
+                    found = np.einsum("ij,ij->j", transposed @ masks[s], unseen)
+                out[s][name] = found / (weights @ masks[s])
             out["train"][name] = np.zeros(assignment.shape[1])
-        for name, (matrix, alpha) in stats.divergences.items():
-            part = matrix[rows]
-            train = part.T @ masks["train"]
+        for name, (transposed, alpha) in stats.divergences.items():
+            train = transposed @ masks["train"]
             for s in splits:
-                out[s][name] = _chernoff(train, part.T @ masks[s], alpha)
+                out[s][name] = _chernoff(train, transposed @ masks[s], alpha)
             out["train"][name] = np.zeros(assignment.shape[1])
     return out
 
@@ -439,10 +493,11 @@ def diagnose(parts: dict, *, fields=None, record: dict | None = None, parameters
     with bar:
         for config, splits in configs.items():
             setup = _config(pool.table, pool.rows, pool.ids, config, splits, columns, parameters.get(config) or {})
-            observed = evaluate(stats, setup.rows, setup.assignment, setup.splits)
+            mine = select(stats, setup.rows)
+            observed = evaluate(mine, setup.assignment, setup.splits)
             key = setup.key()
             if key not in nulls:
-                nulls[key] = _null(stats, setup, null_splits, seed)
+                nulls[key] = _null(mine, setup, null_splits, seed)
                 owners[key] = config
                 report["null_distributions"][config] = {"configs": [], "splits": {
                     s: {k: [_number(v) for v in values] for k, values in per.items()} for s, per in nulls[key].items()}}
@@ -456,15 +511,18 @@ def diagnose(parts: dict, *, fields=None, record: dict | None = None, parameters
     return report
 
 
-def _null(stats: RowStatistics, setup: _Config, count: int, seed: int) -> dict:
-    """``{split: {statistic: values}}`` of ``count`` random splits drawn like ``setup``'s, in blocks."""
+def _null(stats: "Selected", setup: _Config, count: int, seed: int) -> dict:
+    """``{split: {statistic: values}}`` of ``count`` random splits drawn like ``setup``'s, in blocks
+    (``stats``: the config's rows, :func:`select`); the next block is drawn while one is evaluated (the
+    draws stay in order: the same splits as drawing them one after another)."""
+    from split_builders.overlap import ahead
+
     rng = np.random.default_rng(seed)
     counts = setup.counts()
-    blocks = []
-    for start in range(0, count, BLOCK):
-        assignment = null_assignments(setup.strata, counts, groups=setup.groups, count=min(BLOCK, count - start),
-                                      rng=rng)
-        blocks.append(evaluate(stats, setup.rows, assignment, setup.splits))
+    draw = lambda size: null_assignments(setup.strata, counts, groups=setup.groups, count=size, rng=rng)  # noqa: E731
+    masks = Masks()
+    blocks = [evaluate(stats, assignment, setup.splits, masks)
+              for assignment in ahead(draw, [min(BLOCK, count - start) for start in range(0, count, BLOCK)])]
     return {s: {k: np.concatenate([b[s][k] for b in blocks]) for k in stats.order} for s in setup.splits}
 
 

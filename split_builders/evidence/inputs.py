@@ -20,7 +20,7 @@ import numpy as np
 from split_builders.contracts import Fields
 from split_builders.errors import InvalidParameterError, InvalidReleaseError, ResplitError, SourceLoadError
 from split_builders.evidence.fields import resolve_fields
-from split_builders.evidence.pools import Part
+from split_builders.evidence.pools import Part, distinct
 
 EVALUATION_SPLITS = ("validation", "test")
 
@@ -127,7 +127,9 @@ class EvidenceInput:
             if any(r is None for r in rows):
                 tables.append(table)
             else:
-                tables.append(table.take(pa.array(np.unique(np.concatenate(rows)), type=pa.int64())))
+                used_rows = distinct(np.concatenate(rows))
+                tables.append(table if used_rows.size == table.num_rows  # every row, in order: the table itself
+                              else table.take(pa.array(used_rows, type=pa.int64())))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
 
     def evaluated(self, purpose: str) -> dict:

@@ -29,8 +29,10 @@ MINHASH_SCHEME = "affine32"
 COLLISION_AT_THRESHOLD = 0.97
 _CHUNK = 20_000  # distinct texts shingled and MinHashed per batch (bounds memory)
 _MEDIUM_BUCKET = 32  # an LSH bucket with more keys is compared block by block, not pair by pair
-_BLOCK_BYTES = 1 << 25  # signature comparisons per block of a large bucket
-_PERMUTATION_BYTES = 1 << 25  # permuted shingle hashes held at once while MinHashing a chunk
+_BLOCK_BYTES = 1 << 25  # a large bucket's comparisons per block: rows x columns <= _BLOCK_BYTES / 8
+_NORMALISE_SLICE = 250_000  # rows of a text column normalised per thread
+_KEY_ROWS = 8192  # texts whose LSH band keys are computed at once
+_HASHES_PER_BLOCK = 4096  # shingle hashes permuted at once while MinHashing (x NUM_PERM: about 1 MiB, in cache)
 
 
 def lsh_parameters(threshold: float, num_perm: int = NUM_PERM, *, collision: float = COLLISION_AT_THRESHOLD):
@@ -55,11 +57,24 @@ def collision_probability(jaccard: float, bands: int, rows: int) -> float:
 
 
 def normalise(column):
-    """Unicode NFKC, lower case, every run of whitespace one space, trimmed (Arrow kernels)."""
+    """Unicode NFKC, lower case, every run of whitespace one space, trimmed (Arrow kernels; a long column in
+    slices, in threads)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    column = pc.utf8_lower(pc.utf8_normalize(column, form="NFKC"))
-    return pc.utf8_trim_whitespace(pc.replace_substring_regex(column, r"[\s\p{Z}]+", " "))
+    from split_builders.overlap import in_threads
+
+    def one(part):
+        part = pc.utf8_lower(pc.utf8_normalize(part, form="NFKC"))
+        return pc.utf8_trim_whitespace(pc.replace_substring_regex(part, r"[\s\p{Z}]+", " "))
+
+    if len(column) <= _NORMALISE_SLICE:
+        return one(column)
+    parts = in_threads(one, [column.slice(start, _NORMALISE_SLICE)
+                             for start in range(0, len(column), _NORMALISE_SLICE)])
+    chunks = [chunk for part in parts for chunk in (part.chunks if isinstance(part, pa.ChunkedArray) else [part])]
+    return pa.chunked_array(chunks, type=parts[0].type) if isinstance(column, pa.ChunkedArray) \
+        else pa.concat_arrays(chunks)
 
 
 def examples_text(table, names):
@@ -140,9 +155,10 @@ def minhash_signatures(values: np.ndarray, offsets: np.ndarray, permutations) ->
     ``MinHash(scheme="affine32")`` with these ``permutations`` (its ``(a, b)``) holds after
     ``update_batch`` of the text's hashes (``hashfunc=operator.index``). An empty text's row is zeros.
 
-    Whole columns: each hash is finalised once (:func:`_fmix32`), then for a block of permutations
-    at a time (bounded memory) ``a * h + b`` modulo 2**32 of every hash and the minimum over each
-    text's hashes (``np.minimum.reduceat`` over the non-empty texts' starts)."""
+    Whole columns: each hash is finalised once (:func:`_fmix32`), then for a block of consecutive texts at a
+    time (about ``_HASHES_PER_BLOCK`` hashes: the block's ``permutations x hashes`` values stay in the CPU's
+    cache) ``a * h + b`` modulo 2**32 of every hash and permutation and the minimum over each text's hashes
+    (``np.minimum.reduceat`` over the block's non-empty texts' starts)."""
     a, b = (np.asarray(p, dtype=np.uint32) for p in permutations)
     offsets = np.asarray(offsets, dtype=np.int64)
     signatures = np.zeros((len(offsets) - 1, a.size), dtype=np.uint32)
@@ -151,15 +167,16 @@ def minhash_signatures(values: np.ndarray, offsets: np.ndarray, permutations) ->
         return signatures
     hashed = _fmix32(np.asarray(values, dtype=np.uint32))
     starts = offsets[filled]
-    block = int(np.clip(_PERMUTATION_BYTES // (4 * hashed.size), 1, a.size))
-    work = np.empty((block, hashed.size), dtype=np.uint32)
+    ends = offsets[filled + 1]
+    cuts = np.unique(np.append(np.searchsorted(starts, np.arange(0, hashed.size, _HASHES_PER_BLOCK)), filled.size))
+    work = np.empty((a.size, 2 * _HASHES_PER_BLOCK), dtype=np.uint32)
     with np.errstate(over="ignore"):
-        for first in range(0, a.size, block):
-            k = slice(first, min(first + block, a.size))
-            part = work[: k.stop - k.start]
-            np.multiply(a[k, None], hashed[None, :], out=part)
-            np.add(part, b[k, None], out=part)
-            signatures[filled, k] = np.minimum.reduceat(part, starts, axis=1).T
+        for first, last in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+            low, high = int(starts[first]), int(ends[last - 1])
+            part = work[:, :high - low] if high - low <= work.shape[1] else np.empty((a.size, high - low), np.uint32)
+            np.multiply(a[:, None], hashed[None, low:high], out=part)
+            np.add(part, b[:, None], out=part)
+            signatures[filled[first:last]] = np.minimum.reduceat(part, starts[first:last] - low, axis=1).T
     return signatures
 
 
@@ -211,32 +228,46 @@ def permutations(num_perm: int = NUM_PERM):
 
 def signatures_of(texts: list, num_perm: int = NUM_PERM) -> tuple[np.ndarray, np.ndarray]:
     """The MinHash signature of each text (:func:`shingle_hashes`, :func:`minhash_signatures`), a chunk
-    of ``_CHUNK`` texts at a time, and whether it has any shingle (an empty text has none and matches nothing)."""
+    of ``_CHUNK`` texts at a time (chunks in threads: numpy releases the GIL), and whether it has any shingle
+    (an empty text has none and matches nothing)."""
+    from split_builders.overlap import in_threads
+
     signatures = np.zeros((len(texts), num_perm), dtype=np.uint32)
     filled = np.zeros(len(texts), dtype=bool)
-    for start in range(0, len(texts), _CHUNK):
+
+    def chunk(start):
         values, offsets = shingle_hashes(texts[start:start + _CHUNK])
         signatures[start:start + len(offsets) - 1] = minhash_signatures(values, offsets, permutations(num_perm))
         filled[start:start + len(offsets) - 1] = np.diff(offsets) > 0
+
+    permutations(num_perm)  # made once, before the threads
+    in_threads(chunk, range(0, len(texts), _CHUNK))
     return signatures, filled
 
 
-def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """One 64-bit key per text and LSH band (``(texts, bands)``): the band's ``rows`` signature values
-    hashed together (a polynomial hash and the splitmix64 finaliser). Two texts share a key exactly when
-    their band is equal, save for 64-bit collisions, which only add candidates the exact Jaccard drops."""
-    n = len(signatures)
-    values = signatures[:, :bands * rows].astype(np.uint64).reshape(n, bands, rows)
-    key = np.full((n, bands), 0x9E3779B97F4A7C15, dtype=np.uint64)
+def band_keys(signatures: np.ndarray, bands: int, rows: int, members: np.ndarray | None = None) -> np.ndarray:
+    """One 64-bit key per text (``members``: the texts at these positions only) and LSH band (``(texts, bands)``):
+    the band's ``rows`` signature values hashed together (a polynomial hash and the splitmix64 finaliser). Two
+    texts share a key exactly when their band is equal, save for 64-bit collisions, which only add candidates
+    the exact Jaccard drops. Computed ``_KEY_ROWS`` texts at a time (the temporaries stay in the CPU's cache)."""
+    n = len(signatures) if members is None else len(members)
+    out = np.empty((n, bands), dtype=np.uint64)
     with np.errstate(over="ignore"):
-        for j in range(rows):
-            key = key * _PRIME + values[:, :, j]
-        key ^= key >> np.uint64(30)
-        key *= np.uint64(0xBF58476D1CE4E5B9)
-        key ^= key >> np.uint64(27)
-        key *= np.uint64(0x94D049BB133111EB)
-        key ^= key >> np.uint64(31)
-    return key
+        for start in range(0, n, _KEY_ROWS):
+            at = slice(start, start + _KEY_ROWS)
+            chunk = signatures[at] if members is None else signatures[members[at]]
+            values = chunk[:, :bands * rows].astype(np.uint64).reshape(-1, bands, rows)
+            key = np.full((len(values), bands), 0x9E3779B97F4A7C15, dtype=np.uint64)
+            for j in range(rows):
+                key *= _PRIME
+                key += values[:, :, j]
+            key ^= key >> np.uint64(30)
+            key *= np.uint64(0xBF58476D1CE4E5B9)
+            key ^= key >> np.uint64(27)
+            key *= np.uint64(0x94D049BB133111EB)
+            key ^= key >> np.uint64(31)
+            out[start:start + len(values)] = key
+    return out
 
 
 class BandIndex:
@@ -254,7 +285,7 @@ class BandIndex:
         self.floor = threshold - _estimate_margin(threshold, num_perm)
         self.members = np.flatnonzero(filled)
         self.signatures = signatures
-        keys = band_keys(signatures[self.members], self.bands, self.rows)
+        keys = band_keys(signatures, self.bands, self.rows, self.members)
         self.order = np.argsort(keys, axis=0)
         self.sorted = np.take_along_axis(keys, self.order, axis=0)
 
@@ -264,7 +295,7 @@ class BandIndex:
         queries = np.flatnonzero(filled)
         if not queries.size or not self.members.size:
             return np.empty((0, 2), dtype=np.int64)
-        keys = band_keys(signatures[queries], self.bands, self.rows)
+        keys = band_keys(signatures, self.bands, self.rows, queries)
         m = np.int64(len(signatures))
         found = []
         for band in range(self.bands):
@@ -325,7 +356,7 @@ def _band_buckets(signatures, filled, bands: int, rows: int):
     members = np.flatnonzero(filled)
     if members.size < 2:
         return
-    keys = band_keys(signatures[members], bands, rows)
+    keys = band_keys(signatures, bands, rows, members)
     for band in range(bands):
         order = np.argsort(keys[:, band])  # any order within a bucket: pairs are sorted after
         ordered = keys[order, band]
@@ -400,22 +431,40 @@ def _candidate_pairs(buckets, signatures, *, floor: float, left=None, right=None
     return np.stack([keys // n, keys % n], axis=1)
 
 
+def _least_matches(floor: float, num_perm: int) -> int:
+    """The fewest equal signature values whose MinHash estimate (``matches / num_perm``) is at least ``floor``:
+    comparing counts with it keeps exactly the pairs whose estimate is ``>= floor``."""
+    need = max(0, math.ceil(floor * num_perm))
+    while need > 0 and (need - 1) / num_perm >= floor:
+        need -= 1
+    while need / num_perm < floor:
+        need += 1
+    return need
+
+
 def _bucket_pairs(members, signatures, *, floor: float, left=None, right=None) -> np.ndarray:
     """The pairs of one large bucket with a MinHash estimate >= ``floor``, compared block by block
     (each of ``rows`` against every one of ``columns``: evaluation against train keys when masks are
-    given), as keys ``u * n + v`` with ``u < v``."""
+    given), as keys ``u * n + v`` with ``u < v``. The equal values of a block are counted one permutation
+    at a time (a ``rows x columns`` count matrix; no ``rows x columns x permutations`` array)."""
     rows = members if left is None else members[left[members]]
     columns = members if right is None else members[right[members]]
     n = np.int64(len(signatures))
     if not rows.size or not columns.size:
         return np.empty(0, dtype=np.int64)
-    against = signatures[columns]
-    block = max(1, _BLOCK_BYTES // (columns.size * signatures.shape[1]))
+    num_perm = signatures.shape[1]
+    need = _least_matches(floor, num_perm)
+    against = np.ascontiguousarray(signatures[columns].T)  # permutations x columns
+    count_type = np.uint8 if num_perm <= np.iinfo(np.uint8).max else np.uint32
+    block = max(1, _BLOCK_BYTES // (8 * columns.size))
     out = []
     for start in range(0, rows.size, block):
         mine = rows[start:start + block]
-        estimate = (signatures[mine][:, None, :] == against[None, :, :]).mean(axis=2)
-        i, j = np.nonzero(estimate >= floor)
+        values = np.ascontiguousarray(signatures[mine].T)
+        matches = np.zeros((mine.size, columns.size), dtype=count_type)
+        for p in range(num_perm):
+            matches += values[p][:, None] == against[p][None, :]
+        i, j = np.nonzero(matches >= need)
         u, v = mine[i], columns[j]
         different = u != v
         u, v = u[different], v[different]
@@ -425,20 +474,18 @@ def _bucket_pairs(members, signatures, *, floor: float, left=None, right=None) -
 
 def exact_jaccard(texts: list, pairs) -> np.ndarray:
     """The exact Jaccard similarity of the character n-gram sets of each pair of ``texts``: the
-    texts' shingle sets as rows of a binary sparse matrix, the pairs' intersections as the row sums
-    of elementwise products (scipy), in chunks."""
+    texts' shingle sets as rows of a binary sparse matrix (a column per 32-bit shingle hash: no renumbering),
+    the pairs' intersections as the row sums of elementwise products (scipy), in chunks."""
     from scipy import sparse
 
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     involved = distinct(pairs.reshape(-1))
     values, offsets = shingle_hashes([texts[k] for k in involved])
-    columns = np.unique(values, return_inverse=True)[1].reshape(-1)
     rows = np.repeat(np.arange(involved.size), np.diff(offsets))
-    matrix = sparse.csr_matrix((np.ones(values.size, dtype=np.int32), (rows, columns)),
-                               shape=(involved.size, int(columns.max(initial=-1)) + 1))
-    matrix.sum_duplicates()
+    matrix = sparse.csr_matrix((np.ones(values.size, dtype=np.int32), (rows, values.astype(np.int64))),
+                               shape=(involved.size, 1 << 32))
+    matrix.sum_duplicates()  # sorted columns, each once per row
     matrix.data[:] = 1  # sets, not bags
-    matrix.sort_indices()
     sizes = np.diff(matrix.indptr)
     u, v = np.searchsorted(involved, pairs[:, 0]), np.searchsorted(involved, pairs[:, 1])
     common = np.zeros(len(pairs), dtype=np.int64)

@@ -66,7 +66,8 @@ def _base_table(table, rows, columns):
     """``table`` restricted to ``rows`` and the ``columns`` it has, texts as strings."""
     import pyarrow as pa
 
-    table = table if rows is None else table.take(pa.array(rows, type=pa.int64()))
+    if rows is not None and len(rows) < table.num_rows:  # distinct sorted positions: all of them are the table
+        table = table.take(pa.array(rows, type=pa.int64()))
     arrays, names = [], []
     for name in columns:
         if name in table.column_names:
