@@ -79,14 +79,17 @@ def in_threads(function, items, *, workers: int | None = None) -> list:
     outcomes = [_Outcome() for _ in items]
     taken = iter(range(len(items)))
     lock = threading.Lock()
+    failed = threading.Event()  # no new item is started once one has failed
 
     def work():
-        while True:
+        while not failed.is_set():
             with lock:
                 k = next(taken, None)
-            if k is None or any(o.error is not None for o in outcomes[:k]):
+            if k is None:
                 return
             _run(lambda: function(items[k]), outcomes[k])
+            if outcomes[k].error is not None:
+                failed.set()
 
     concurrently({f"worker-{w}": work for w in range(workers)})
     for outcome in outcomes:

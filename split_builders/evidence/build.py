@@ -31,6 +31,8 @@ def build_evidence(rows, configs, *, record: dict, options, progress: bool = Fal
     (:meth:`~split_builders.evidence.view.View.enabled`), left out where the rows hold nothing it reads. The views
     run at once, each in its own thread (:func:`~split_builders.overlap.concurrently`): each report is the one
     it computes alone."""
+    from functools import partial
+
     from split_builders.overlap import concurrently
 
     data = EvidenceInput.from_build(rows, configs, record=record)
@@ -44,6 +46,5 @@ def build_evidence(rows, configs, *, record: dict, options, progress: bool = Fal
         except NoTextError:
             return None
 
-    reports = concurrently({name: (lambda view=view, settings=settings: compute(view, settings))
-                            for name, (view, settings) in enabled.items()})
+    reports = concurrently({name: partial(compute, view, settings) for name, (view, settings) in enabled.items()})
     return Evidence({name: report for name, report in reports.items() if report is not None})

@@ -360,12 +360,11 @@ def evaluate(stats: "Selected", assignment: np.ndarray, splits, masks: Masks | N
             unseen = (transposed @ masks["train"] == 0).astype(np.float64)  # entries x splits
             if kind == "rows":
                 hits = ((part @ unseen) > 0) * weights[:, None]  # per row and split: has an unseen entry
+                found = {s: np.einsum("ij,ij->j", hits, masks[s]) for s in splits}
+            else:
+                found = {s: np.einsum("ij,ij->j", transposed @ masks[s], unseen) for s in splits}
             for s in splits:
-                if kind == "rows":
-                    found = np.einsum("ij,ij->j", hits, masks[s])
-                else:
-                    found = np.einsum("ij,ij->j", transposed @ masks[s], unseen)
-                out[s][name] = found / (weights @ masks[s])
+                out[s][name] = found[s] / (weights @ masks[s])
             out["train"][name] = np.zeros(assignment.shape[1])
         for name, (transposed, alpha) in stats.divergences.items():
             train = transposed @ masks["train"]

@@ -20,7 +20,7 @@ import numpy as np
 from split_builders.contracts import Fields
 from split_builders.errors import InvalidParameterError, InvalidReleaseError, ResplitError, SourceLoadError
 from split_builders.evidence.fields import resolve_fields
-from split_builders.evidence.pools import Part, distinct
+from split_builders.evidence.pools import Part, distinct, rows_of
 
 EVALUATION_SPLITS = ("validation", "test")
 
@@ -122,14 +122,8 @@ class EvidenceInput:
         for splits in self.parts.values():
             for part in splits.values():
                 used.setdefault(id(part.table), (part.table, []))[1].append(part.rows)
-        tables = []
-        for table, rows in used.values():
-            if any(r is None for r in rows):
-                tables.append(table)
-            else:
-                used_rows = distinct(np.concatenate(rows))
-                tables.append(table if used_rows.size == table.num_rows  # every row, in order: the table itself
-                              else table.take(pa.array(used_rows, type=pa.int64())))
+        tables = [rows_of(table, None if any(r is None for r in rows) else distinct(np.concatenate(rows)))
+                  for table, rows in used.values()]
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
 
     def evaluated(self, purpose: str) -> dict:

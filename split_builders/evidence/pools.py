@@ -62,12 +62,21 @@ def as_text(column):
     return pc.binary_join(column, "\n").cast(pa.large_string())
 
 
+def rows_of(table, rows):
+    """The rows of ``table`` at ``rows`` (distinct positions, sorted; None: all of them): the table itself where
+    they are all of its rows (no copy)."""
+    import pyarrow as pa
+
+    if rows is None or len(rows) == table.num_rows:
+        return table
+    return table.take(pa.array(rows, type=pa.int64()))
+
+
 def _base_table(table, rows, columns):
     """``table`` restricted to ``rows`` and the ``columns`` it has, texts as strings."""
     import pyarrow as pa
 
-    if rows is not None and len(rows) < table.num_rows:  # distinct sorted positions: all of them are the table
-        table = table.take(pa.array(rows, type=pa.int64()))
+    table = rows_of(table, rows)
     arrays, names = [], []
     for name in columns:
         if name in table.column_names:
