@@ -124,7 +124,18 @@ def load_compositional(source: str) -> CompositionalSource:
             raise SourceLoadError(f"{source!r}: not a GeoQuery, Spider, SCAN or COGS folder")
         return reader(path)
     if path.is_file():
-        return (geoquery.load if path.name.startswith("geoquery_nqg") else nqg.load)(path)
+        if path.name.startswith("geoquery_nqg"):
+            return geoquery.load(path)
+        if path.name in ("tasks.txt", "tasks.txt.gz"):  # SCAN's file of every example, without its published splits
+            return scan.from_tasks(path)
+        marker = next((reader for marker, reader in COMPOSITIONAL_FOLDERS.items() if path.name == marker), None)
+        if marker is not None:  # one file of a dataset folder, which its reader reads whole
+            dataset = {cogs.load: "COGS", spider.load: "Spider"}.get(marker, "its dataset's")
+            raise SourceLoadError(f"{source!r} is one file of a {dataset} folder, which is read whole: give the "
+                                  f"folder that holds it ({str(path.parent)!r})")
+        if table_format(path) in ("csv", "jsonl", "json", "parquet"):  # a table of input and target columns
+            return nqg.from_table(path)
+        return nqg.load(path)
     if looks_like_path(source):
         raise not_found(source, "--source", "a GeoQuery/Spider/SCAN/COGS folder or an NQG-format file")
     if "/" in source:

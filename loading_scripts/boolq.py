@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from datasets.table import InMemoryTable
 
 from loading_scripts.files import read_table
+from loading_scripts.frames import SPLIT_COLUMNS
 from loading_scripts.hub import load_hub_splits
 from loading_scripts.source import Source
 from loading_scripts.tables import arrow_table
@@ -72,7 +73,12 @@ def from_jsonl(path: str | Path, *, name: str | None = None) -> Source:
     for column in ("question", "passage", "answer"):
         if column not in table.column_names:
             raise FieldError(column, table.column_names, source=str(path))
-    dataset = _dataset(_canonical(table), _features())
+    canonical, features = _canonical(table), _features()
+    for column in SPLIT_COLUMNS:  # the split each row came from (a DatasetDict's), kept
+        if column in table.column_names:
+            canonical = canonical.append_column(column, arrow_table(table).column(column).cast(pa.string()))
+            features[column] = datasets.Value("string")
+    dataset = _dataset(canonical, features)
     return Source(dataset, name=name or f"{DATASET} ({Path(path).name})", task="boolq", prompt_field="passage",
                   query_field="question", label_field="label",
                   source_id_note="0-based line number in the BoolQ jsonl file",

@@ -96,6 +96,13 @@ def read_id_split(path: Path, n_rows: int, keys: dict) -> dict:
         data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except (OSError, ValueError) as error:
         raise SourceLoadError(f"cannot read published split {str(path)!r}: {error}") from None
+    if not isinstance(data, dict):
+        raise SourceLoadError(f"published split {str(path)!r} is not a JSON object of id lists")
+    missing = [theirs for ours, theirs in keys.items() if ours in ("train", "test") and theirs not in data]
+    if missing:
+        raise SourceLoadError(f"published split {str(path)!r} has no {' and no '.join(repr(m) for m in missing)} list "
+                              f"(it has {', '.join(repr(k) for k in data) or 'no keys'}): not a published split file; "
+                              "fix it, or move it out of the folder")
     split = {}
     for ours, theirs in keys.items():
         if theirs not in data:

@@ -14,7 +14,9 @@ from pathlib import Path
 import datasets
 
 from loading_scripts.compositional import CompositionalSource, guess_target_language, rows_dataset
-from loading_scripts.files import open_text, read_text
+from loading_scripts.files import open_text, read_table, read_text
+from loading_scripts.source import check_field_types, with_row_numbers
+from loading_scripts.tables import arrow_column
 from loading_scripts.errors import SourceLoadError
 
 COLUMNS = ("input", "target")
@@ -63,6 +65,37 @@ def load(path: str | Path) -> CompositionalSource:
     targets = [p[1] for p in pairs]
     return CompositionalSource(rows_dataset([p[0] for p in pairs], targets), name=str(path),
                                target_language=guess_target_language(targets), source_id_note=SOURCE_ID_NOTE)
+
+
+TABLE_NOTE = "0-based row number in the table (its own source_id column where it has one)"
+
+
+def from_table(path: str | Path, *, name: str | None = None) -> CompositionalSource:
+    """A table file (CSV, JSON lines, JSON or Parquet: what ``split_builders.split`` writes for a DataFrame) whose
+    ``input`` and ``target`` columns are the rows the NQG reader produces, as a compositional source: its target
+    language guessed from its targets, its other columns kept beside them. A table without both columns, or
+    with a row that lacks one of them, is refused in one line naming what it has."""
+    name = name or str(path)
+    table = read_table(path)
+    missing = [column for column in COLUMNS if column not in table.column_names]
+    if missing:
+        raise SourceLoadError(f"{name} has no {' and no '.join(repr(c) for c in missing)} column: a table read as "
+                              "compositional rows has one example per row, its question in 'input' and its program "
+                              f"in 'target' (it has {', '.join(repr(c) for c in table.column_names)}); rename its "
+                              "columns, or give a GeoQuery / Spider / SCAN / COGS folder or an NQG-format file")
+    check_field_types(table, name=name, text_fields=list(COLUMNS))
+    for column in COLUMNS:
+        values = arrow_column(table, column)
+        if values.null_count:
+            row = next(i for i, value in enumerate(values.to_pylist()) if value is None)
+            raise SourceLoadError(f"row {row} of {name} has no {column!r}: every example needs its question "
+                                  "(input) and its program (target); drop the row or fill it in")
+    rows = with_row_numbers(table, name=name)
+    order = ["source_id", *COLUMNS, *(c for c in rows.column_names if c not in ("source_id", *COLUMNS))]
+    rows = rows.select_columns(order)
+    return CompositionalSource(rows, name=name, target_language=guess_target_language(rows["target"]),
+                               source_id_note=TABLE_NOTE if "source_id" not in table.column_names
+                               else "the table's own source_id column (rows are split in source_id order)")
 
 
 def looks_headerless(path: str | Path, wanted_fields=()) -> bool:

@@ -11,6 +11,7 @@ files (``trainIdxs``/``devIdxs``/``testIdxs``) into ``tasks.txt``.
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -33,15 +34,23 @@ TEXT_SPLITS = {
 def read_tasks(path: Path) -> list[tuple[str, str]]:
     """``(command, actions)`` per line of a SCAN task file."""
     pairs = []
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.strip()
-            if not line:
-                continue
-            if not line.startswith("IN: ") or " OUT: " not in line:
-                raise SourceLoadError(f"{path}: line {number} is not 'IN: ... OUT: ...'")
-            command, actions = line[4:].split(" OUT: ", 1)
-            pairs.append((command.strip(), actions.strip()))
+    try:
+        with open_text(path) as handle:
+            for number, line in enumerate(handle, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                if not line.startswith("IN: ") or " OUT: " not in line:
+                    raise SourceLoadError(f"{path}: line {number} is not 'IN: ... OUT: ...'")
+                command, actions = line[4:].split(" OUT: ", 1)
+                pairs.append((command.strip(), actions.strip()))
+    except SourceLoadError:
+        raise
+    except (EOFError, OSError, zlib.error) as error:  # a gzip stream cut short or damaged
+        raise SourceLoadError(f"{path}: not a complete gzip file ({error}); copy or download it again") from None
+    except UnicodeDecodeError as error:
+        raise SourceLoadError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start} of a line); re-encode "
+                              "the file as UTF-8") from None
     return pairs
 
 
@@ -63,6 +72,17 @@ def _find(folder: Path, relative: str) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def from_tasks(path) -> CompositionalSource:
+    """SCAN's ``tasks.txt(.gz)`` alone (every example once): the rows :func:`load` reads from a SCAN folder,
+    without the published splits beside the file (give the folder for those)."""
+    pairs = read_tasks(Path(path))
+    if not pairs:
+        raise SourceLoadError(f"{path} holds no 'IN: ... OUT: ...' line (SCAN)")
+    return CompositionalSource(rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=str(path),
+                               target_language="scan", source_id_note="0-based line of SCAN tasks.txt",
+                               license="bsd-3-clause", language=("en",))
 
 
 def load(folder) -> CompositionalSource:

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from datasets.table import InMemoryTable
 
 from loading_scripts.files import read_table
+from loading_scripts.frames import SPLIT_COLUMNS
 from loading_scripts.hub import load_hub_splits
 from loading_scripts.source import Source
 from loading_scripts.tables import arrow_table
@@ -94,20 +95,44 @@ def pc_index_in(labels, names) -> pa.Array:
 
 
 def from_jsonl(path: str | Path, *, name: str | None = None) -> Source:
-    """Read an official ``snli_1.0_*.jsonl`` file; ``source_id`` is the 0-based line number."""
+    """Read an official ``snli_1.0_*.jsonl`` file; ``source_id`` is the 0-based line number. A table in the Hub's
+    column names (``premise``, ``hypothesis``, ``label``: its names, with ``-`` for no gold label, or its codes
+    0 / 1 / 2, with -1) is read the same way (``--task snli``). A column naming the split each row came from
+    (``source_split``, a DatasetDict's ``datasetdict_split``: :data:`loading_scripts.frames.SPLIT_COLUMNS`) is
+    kept."""
     table = read_table(path)
-    needed = ("sentence1", "sentence2", "gold_label")
-    for column in needed:
-        if column not in table.column_names:
-            raise FieldError(column, table.column_names, source=str(path))
     data = arrow_table(table)
     string = lambda column: data.column(column).combine_chunks().cast(pa.string())  # noqa: E731
+    hub = not {"sentence1", "sentence2", "gold_label"} & set(table.column_names) \
+        and {"premise", "hypothesis", "label"} <= set(table.column_names)
+    if hub:
+        premise, hypothesis, gold = string("premise"), string("hypothesis"), _gold_of_hub_label(data.column("label"))
+    else:
+        for column in ("sentence1", "sentence2", "gold_label"):
+            if column not in table.column_names:
+                raise FieldError(column, table.column_names, source=str(path))
+        premise, hypothesis, gold = string("sentence1"), string("sentence2"), string("gold_label")
     pair_id = (string("pairID") if "pairID" in table.column_names else pa.nulls(len(data), pa.string()))
     features = FEATURES.copy()
     features["pair_id"] = datasets.Value("string")
-    return _canonical({"premise": string("sentence1"), "hypothesis": string("sentence2"), "pair_id": pair_id},
-                      string("gold_label"), name=name or f"{DATASET} ({Path(path).name})", features=features,
+    columns = {"premise": premise, "hypothesis": hypothesis, "pair_id": pair_id}
+    for column in SPLIT_COLUMNS:
+        if column in table.column_names:
+            columns[column] = string(column)
+            features[column] = datasets.Value("string")
+    return _canonical(columns, gold, name=name or f"{DATASET} ({Path(path).name})", features=features,
                       source_id_note="0-based line number in the SNLI jsonl file (pairID kept as pair_id)")
+
+
+def _gold_of_hub_label(column) -> pa.Array:
+    """SNLI's label names from a Hub-layout ``label`` column: codes 0 / 1 / 2 as their names (-1 and null: no
+    gold label), names as they are."""
+    column = column.combine_chunks()
+    if pa.types.is_integer(column.type):
+        codes = np.asarray(column.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        names = pa.array([*LABELS, None], pa.string())
+        return names.take(pa.array(np.where((codes < 0) | (codes >= len(LABELS)), len(LABELS), codes)))
+    return column.cast(pa.string())
 
 
 def sample() -> Source:

@@ -94,6 +94,9 @@ class Source:
                                                                      ("target", self.target_field))
                                        if name is not None})
         if self.label_field is not None:
+            check_no_gold_marker(self.dataset, self.label_field, name=self.name,
+                                 hint="read the table with the SNLI reader (--task snli), which drops them and "
+                                      "says so in the card, or drop those rows yourself")
             self._drop_missing_labels()
 
     def _drop_missing_labels(self) -> None:
@@ -216,6 +219,29 @@ def check_field_types(dataset: datasets.Dataset, *, name: str, text_fields=(), l
                                         "is one value per row (text or a number): give another --label-field")
         # released as ``label`` (loading_scripts.labels): refused before anything is computed
         check_label_name(schema.names, label_field, name=name)
+
+
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+NO_GOLD_LABEL = "-"
+"""SNLI's mark of a pair whose annotators agreed on no label (``gold_label`` ``-``): the SNLI reader drops those
+rows; in a table read with field options of one's own, :func:`check_no_gold_marker` refuses it as a class."""
+
+
+def check_no_gold_marker(dataset: datasets.Dataset, label_field: str, *, name: str, hint: str) -> None:
+    """Refuse a text label column holding SNLI's label names and ``-`` (:data:`NO_GOLD_LABEL`): read as it is,
+    ``-`` would be a class of its own (refused later, if at all, by a sizing message about a class named ``-``).
+    The one line says what ``-`` is and ``hint``, how to drop those rows."""
+    column = arrow_column(dataset, label_field)
+    if not pa_is_string(column.type):
+        return
+    counts = {entry["values"]: entry["counts"] for entry in pc.value_counts(column).to_pylist()}
+    labels = {value for value in counts if value is not None and value != NO_GOLD_LABEL}
+    if NO_GOLD_LABEL not in counts or not labels or not labels <= set(NLI_LABELS):
+        return
+    raise InvalidParameterError(
+        f"label field {label_field!r} of {name} holds {NO_GOLD_LABEL!r} in {counts[NO_GOLD_LABEL]} row(s) beside "
+        f"{' / '.join(label for label in NLI_LABELS if label in labels)}: {NO_GOLD_LABEL!r} is how SNLI marks a pair "
+        f"without a gold label (the SNLI reader drops such rows), not a class; {hint}")
 
 
 def missing_labels(dataset: datasets.Dataset, label_field: str) -> np.ndarray:

@@ -30,17 +30,26 @@ def arrow_column(dataset, name: str):
     return arrow_table(dataset, [name]).column(name).combine_chunks()
 
 
-def row_keys(table, fields) -> np.ndarray:
-    """One int64 per row, equal exactly when the rows' values of ``fields`` are all equal.
+def row_keys(table, fields, *, content: bool = False) -> np.ndarray:
+    """One key per row, equal when the rows' values of ``fields`` are all equal.
 
     ``table`` is a ``pyarrow.Table`` or a ``datasets.Dataset``. Nulls are a value of their own (two
-    rows without a value are equal in that field). With no fields every row is its own key. This is
-    the one row-key function: duplicate rows (``--dedupe``, the card's duplicate counts) and groups
-    are found with it.
+    rows without a value are equal in that field). This is the one row-key function: duplicate rows
+    (``--dedupe``, the card's duplicate counts), groups and the rows' content order are found with it.
+
+    By default the keys are int64 numbers, equal *exactly* when the rows are (numbered in the table's
+    order; with no fields every row is its own key). With ``content`` they are uint64 hashes of the
+    values themselves (the row's **content key**): the same row has the same key in any table, read in
+    any order, by any reader that gives the same values. Each value is hashed as text (UTF-8; a number
+    as Arrow writes it, a list or struct as JSON), with pandas' stable SipHash (``pandas.util.hash_array``
+    with its fixed key), and the fields are mixed in the order given (their names are not part of the
+    key). Two different rows share a key with probability about 2**-64.
     """
     fields = list(fields)
     if not isinstance(table, pa.Table):
         table = arrow_table(table, fields)
+    if content:
+        return _content_keys(table, fields)
     codes = []
     for name in fields:
         encoded = table.column(name).combine_chunks().dictionary_encode()
@@ -51,6 +60,48 @@ def row_keys(table, fields) -> np.ndarray:
     for more in codes[1:]:  # pairs of codes as one int64, renumbered densely (so it never overflows)
         ids = np.unique(ids * (int(more.max(initial=-1)) + 2) + (more + 1), return_inverse=True)[1].reshape(-1)
     return ids.astype(np.int64)
+
+
+# Content keys: constants of the 64-bit mixer (splitmix64's finaliser) and the hash of a missing value.
+_GOLDEN, _MIX1, _MIX2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_NULL_HASH = np.uint64(0x6E756C6C20726F77)  # a missing value ("null row" in ASCII)
+_SIPHASH_KEY = "0123456789123456"  # pandas' own default key, given explicitly: the keys must never change
+
+
+def mix64(values) -> np.ndarray:
+    """splitmix64's finaliser over uint64 values (whole arrays; arithmetic modulo 2**64): a bijection whose
+    outputs look independent and uniform however alike the inputs are."""
+    x = np.asarray(values, dtype=np.uint64) + _GOLDEN
+    x = (x ^ (x >> np.uint64(30))) * _MIX1
+    x = (x ^ (x >> np.uint64(27))) * _MIX2
+    return x ^ (x >> np.uint64(31))
+
+
+def _content_keys(table: pa.Table, fields: list) -> np.ndarray:
+    """:func:`row_keys` with ``content``: each field's values hashed (whole columns), mixed field by field."""
+    import pandas as pd
+    import pyarrow.compute as pc
+
+    keys = np.zeros(table.num_rows, dtype=np.uint64)
+    for name in fields:
+        column = table.column(name).combine_chunks()
+        if pa.types.is_dictionary(column.type):  # its values, as a plain column of them
+            column = column.dictionary_decode()
+        if pa.types.is_nested(column.type):
+            import json
+
+            texts = pa.array([None if v is None else json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
+                              for v in column.to_pylist()], pa.large_string())
+        elif pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            texts = column
+        else:
+            texts = pc.cast(column, pa.large_string())
+        missing = np.asarray(texts.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        values = np.asarray(pc.fill_null(texts, "").to_numpy(zero_copy_only=False), dtype=object)
+        # every value hashed in C (pandas' categorize=True, hashing distinct values once, is slower on text)
+        hashed = pd.util.hash_array(values, encoding="utf8", hash_key=_SIPHASH_KEY, categorize=False)
+        keys = mix64(keys * _MIX1 + np.where(missing, _NULL_HASH, hashed))
+    return keys
 
 
 @contextlib.contextmanager

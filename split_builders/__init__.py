@@ -12,7 +12,8 @@
 * :mod:`split_builders.release`: reading and writing release folders, provenance, the card, harness tasks,
   verify, diff, publishing;
 * :mod:`split_builders.evidence`: what a release's splits test, a registry of views (audit, diagnostics, probe);
-* :mod:`split_builders.evaluation`: reading model results on releases (CURRICULUM's report, BELUGA's losses);
+* :mod:`split_builders.evaluation`: reading model results on releases (``report``: runs as the papers' tables;
+  CURRICULUM's report, BELUGA's losses);
 * :mod:`split_builders.cli`: the ``resplit`` command, generated from the registries.
 
 The layers and what each may import are in ARCHITECTURE.md (checked by ``tests/test_import_graph.py``).
@@ -33,6 +34,7 @@ from split_builders._version import __version__
 _EXPORTS = {
     "build": "split_builders.builder",
     "split": "split_builders.notebook",
+    "report": "split_builders.evaluation.report",
     "BuildResult": "split_builders.builder",
     "registry": "split_builders.api",
     "register": "split_builders.api",

@@ -22,7 +22,7 @@ import numpy as np
 
 from split_builders.api import CommonOptions, Context, Loaded, Signal, SplitMethod, get_method
 from split_builders.distributed import sigterm_as_interrupt
-from split_builders.errors import InvalidParameterError, OutputExistsError
+from split_builders.errors import InvalidParameterError
 from split_builders.options import check_languages, check_license
 
 
@@ -49,7 +49,8 @@ class BuildResult:
 
 def check_output(out, *, overwrite: bool, inputs=()) -> Path:
     """Refuse an output location that cannot be written, or whose replacement would lose what resplit
-    did not make, before any work.
+    did not make, before any work: the one output policy every writer follows
+    (:func:`~split_builders.release.writer.check_output_place`, a release folder named by ``--out``).
 
     ``--out`` must name a folder other than ``/``, the home folder or the working folder, and not a
     dangling symbolic link. An existing folder needs ``overwrite``, and is replaced only when it is empty or
@@ -58,41 +59,11 @@ def check_output(out, *, overwrite: bool, inputs=()) -> Path:
     file is never replaced. ``--out`` may not be, or contain, any of ``inputs`` (the source, a scores file,
     the cache). The nearest existing ancestor must be a writable folder.
     """
-    if out is None or not str(out).strip():
-        raise InvalidParameterError("--out is empty: give the folder to write the release to")
-    out = Path(out).expanduser()
-    where = out.absolute()
-    forbidden = {Path(where.anchor): "the root folder", Path.home().resolve(): "your home folder",
-                 Path.cwd().resolve(): "the working folder"}
-    if where.resolve() in forbidden:
-        raise InvalidParameterError(f"--out {str(out)!r} is {forbidden[where.resolve()]}; give a folder of its own "
-                                    "(e.g. out/my-release)")
-    if out.is_symlink() and not out.exists():
-        raise InvalidParameterError(f"--out {str(out)!r} is a symbolic link to nothing; remove it or choose another "
-                                    "--out")
-    for path in inputs:
-        path = Path(path).expanduser().absolute().resolve()
-        if where.resolve() == path or where.resolve() in path.parents:
-            raise InvalidParameterError(f"--out {str(out)!r} holds {str(path)!r}, which this build reads; "
-                                        "choose an --out outside it")
-    if out.exists():
-        if not out.is_dir():
-            raise OutputExistsError(f"output path {str(out)!r} exists and is not a folder; choose another --out")
-        if not overwrite:
-            raise OutputExistsError(f"output folder {str(out)!r} exists; pass --overwrite to replace it")
-        from split_builders.release.export import written_before
-        from split_builders.release.writer import check_replaceable
+    from split_builders.release.export import written_before
+    from split_builders.release.writer import check_output_place
 
-        # only what resplit wrote (the files its card names, its harness tasks) is ever replaced
-        check_replaceable(out, harness_files=written_before)
-    ancestor = where.parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise InvalidParameterError(f"cannot create output folder {str(out)!r}: {str(ancestor)!r} is a file")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise InvalidParameterError(f"cannot create output folder {str(out)!r}: {str(ancestor)!r} is not writable")
-    return out
+    return check_output_place(out, "--out", kind="folder", overwrite=overwrite, harness_files=written_before,
+                              inputs=inputs, reader="this build")
 
 
 def is_release(folder: Path) -> bool:
@@ -161,13 +132,10 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
     """
     method = get_method(method)
     if options is None:
-        from loading_scripts.frames import is_table
-
-        if is_table(values.get("source")):  # a DataFrame / Dataset: a Parquet file named by its content, in the cache
-            from loading_scripts.frames import table_file
-            from split_builders.cache import cache_root
-
-            values["source"] = str(table_file(values["source"], cache_root() / "tables"))
+        source = values.get("source")
+        if source is not None and not isinstance(source, (str, os.PathLike)):
+            # a DataFrame / Dataset / list of dicts: a Parquet file named by its content, in the cache
+            values["source"] = str(table_source(method, source, values))
         options = method.options(**values)
     elif values:
         raise InvalidParameterError("give the options either as an Options object or as keyword arguments")
@@ -197,6 +165,41 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
         return _build(method, options, context, out, card_overrides)
 
 
+
+
+# The options that name a table's fields: given any, a table in SNLI's Hub layout is read with them, as it is.
+FIELD_OPTIONS = ("prompt_field", "query_field", "label_field", "target_field", "text_fields")
+
+
+def table_source(method, data, values=None) -> Path:
+    """A table held in memory (a pandas ``DataFrame``, a ``datasets.Dataset``, a list of dicts, ...:
+    :data:`loading_scripts.frames.ACCEPTED`) as the ``--source`` file ``method`` reads: one Parquet file named by
+    its content in ``$RESPLIT_CACHE/tables`` (:func:`loading_scripts.frames.table_file`; SNLI in the Hub's layout
+    in the official one, unless ``values`` name fields of their own). A method that reads no table
+    (``table_columns`` None: a CURRICULUM folder, a CheckList suite), a table without the columns the method
+    reads, and a cache folder that cannot be written are refused in one line naming the user's object."""
+    from loading_scripts.frames import describe, is_table, source_table, write_table_file
+    from split_builders.cache import cache_root
+    from split_builders.errors import cache_unwritable
+
+    if not is_table(data):
+        source_table(data)  # refused in one line: what a source may be, and what this is
+    what = describe(data)
+    if method.table_columns is None:
+        raise InvalidParameterError(f"{method.name} does not read a table: its source is {method.source_kind}; give "
+                                    f"that path instead of {what}")
+    table = source_table(data, layout=not any((values or {}).get(name) for name in FIELD_OPTIONS))
+    missing = [column for column in method.table_columns if column not in table.column_names]
+    if missing:
+        raise InvalidParameterError(
+            f"{method.name} reads a table with columns {' and '.join(repr(c) for c in method.table_columns)}, and "
+            f"{what} has no {' and no '.join(repr(c) for c in missing)} (it has "
+            f"{', '.join(repr(c) for c in table.column_names)}): rename its columns, or give {method.source_kind}")
+    folder = cache_root() / "tables"
+    try:
+        return write_table_file(table, folder)
+    except OSError as error:
+        raise cache_unwritable(folder, f"{what} as a Parquet file", error) from None
 
 
 # What every release holds besides its data files (README.md with the card, the figures), in bytes.
@@ -265,6 +268,8 @@ def _build(method, options, context, out, overrides) -> BuildResult:
     if size_notes:
         spec.how_built = [*spec.how_built, f"**Sizes with whole `{options.group_field}` groups:** "
                           + "; ".join(size_notes) + "."]
+    if getattr(options, "row_order", None) in cards.ROW_ORDER_TEXT:  # which rule drew the configs
+        spec.how_built = [*spec.how_built, cards.ROW_ORDER_TEXT[options.row_order]]
     if overrides.get("citation"):
         spec.citation = overrides["citation"]
     loaded.info.license = overrides.get("license") or options.license or loaded.info.license or cards.UNKNOWN_LICENSE

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from loading_scripts.files import cache_root
-from split_builders.errors import disk_full, is_disk_full
+from split_builders.errors import cache_unwritable, disk_full, is_disk_full
 
 __all__ = ["cache_root", "atomic_write", "save_arrays", "load_arrays", "discard_folder"]
 
@@ -32,7 +32,8 @@ def atomic_write(path, data: bytes) -> None:
     """Write ``data`` through a temporary file in the same folder, then rename: never a half file.
 
     A full disk is one line (:class:`~split_builders.errors.DiskFullError`) naming the cache folder and
-    the space the entry needs; the half-written temporary file is removed and every entry written
+    the space the entry needs (a folder that cannot be written, one line naming it:
+    :func:`~split_builders.errors.cache_unwritable`); the half-written temporary file is removed and every entry written
     before (finished scores, checkpoints) is kept, so a rerun with space resumes from them."""
     path = Path(path)
     temporary = None
@@ -43,10 +44,11 @@ def atomic_write(path, data: bytes) -> None:
             out.write(data)
         os.replace(temporary, path)
     except OSError as error:
-        if not is_disk_full(error):
-            raise
-        raise disk_full(path.parent, f"the cache entry {path.name} (the entries written before are kept)",
-                        needed=len(data)) from None
+        if is_disk_full(error):
+            raise disk_full(path.parent, f"the cache entry {path.name} (the entries written before are kept)",
+                            needed=len(data)) from None
+        # a read-only folder, one this user may not write, a file where a folder should be: one line too
+        raise cache_unwritable(path.parent, f"the cache entry {path.name}", error) from None
     finally:
         if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)

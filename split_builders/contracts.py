@@ -75,6 +75,8 @@ SIGNAL_KINDS = ("continuous", "categorical")
 """How shared code reads a signal column: ``continuous`` (means, Kolmogorov-Smirnov distances, percentiles
 against random splits) or ``categorical`` (ids: shares of held-out values, total-variation distances)."""
 HARNESS_KINDS = ("classification", "multiple_choice", "generation")
+REPORT_TABLES = ("curriculum",)
+"""Tables of a paper a method may ask ``resplit report`` for (:attr:`SplitMethod.report_tables`)."""
 
 
 @dataclass(frozen=True)
@@ -272,7 +274,16 @@ class SplitMethod:
     default_source : str or None
         The source used when none is given (None: ``--source`` is required).
     source_aliases : tuple of str
-        Older spellings of ``--source`` that keep working (``--data``, ``--suite``).
+        Older spellings of ``--source`` that keep working (``--data``, ``--suite``; as keywords ``data=``,
+        ``suite=``).
+    table_columns : tuple of str or None
+        What it reads from a table held in memory (a pandas ``DataFrame``, a ``datasets.Dataset``:
+        ``split_builders.split`` and ``build(source=...)``), written as a Parquet file its reader reads as
+        ``--source FILE``: ``()`` any table (its field options name the columns), a tuple the columns the table
+        must have (TMCD and MCD: ``input`` and ``target``, what their readers produce), None no table at all.
+    source_kind : str
+        What its source is, in words, for the one line that refuses a table it cannot read (``table_columns``
+        None or a column missing): "a CheckList suite file (JSON)".
     signal_columns : dict
         ``{column: kind}`` of the per-row signal columns its released rows carry (``score``, ``pvi``, ...),
         each kind in :data:`SIGNAL_KINDS` (``continuous`` or ``categorical``): ``verify --rescore`` compares
@@ -292,6 +303,17 @@ class SplitMethod:
         evaluation split is the first of them it releases (:meth:`evaluation_split`). ``("test",)`` by
         default; CURRICULUM's phenomenon configs release no test split and are evaluated on
         ``validation`` (the paper's test set). The card's "How to load it" and the harness tasks read it.
+    harness_groups : dict
+        ``{name: (config pattern, ...)}``: auxiliary configs whose harness tasks go into a group of their own,
+        ``<group>_<name>``, instead of the release's default group (the one a user runs). A pattern is one of
+        :attr:`config_names` (``<...>`` standing for any text: ``<phenomenon>_inoc_<n>``). ``{}`` by default:
+        every task is in the default group. CURRICULUM's inoculation configs are evaluated on their
+        phenomenon's validation split: in the default group, a zero-shot run would score it once per size.
+    report_tables : tuple of str
+        Tables of its paper that ``resplit report`` adds to the shared ones (results, gaps, comparisons,
+        concurrence), each one of :data:`REPORT_TABLES`: ``curriculum`` (CURRICULUM's zero-shot table of Matthews
+        correlations per phenomenon and category). ``()`` by default. CheckList releases (harness kind
+        ``multiple_choice``) get pass rates per functionality and capability from their kind alone.
     """
 
     name: str = ""
@@ -301,19 +323,36 @@ class SplitMethod:
     Options: type = CommonOptions
     default_source: str | None = None
     source_aliases: tuple = ()
+    table_columns: tuple | None = ()
+    source_kind: str = "a CSV / TSV / JSONL / JSON / Parquet file, a bundled sample or a Hub id"
     signal_columns: dict = {}
     baseline_config: str | None = None
     harness_task: HarnessTask | None = None
     supports_groups: bool = False
     evaluation_splits: tuple = ("test",)
+    harness_groups: dict = {}
+    report_tables: tuple = ()
 
     def evaluation_split(self, splits) -> str | None:
         """The split a config that releases ``splits`` is evaluated on: the first of :attr:`evaluation_splits`
         among them; None when it releases none of them (it has no evaluation split)."""
         return next((split for split in self.evaluation_splits if split in tuple(splits)), None)
 
+    def harness_group(self, config: str) -> str | None:
+        """The auxiliary harness group (a key of :attr:`harness_groups`) whose patterns the config name ``config``
+        matches; None: the config's task is in the default group."""
+        return next((name for name, patterns in self.harness_groups.items()
+                     if any(config_pattern(pattern).fullmatch(config) for pattern in patterns)), None)
+
     def options(self, **values) -> CommonOptions:
-        """The method's options from keyword values (validated; the default source filled in)."""
+        """The method's options from keyword values (validated; the default source filled in). A flag's name is a
+        keyword too (``dev_size=`` is ``validation_size``, ``random_state=`` is ``seed``, a ``--source`` alias
+        is ``source``); a keyword that names no option is refused in one line, with the option a near miss
+        means (:func:`~split_builders.options.resolve_keywords`)."""
+        from split_builders.options import resolve_keywords
+
+        values = resolve_keywords(self.Options, values, where=self.name,
+                                  aliases={alias.lstrip("-").replace("-", "_"): "source" for alias in self.source_aliases})
         if values.get("source") is None:
             if self.default_source is None:
                 flags = ", ".join(("--source", *self.source_aliases))
@@ -407,6 +446,16 @@ class SplitMethod:
         with them, and ``benchmarks/release_hashes.py`` compares those builds across versions. None: no
         example (the contract tests refuse such a method)."""
         return None
+
+
+def config_pattern(name: str):
+    """A compiled pattern of config names from one of a method's ``config_names``: each ``<...>`` placeholder
+    stands for any non-empty text (``<phenomenon>_inoc_<n>`` matches ``verbnet_inoc_10``), the rest literally."""
+    import re
+
+    return re.compile("".join(".+" if part.startswith("<") else re.escape(part)
+                              for part in re.split(r"(<[^<>]*>)", name) if part))
+
 
 HOOKS = ("check", "load", "row_keys", "select_rows", "check_loaded", "groups", "signal", "configs", "rows", "fields", "card",
          "pretty_name", "report", "rederive", "config_statistics", "example_arguments")

@@ -12,7 +12,12 @@ from loading_scripts.errors import EmptyTextError, FieldError, InvalidParameterE
 
 __all__ = ["ResplitError", "FieldError", "InvalidParameterError", "EmptyTextError", "SourceLoadError", "ModelLoadError",
            "OutputExistsError", "PublishError", "UnparseableProgramError", "AtomConstraintError", "OutputLockedError",
-           "InvalidReleaseError", "DiskFullError"]
+           "InvalidReleaseError", "DiskFullError", "UnknownOptionError"]
+
+
+class UnknownOptionError(InvalidParameterError, TypeError):
+    """A keyword that names no option of the method (``tset_size=``): a ``TypeError`` too, as Python's own
+    unexpected keyword argument is."""
 
 
 class ModelLoadError(ResplitError, OSError):
@@ -66,6 +71,17 @@ def disk_full(where, what: str, needed: int | None = None) -> DiskFullError:
     have = f" ({_size(free)} free)" if free is not None else ""
     return DiskFullError(f"no space left on the device of {str(where)!r}{have} while writing {what}{need}: free "
                          "some space there (or choose another location) and run the same command again")
+
+
+def cache_unwritable(where, what: str, error: OSError) -> ResplitError:
+    """The one line for resplit's cache folder refusing a write (``error``): a full disk
+    (:func:`disk_full`), else the folder that cannot be written (read-only, not a folder, no permission) and how
+    to choose another (``$RESPLIT_CACHE``)."""
+    if is_disk_full(error):
+        return disk_full(where, what)
+    reason = error.strerror or type(error).__name__
+    return InvalidParameterError(f"cannot write {what} into resplit's cache folder {str(where)!r} ({reason}): make "
+                                 "it writable, or set $RESPLIT_CACHE to a folder you can write")
 
 
 def _size(n: int) -> str:

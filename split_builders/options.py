@@ -61,6 +61,9 @@ def option(default: Any = dataclasses.MISSING, help: str = "", *, flags: tuple =
 NULL_SPLITS_ENV = "RESPLIT_NULL_SPLITS"
 DEFAULT_NULL_SPLITS = 200
 MAX_NULL_SPLITS = 100_000
+ROW_ORDERS = ("content", "position")
+"""The choices of ``row_order``, the rule every random draw and tie-break follows (see
+:data:`split_builders.splitters.partition.ROW_ORDERS`)."""
 
 
 def default_null_splits() -> int:
@@ -84,7 +87,10 @@ class CommonOptions:
     ``source`` defaults to the method's ``default_source`` (None: the source is required); ``out``
     is the output folder (refused if it exists unless ``overwrite``); ``seed`` seeds every random
     choice; ``limit`` keeps only the first N rows (quick runs); ``group_field`` names a field whose
-    rows are kept together in one split (:meth:`SplitMethod.groups`).
+    rows are kept together in one split (:meth:`SplitMethod.groups`); ``row_order`` is the rule every draw
+    and tie-break follows (``content``: the rows' content keys and the seed; ``position``: their order in
+    the source, the reference generators' and every release's before the rule was recorded; see
+    :data:`split_builders.splitters.partition.ROW_ORDERS`).
     """
 
     source: str | None = option(None, "the dataset to split: a bundled sample, a named dataset, a file or "
@@ -104,6 +110,11 @@ class CommonOptions:
     group_field: str | None = option(None, "rows that share this field's value (e.g. premise) are kept in one split "
                                            "of every config (default: per example, as the papers)", group="common",
                                      metavar="FIELD")
+    row_order: str = option("content", "what every random draw and tie-break follows: content (each row's content "
+                                       "key and the seed: the same rows in any order give the same configs) or "
+                                       "position (the rows' order in the source, as the reference generators draw "
+                                       "and as releases built before this option)", choices=ROW_ORDERS,
+                            group="common", metavar="RULE")
     license: str | None = option(None, "the release's license in the card (a Hub license id, e.g. cc-by-4.0; default: "
                                        "the source's where resplit knows it, else 'unknown', which push refuses)",
                                  group="output", record=False, metavar="ID")
@@ -331,6 +342,55 @@ def suggest_option(key: str, options_class, *, among=None) -> str | None:
     return names[close[0]] if close else None
 
 
+# Keywords that name an option in another library's spelling: scikit-learn's ``random_state`` (the splitters'
+# keyword) is the build's ``seed``.
+KEYWORD_ALIASES = {"random_state": "seed"}
+
+
+def resolve_keywords(options_class, values: dict, *, where: str, aliases=None, extra=()) -> dict:
+    """``values`` (keyword arguments) by the options' field names, so that one name per option works in Python as on
+    the command line: a flag's name as a keyword (``dev_size=`` for ``--dev-size``, i.e. ``validation_size``),
+    :data:`KEYWORD_ALIASES` (``random_state=`` is ``seed``) and ``aliases`` (``{keyword: field}``: a method's
+    ``--source`` aliases) name the option they stand for. One option named twice (``dev_size=`` and
+    ``validation_size=``), and a keyword no option answers to, are refused in one line, the latter
+    (:class:`~split_builders.errors.UnknownOptionError`, a ``TypeError`` too) with the option a near miss means
+    (``difflib``, :func:`suggest_option`); ``extra`` are the caller's own keywords, offered as suggestions too."""
+    import difflib
+
+    from split_builders.errors import UnknownOptionError
+
+    fields = {spec.name for spec in dataclasses.fields(options_class)}
+    names = option_names(options_class)
+    for alias, name in {**KEYWORD_ALIASES, **dict(aliases or {})}.items():
+        if name in fields:
+            names.setdefault(alias, name)
+    resolved, given_as = {}, {}
+    for key, value in values.items():
+        name = names.get(key)
+        if name is None:
+            close = suggest_option(str(key), options_class)
+            if close is None or close == key:
+                close = next(iter(difflib.get_close_matches(str(key), sorted({*names, *extra}), n=1)), None)
+                close = names.get(close, close)
+            hint = f"; did you mean {close}=?" if close else f" (its options: {', '.join(sorted(fields))})"
+            raise UnknownOptionError(f"{where} has no option {key}={hint}")
+        if name in resolved:
+            raise InvalidParameterError(f"{given_as[name]}= and {key}= name the same option ({name}); give it once")
+        resolved[name], given_as[name] = value, key
+    return resolved
+
+
+def shown(value, limit: int = 80) -> str:
+    """``repr(value)`` cut to about ``limit`` characters (a list, an array or a long text given where a name or a
+    number was expected is not printed whole in a one-line message)."""
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxstring, short.maxother, short.maxlist, short.maxdict = limit, limit, 6, 4
+    text = short.repr(value)
+    return text if len(text) <= limit + 10 else text[:limit] + "..."
+
+
 def _type_hints(cls) -> dict:
     import typing
 
@@ -424,7 +484,7 @@ def check_type(value, hint, name: str) -> None:
     numeric = [m for m in members if m in (int, float)]
     wanted = (["a number"] if len(numeric) > 1 else []) + [_wanted(m) for m in members
                                                             if not (len(numeric) > 1 and m in numeric)]
-    raise InvalidParameterError(f"{name} must be {' or '.join(wanted)}, got {value!r} ({_kind(value)})")
+    raise InvalidParameterError(f"{name} must be {' or '.join(wanted)}, got {shown(value)} ({_kind(value)})")
 
 
 def _plain(value):

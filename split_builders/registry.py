@@ -5,8 +5,11 @@ imports no method."""
 from __future__ import annotations
 
 import importlib
+import re
+import sys
+import types
 
-from split_builders.contracts import SIGNAL_KINDS, SPLITS, HarnessTask, SplitMethod
+from split_builders.contracts import REPORT_TABLES, SIGNAL_KINDS, SPLITS, HarnessTask, SplitMethod
 from split_builders.errors import InvalidParameterError
 from split_builders.options import CommonOptions
 
@@ -39,8 +42,9 @@ def register(method):
 def check_declarations(method: SplitMethod) -> None:
     """Refuse a method whose declarations shared code could not read: ``signal_columns`` a mapping of column
     to a kind in :data:`~split_builders.contracts.SIGNAL_KINDS`, ``harness_task`` a
-    :class:`~split_builders.contracts.HarnessTask` or None, ``baseline_config`` one of its ``config_names``, and
-    ``supports_groups`` exactly when it implements ``groups``."""
+    :class:`~split_builders.contracts.HarnessTask` or None, ``baseline_config`` one of its ``config_names``,
+    ``evaluation_splits`` splits it can release, ``harness_groups`` group names mapped to some of its
+    ``config_names``, and ``supports_groups`` exactly when it implements ``groups``."""
     name = method.name
     columns = method.signal_columns
     if not isinstance(columns, dict) or any(kind not in SIGNAL_KINDS for kind in columns.values()):
@@ -55,6 +59,18 @@ def check_declarations(method: SplitMethod) -> None:
     if not isinstance(splits, tuple) or not splits or any(split not in SPLITS for split in splits):
         raise InvalidParameterError(f"{name}: evaluation_splits must be a non-empty tuple of {', '.join(SPLITS)}; "
                                     f"got {splits!r}")
+    groups = method.harness_groups
+    if not isinstance(groups, dict) or any(
+            not isinstance(group, str) or not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)*", group)
+            or not isinstance(patterns, tuple) or not patterns
+            or any(pattern not in method.config_names for pattern in patterns)
+            for group, patterns in groups.items()):
+        raise InvalidParameterError(f"{name}: harness_groups must map a group name ([a-z0-9_]) to a non-empty tuple "
+                                    f"of its config_names ({', '.join(method.config_names)}); got {groups!r}")
+    tables = method.report_tables
+    if not isinstance(tables, tuple) or any(table not in REPORT_TABLES for table in tables):
+        raise InvalidParameterError(f"{name}: report_tables must be a tuple of {', '.join(REPORT_TABLES)}; got "
+                                    f"{tables!r}")
     implements_groups = type(method).groups is not SplitMethod.groups
     if bool(method.supports_groups) != implements_groups:
         raise InvalidParameterError(f"{name}: supports_groups is {method.supports_groups} but it "
@@ -114,3 +130,16 @@ def get_method(name) -> SplitMethod:
     if name not in methods:
         raise InvalidParameterError(f"unknown split method {name!r}; known: {', '.join(methods)}")
     return methods[name]
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`registry`. Importing a submodule sets the package's attribute of its name,
+    so once anything imported ``split_builders.registry`` (every build does), ``split_builders.registry`` is this
+    module rather than the package's lazy name for the function (PEP 562 is consulted only for a missing name):
+    calling the module is calling the function, so ``sorted(split_builders.registry())`` works in any order."""
+
+    def __call__(self) -> dict[str, SplitMethod]:
+        return registry()
+
+
+sys.modules[__name__].__class__ = _CallableModule

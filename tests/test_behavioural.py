@@ -33,7 +33,9 @@ def small_suite(shared, tmp_path_factory):
 
 
 def build_small(suite, out, **options):
-    """The small suite's release with BELUGA's seed (123); returns (folder, configs)."""
+    """The small suite's release with BELUGA's draw (seed 123 over the suite's order: the position row order
+    rule); returns (folder, configs)."""
+    options = {"row_order": "position", **options}
     result = build("behavioural", source=suite.source, out=str(out), seed=123, progress=False, **options)
     return result.out, result.configs
 

@@ -158,9 +158,9 @@ def test_seed_defaults_to_42_and_123_is_belugas_draw(suite_file, tmp_path, capsy
     import yaml
 
     assert main(["behavioural", "--source", str(suite_file), "--out", str(tmp_path / "a")]) == 0
-    assert "seed 42 (BELUGA's own draw is --seed 123)" in capsys.readouterr().out
+    assert "seed 42 (BELUGA's own draw is --seed 123 --row-order position)" in capsys.readouterr().out
     assert main(["behavioural", "--suite", str(suite_file), "--out", str(tmp_path / "b"), "--seed", "123",
-                 "--functionality", "typos,2", "--limit", "3", "--no-beluga-labels"]) == 0
+                 "--functionality", "typos,2", "--limit", "3", "--no-beluga-labels", "--row-order", "position"]) == 0
     assert "seed 123 (BELUGA's draw)" in capsys.readouterr().out
     meta = yaml.safe_load((tmp_path / "b" / "README.md").read_text().split("---\n")[1])["resplit"]
     assert meta["seed"] == 123 and meta["parameters"]["limit"] == 3 and meta["parameters"]["beluga_labels"] is False
@@ -189,6 +189,12 @@ def test_evaluate_suite_selects_the_rows_of_a_release_built_with_the_same_seed(s
     assert select_config(suite, "seen", "test", seed=7)["testcase_id"] == released["testcase_id"]
     other = [select_config(suite, "seen", "test", seed=s)["testcase_id"] for s in range(8, 14)]
     assert any(ids != released["testcase_id"] for ids in other)  # the seed matters
+    # and so does the rule: a release drawn over the suite's order (BELUGA's) is selected with it
+    assert main(["behavioural", "--source", str(suite_file), "--out", str(tmp_path / "by-position"), "--seed", "7",
+                 "--row-order", "position"]) == 0
+    by_position = datasets.load_dataset(str(tmp_path / "by-position"), "seen", split="test", cache_dir=hf_cache)
+    assert (select_config(suite, "seen", "test", seed=7, row_order="position")["testcase_id"]
+            == by_position["testcase_id"])
 
 
 def _tiny_causal_lm(folder, tokenizer_folder):

@@ -20,6 +20,7 @@ from conftest import FAMILIES, TESTS
 from split_builders.api import registry
 from split_builders.cli import main
 from split_builders.errors import InvalidParameterError
+from split_builders.release.writer import mark_staging
 
 
 def _data_files(release: Path) -> list:
@@ -92,6 +93,7 @@ def test_an_incomplete_staged_release_is_never_promoted_and_is_removed_with_a_li
         root.mkdir()
         staged = root / ".out.tmp-killed"
         shutil.copytree(release, staged, copy_function=os.link)  # hard links: cheap (a CheckList release is ~100 MB)
+        mark_staging(staged)  # what the writer writes first into every staging folder
         staged.chmod(0o777 & ~_umask())
         if damage(staged) is False:
             shutil.rmtree(staged)
@@ -119,6 +121,7 @@ def test_a_complete_staged_release_is_promoted_and_verifies(toy_method, tmp_path
     assert main(["toy-shortest", "--source", str(source), "--out", str(built), "--no-progress"]) == 0
     out = tmp_path / "out"
     os.replace(built, tmp_path / ".out.tmp-killed")
+    mark_staging(tmp_path / ".out.tmp-killed")  # what the writer writes first into every staging folder
     assert main(["toy-shortest", "--source", str(source), "--out", str(out), "--no-progress"]) == 2
     captured = capsys.readouterr()
     assert "the release it was writing was put back" in captured.out and "exists" in captured.err

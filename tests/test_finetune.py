@@ -368,8 +368,16 @@ def test_cli_builds_prompted_and_finetuned_configs_side_by_side(tiny_model_dir, 
     prompts, queries = render_all(resolve_template(FINETUNE_TEMPLATE["snli"], task="snli", prompt_field=None,
                                                    query_field=None), source)
     options = FinetuneOptions(folds=2, seed=5, max_steps=3, batch_size=4, eval_steps=2, work_dir=tmp_path / "again")
-    direct = finetune_scores(prompts, queries, model_ref=resolve_model(str(tiny_model_dir)), options=options,
-                             device="cpu", progress=False)
+    # The rows go in in their content order (the default row order rule: folds and batches follow the rows'
+    # content keys, never their position), the scores come back in the rows' own order.
+    from split_builders.methods.likelihood import content_keys
+    from split_builders.splitters.partition import back_in_place, content_order
+
+    order = content_order(content_keys(source), 5)  # under the fine-tuning seed
+    direct = finetune_scores([prompts[i] for i in order], [queries[i] for i in order],
+                             model_ref=resolve_model(str(tiny_model_dir)), options=options, device="cpu",
+                             progress=False)
+    direct.scores, direct.folds = back_in_place(direct.scores, order), back_in_place(direct.folds, order)
     np.testing.assert_array_equal(np.asarray(rows["score_finetuned"]), direct.scores)
     np.testing.assert_array_equal(np.asarray(rows["fold"]), direct.folds)
     assert not np.array_equal(np.asarray(rows["score_finetuned"]), np.asarray(rows["score"]))

@@ -51,7 +51,8 @@ def _task_objects(exported, names=None):
     # include_defaults=False: the harness's own tasks are not indexed (seconds), and names cannot collide with them
     manager = TaskManager(include_path=[str(result.folder) for _, result in exported.values() if result.tasks],
                           include_defaults=False)
-    return manager.load(names or [result.group for _, result in exported.values() if result.tasks])
+    return manager.load(names or [group for _, result in exported.values() if result.tasks
+                                  for group in (result.group, *result.groups)])  # auxiliary groups too
 
 
 def _gold(task, doc) -> str:
@@ -156,6 +157,35 @@ def test_every_family_scores_one_with_the_gold_answer_and_chance_or_zero_without
             assert metrics["mcc,none"] == pytest.approx(0.0), (name, metrics)
 
 
+def test_curriculums_default_group_scores_each_phenomenon_once_and_inoculation_is_a_group_of_its_own(
+        exported, harness_cache):
+    """CURRICULUM's release (one phenomenon, the default inoculation sizes): the group a user runs holds one task per
+    non-inoculation config, each evaluation split once; the ``<phenomenon>_inoc_<n>`` tasks, whose evaluation split
+    is the phenomenon's validation split again, are the group ``curriculum_inoculation``; both run in the harness."""
+    folder, result = exported["curriculum"]
+    card = yaml.safe_load((folder / "README.md").read_text().split("---\n", 2)[1])
+    configs = [c["config_name"] for c in card["configs"]]
+    inoculation = [c for c in configs if "_inoc_" in c]
+    assert len(inoculation) == 5 and set(result.tasks) == set(configs)  # verbnet_inoc_10 ... _1000
+    assert result.groups == {"curriculum_inoculation": [result.tasks[c] for c in inoculation]}
+    assert result.default_tasks == [result.tasks[c] for c in configs if c not in inoculation]
+    group = yaml.load((result.folder / "_curriculum.yaml").read_text().split("\n", 1)[1], Loader=_AnyTag)
+    assert group["task"] == result.default_tasks
+    assert "_curriculum_inoculation.yaml" in group["metadata"]["resplit_files"]
+    loaded = {name: _task_objects(exported, [name]) for name in (result.group, *result.groups)}
+    oracle, _ = _models({task: obj for d in loaded.values() for task, obj in d["tasks"].items()})
+    default = _evaluate(oracle, loaded[result.group])
+    assert set(loaded[result.group]["tasks"]) == set(result.default_tasks)
+    assert {name for name in default if name != result.group} == set(result.default_tasks)
+    evaluation = {yaml.load((result.folder / f"{c}.yaml").read_text().split("\n", 1)[1], Loader=_AnyTag)["test_split"]
+                  for c in configs if c not in inoculation}
+    assert evaluation == {"validation"}  # the phenomenon's validation split, scored once (and hypothesis-only)
+    inoculated = _evaluate(oracle, loaded["curriculum_inoculation"])
+    assert {name for name in inoculated if name != "curriculum_inoculation"} == set(
+        result.groups["curriculum_inoculation"])
+    assert inoculated["curriculum_inoculation"]["acc,none"] == pytest.approx(1.0)
+
+
 def test_one_task_per_family_runs_on_the_real_smollm2(exported, harness_cache):
     """The real default LM (SmolLM2-135M-Instruct, converted into resplit's cache) through the harness's own
     ``hf`` model, on the first task of every family and of the SQuAD suite, two documents each: every task reports
@@ -183,6 +213,7 @@ def test_one_task_per_family_runs_on_the_real_smollm2(exported, harness_cache):
             low = -1.0 if key.startswith("mcc,") else 0.0  # Matthews correlation lies in [-1, 1]
             assert low <= value <= 1.0, (family, key, value)
         for sample in run["samples"][task]:
+            assert "source_id" in sample["doc"], (family, task)  # every logged document joins back to its row
             if "exact_match" in sample:  # a generation task: the kept answer is the first line, never empty
                 generated += 1
                 assert isinstance(sample["filtered_resps"][0], str) and sample["filtered_resps"][0].strip(), sample

@@ -383,3 +383,189 @@ def test_the_card_says_how_to_run_the_tasks_and_why_a_config_has_none(releases):
     assert f"--tasks {exported['beh'].group}" in section and "`type_INV`" in section and "INV and DIR" in section
     geo = (root / "geo" / "README.md").read_text().split("---\n", 2)[2]
     assert "few-shot by default" in geo and body.count("## Evaluating with lm-evaluation-harness") == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 42: documents keep their row / test case; auxiliary groups; what the card says
+# ---------------------------------------------------------------------------------------------
+
+
+def _rows(folder, config, split):
+    """``{source_id: row}`` of one config's split, read from its data file."""
+    import pyarrow.parquet as pq
+
+    path = next((folder / config).glob(f"{split}-*.parquet"))
+    return {row["source_id"]: row for row in pq.read_table(path).to_pylist()}
+
+
+def test_logged_samples_keep_their_row_and_behavioural_ones_their_test_case(releases, manager, harness_cache,
+                                                                           tiny_llama, tmp_path, monkeypatch):
+    """A real harness run with ``log_samples``: every logged document of a classification and a generation task
+    carries its row's ``source_id``, and every behavioural document its test case (``source_id``, ``example``,
+    ``functionality``, ``capability``, ``test_type``), so samples can be joined to the release and scored per test
+    case."""
+    import lm_eval
+
+    from split_builders.release.export import DOC_FIELDS, TASK_VERSION
+
+    root, exported = releases
+    monkeypatch.chdir(tmp_path)
+    beh = exported["beh"]
+    tasks = [exported["snli"].tasks["ll_split"], exported["geo"].tasks["length"], beh.tasks["seen"],
+             beh.tasks["type_MFT"]]
+    run = lm_eval.simple_evaluate(model="hf", model_args=f"pretrained={tiny_llama},dtype=float32", tasks=tasks,
+                                  task_manager=manager, limit=8, device="cpu", batch_size=8,
+                                  gen_kwargs="max_gen_toks=4", bootstrap_iters=0, log_samples=True)
+    assert DOC_FIELDS == ("text", "answer", "expectation", "ruled_out", "source_id", "example", "functionality",
+                          "capability", "test_type")
+    for name, config, task in (("snli", "ll_split", tasks[0]), ("geo", "length", tasks[1])):
+        rows = _rows(root / name, config, "test")
+        samples = run["samples"][task]
+        assert len(samples) == 8, task
+        for sample in samples:  # the released row, source_id included
+            doc = sample["doc"]
+            assert doc == {k: v for k, v in rows[doc["source_id"]].items() if k in doc}, (task, doc)
+    suite = {test["name"]: test for test in SENTIMENT["tests"]}
+    for config, task in (("seen", tasks[2]), ("type_MFT", tasks[3])):
+        rows = _rows(root / "beh", config, "test")
+        samples = run["samples"][task]
+        assert samples and {s["doc"]["source_id"] for s in samples} <= set(rows), task
+        for sample in samples:
+            doc = sample["doc"]
+            assert tuple(doc) == DOC_FIELDS, doc
+            case = rows[doc["source_id"]]
+            assert isinstance(doc["example"], int) and 0 <= doc["example"] < len(case["examples"])
+            assert doc["text"] == "\n".join(case["examples"][doc["example"]])
+            assert (doc["functionality"], doc["capability"], doc["test_type"]) == (
+                case["functionality"], case["capability"], case["test_type"])
+            test = suite[doc["functionality"]]  # read independently from the suite the release was built from
+            assert (test["capability"], test["type"]) == (doc["capability"], doc["test_type"])
+            assert doc["text"] in test["data"] and doc["answer"] == str(test["labels"])
+    for name, result in exported.items():
+        for config in result.tasks:
+            assert _task_yaml(root / name, config)["metadata"]["version"] == TASK_VERSION == 3.0
+
+
+def test_behavioural_documents_keep_a_test_case_of_several_examples_and_index_each(releases, tmp_path, hf_cache):
+    """``utils.behavioural_docs`` on the released rows: a test case of several examples gives one document per
+    scored example, numbered in the test case from 0; columns a release lacks are ''."""
+    import importlib.util
+
+    import datasets
+
+    root, _ = releases
+    spec = importlib.util.spec_from_file_location("beh_utils", root / "beh" / "lm_eval" / "utils.py")
+    utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+    rows = datasets.Dataset.from_list([
+        {"source_id": 7, "examples": [["good"], ["great"], ["fine"]], "labels": [2, None, 2],
+         "expectation": {"fn": "eq", "value": None}, "functionality": "positive words", "capability": "Vocabulary",
+         "test_type": "MFT"},
+        {"source_id": 9, "examples": [["bad film"], ["bda film"]], "labels": [None, None],
+         "expectation": {"fn": "inv", "value": None}, "functionality": "typos", "capability": "Robustness",
+         "test_type": "INV"}])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(datasets.config, "HF_DATASETS_CACHE", hf_cache)
+        docs = utils.behavioural_docs(rows).to_list()
+        bare = utils.behavioural_docs(rows.remove_columns(["capability", "test_type"])).to_list()
+    assert [(d["source_id"], d["example"], d["text"], d["answer"]) for d in docs] == [
+        (7, 0, "good", "2"), (7, 2, "fine", "2")]  # the example without a label is not scored; INV: no document
+    assert all((d["functionality"], d["capability"], d["test_type"]) == ("positive words", "Vocabulary", "MFT")
+               for d in docs)
+    assert [(d["source_id"], d["example"], d["capability"], d["test_type"]) for d in bare] == [
+        (7, 0, "", ""), (7, 2, "", "")]
+
+
+def test_curriculum_inoculation_tasks_are_a_group_of_their_own_and_exporting_again_replaces_only_resplits(
+        releases, shared, tmp_path, capsys):
+    from split_builders.release.export import written_before
+
+    root, exported = releases
+    folder = tmp_path / "cur"
+    _build(["curriculum", "--data", str(shared / "data" / "curriculum"), "--phenomena", "verbnet",
+            "--inoculation-sizes", "10,50", "--out", str(folder)])
+    result = export_lm_eval(folder)  # what the build wrote, again: the same files
+    inoculation = ["curriculum_verbnet_inoc_10", "curriculum_verbnet_inoc_50"]
+    assert result.group == "curriculum" and result.groups == {"curriculum_inoculation": inoculation}
+    assert result.group_configs == {"curriculum_inoculation": ("<phenomenon>_inoc_<n>",)}
+    assert result.default_tasks == ["curriculum_verbnet", "curriculum_verbnet_hypothesis_only"]
+    default = yaml.safe_load((folder / "lm_eval" / "_curriculum.yaml").read_text())
+    auxiliary = yaml.safe_load((folder / "lm_eval" / "_curriculum_inoculation.yaml").read_text())
+    assert default["task"] == result.default_tasks and not any("_inoc_" in t for t in default["task"])
+    assert auxiliary["group"] == "curriculum_inoculation" and auxiliary["task"] == inoculation
+    assert {m["metric"] for m in auxiliary["aggregate_metric_list"]} == {"acc", "acc_norm", "mcc"}
+    files = default["metadata"]["resplit_files"]  # both groups are the export's: listed with their sha256
+    assert {"_curriculum_inoculation.yaml", "verbnet_inoc_10.yaml", "utils.py"} <= set(files)
+    assert files["_curriculum_inoculation.yaml"] == hashlib.sha256(
+        (folder / "lm_eval" / "_curriculum_inoculation.yaml").read_bytes()).hexdigest()
+    assert set(written_before(folder / "lm_eval")) == {p.name for p in (folder / "lm_eval").iterdir()}
+    # the card: both groups, each a command the pinned harness's CLI accepts (it has no --bootstrap_iters flag: mcc is
+    # aggregated by utils.matthews_corrcoef, which the harness does not bootstrap)
+    body = (folder / "README.md").read_text().split("---\n", 2)[2]
+    section = body.split("## Evaluating with lm-evaluation-harness", 1)[1].split("\n## ", 1)[0]
+    assert "--tasks curriculum\n" in section and "--bootstrap_iters" not in section
+    assert "--tasks curriculum_inoculation\n" in section and "`<phenomenon>_inoc_<n>`" in section
+    assert "utils.matthews_corrcoef" in section
+    assert "`curriculum_inoculation`, outside the default group `curriculum`" in body  # the method's own card text
+    # a rebuild over it (--overwrite) finds only resplit's files, the auxiliary group included
+    _build(["curriculum", "--data", str(shared / "data" / "curriculum"), "--phenomena", "verbnet",
+            "--inoculation-sizes", "10,50", "--out", str(folder), "--overwrite"])
+    # the tasks of a release without inoculation configs exported over them: the stale group and tasks removed
+    capsys.readouterr()
+    assert main(["export", "lm-eval", str(root / "cur"), "--out", str(folder / "lm_eval")]) == 0
+    printed = capsys.readouterr().out
+    assert "did not write" not in printed and "--tasks curriculum\n" in printed and "--bootstrap_iters" not in printed
+    left = {p.name for p in (folder / "lm_eval").iterdir()}
+    assert "_curriculum_inoculation.yaml" not in left and not any("_inoc_" in name for name in left)
+    assert exported["cur"].groups == {}  # no inoculation configs: one group
+
+
+def test_the_registry_checks_harness_groups_and_curriculum_declares_its_inoculation_configs(toy_method):
+    from split_builders.api import registry
+    from split_builders.registry import check_declarations
+
+    curriculum = registry()["curriculum"]
+    assert curriculum.harness_groups == {"inoculation": ("<phenomenon>_inoc_<n>",)}
+    assert [curriculum.harness_group(c) for c in ("verbnet_inoc_10", "verbnet", "verbnet_hypothesis_only",
+                                                  "verbnet_simple_to_hard")] == ["inoculation", None, None, None]
+    assert all(method.harness_groups == {} for name, method in registry().items() if name != "curriculum")
+    for groups in ({"extra": ("no_such_config",)}, {"Extra group": ("shortest",)}, {"extra": "shortest"},
+                   {"extra": ()}, [("extra", ("shortest",))]):
+        method = type("Bad", (toy_method,), {"name": "bad-groups", "harness_groups": groups})()
+        with pytest.raises(InvalidParameterError, match="harness_groups must map a group name"):
+            check_declarations(method)
+    check_declarations(type("Good", (toy_method,), {"name": "good-groups", "harness_groups": {
+        "extra": (toy_method.config_names[0],)}})())
+
+
+def test_cards_name_the_metrics_their_tasks_report(releases):
+    root, exported = releases
+
+    def section(name):
+        body = (root / name / "README.md").read_text().split("---\n", 2)[2]
+        return body.split("## Evaluating with lm-evaluation-harness", 1)[1].split("\n## ", 1)[0]
+
+    snli, cur, beh = section("snli"), section("cur"), section("beh")
+    assert "accuracy (`acc`, `acc_norm`)." in snli and "mcc" not in snli and "--bootstrap_iters" not in snli
+    assert exported["snli"].metrics == ["acc", "acc_norm"]
+    assert "(`acc`, `acc_norm`) and Matthews correlation (`mcc`)" in cur
+    assert "--tasks curriculum\n" in cur and "--bootstrap_iters" not in cur
+    assert exported["cur"].metrics == ["acc", "acc_norm", "mcc"]
+    assert "acc_norm" not in beh and "`acc`, the only metric" in beh and exported["beh"].metrics == ["acc"]
+    assert all(f"`{name}`" in beh for name in ("source_id", "example", "functionality", "capability", "test_type"))
+    assert "Classification tasks" not in beh and "--bootstrap_iters" not in beh
+
+
+def test_the_readme_says_what_the_tasks_report_and_which_splits_mcd_releases():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    harness = readme.split("### Evaluation harness tasks: `lm_eval/`", 1)[1].split("\n### ", 1)[0]
+    assert "`acc`, `acc_norm` and Matthews correlation" not in harness
+    # mcc is aggregated by the release's utils.matthews_corrcoef: no --bootstrap_iters (lm-eval 0.4.13's CLI refuses it)
+    assert "CURRICULUM's also by Matthews correlation (`mcc`" in harness and "utils.matthews_corrcoef" in harness
+    assert "--bootstrap_iters" not in harness
+    assert "`curriculum_inoculation`" in harness and "`source_id`, `example`, `functionality`" in harness
+    rows = [line for line in readme.splitlines() if line.startswith("| `mcd` |")]
+    assert any("published" in row and "train, validation, test" in row for row in rows), rows
+    assert not any("published" in row and "no validation" in row for row in rows), rows

@@ -123,9 +123,10 @@ def test_a_dataset_dict_keeps_its_split_names(table, tmp_path):
 
 
 @pytest.mark.parametrize("data, message", [
-    ([1, 2, 3], "a source is a file, a name, a pandas DataFrame or a datasets.Dataset / DatasetDict, got list"),
-    (pd.DataFrame({"text": []}), "the table has no rows"),
-    (datasets.DatasetDict(), "the DatasetDict has no splits"),
+    ([1, 2, 3], "a source is a file or folder, .* a pandas DataFrame, a datasets.Dataset / DatasetDict / "
+                "IterableDataset, a list of dicts .*; got a list of int"),
+    (pd.DataFrame({"text": []}), "your DataFrame has no rows"),
+    (datasets.DatasetDict(), "your DatasetDict has no splits"),
 ])
 def test_bad_tables_are_one_message(data, message, tmp_path):
     from loading_scripts.frames import table_file

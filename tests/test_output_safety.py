@@ -94,11 +94,15 @@ def _interrupted(toy_source, tmp_path, *, new_complete: bool):
     assert build(toy_source, out, "--seed", "1") == 0
     assert build(toy_source, new, "--seed", "2") == 0
     old, fresh = snapshot(out), snapshot(new)
+    from split_builders.release.writer import mark_staging
+
     parked = tmp_path / ".out.old-killed"
     parked.mkdir()
+    mark_staging(parked)  # the writer marks every folder it stages or parks a release in, first
     os.replace(out, parked / "old")
     staged = tmp_path / ".out.tmp-killed"
     shutil.move(str(new), staged)
+    mark_staging(staged)
     if not new_complete:
         (staged / "README.md").unlink()  # the README is written last: without it the staging is incomplete
     return out, old, fresh

@@ -84,8 +84,11 @@ def test_stale_staging_is_removed_and_folders_follow_the_umask(toy, tmp_path):
     import os
     import stat
 
+    from split_builders.release.writer import mark_staging
+
     stale = tmp_path / ".out.tmp-killed"
     (stale / "shortest").mkdir(parents=True)
+    mark_staging(stale)  # what the writer writes first into every staging folder
     old = os.umask(0o022)
     try:
         assert main(["toy-shortest", "--source", str(toy), "--out", str(tmp_path / "out")]) == 0

@@ -28,6 +28,7 @@ TOOL_MODULES = (
     "split_builders.cli.evidence",
     "split_builders.cli.curriculum",
     "split_builders.cli.export",
+    "split_builders.cli.report",
 )
 GROUP_TITLES = {"common": "common options", "source": "source", "signal": "signal", "split": "split",
                 "method": "method options", "output": "output",
@@ -143,6 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The exit status of a command whose reader stopped reading (``resplit show ... | head``): 128 + SIGPIPE, as a
+# shell reports a program that SIGPIPE ended.
+BROKEN_PIPE_STATUS = 141
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
@@ -150,7 +156,15 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 2
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that stopped reading is found here, inside the try (not at exit)
+        return status
+    except BrokenPipeError:
+        # ``| head`` read what it wanted and closed the pipe: not an error of ours to report. What is still
+        # buffered goes to devnull, so that Python's own flush at exit raises nothing either (Python's
+        # documentation, "Note on SIGPIPE").
+        _stdout_to_devnull()
+        return BROKEN_PIPE_STATUS
     except ResplitError as error:
         # Our own errors already say what is wrong and how to fix it: no traceback.
         command = getattr(locals().get("args"), "command", None)
@@ -160,6 +174,19 @@ def main(argv: list[str] | None = None) -> int:
         command = getattr(locals().get("args"), "command", None)
         print(f"resplit{' ' + command if command else ''}: interrupted", file=sys.stderr)
         return 130
+
+
+def _stdout_to_devnull() -> None:
+    """Point standard output's file descriptor at devnull (where it has one: a captured stream in a test has
+    none), so that nothing more is written to a closed pipe."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":

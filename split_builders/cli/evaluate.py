@@ -5,6 +5,7 @@ implementation of each number)."""
 from __future__ import annotations
 
 from split_builders.api import SPLITS
+from split_builders.options import ROW_ORDERS
 
 SUITE_DIR_ENV = "RESPLIT_CHECKLIST_DIR"
 NAMED_SUITES = ("sentiment", "qqp", "squad")
@@ -36,16 +37,15 @@ def resolve_suite(suite: str, suite_dir: str | None = None):
     raise InvalidParameterError(f"suite {suite!r} is neither a file nor one of {', '.join(NAMED_SUITES)}")
 
 
-def select_config(suite, config: str, split: str, *, seed: int = 42):
-    """The rows (test cases) of one config's split, built in memory with ``seed`` (the seed of the
-    release being evaluated: ``resplit behavioural``'s default is 42, BELUGA's own draw 123)."""
-    from split_builders.methods.behavioural import testcase_rows
-    from split_builders.splitters.behavioural import behavioural_configs
+def select_config(suite, config: str, split: str, *, seed: int = 42, row_order: str = "content"):
+    """The rows (test cases) of one config's split, built in memory with ``seed`` and the row order rule
+    ``row_order`` (those of the release being evaluated: ``resplit behavioural``'s defaults are 42 and
+    ``content``; BELUGA's own draw is 123 over the suite's order, ``position``)."""
     from split_builders.errors import InvalidParameterError
+    from split_builders.methods.behavioural import suite_configs, testcase_rows
 
     rows = testcase_rows(suite, beluga_labels=True)
-    configs = {c.name: c for c in behavioural_configs(rows["functionality"], rows["capability"], rows["test_type"],
-                                                       random_state=seed)}
+    configs = {c.name: c for c in suite_configs(rows, row_order=row_order, random_state=seed)}
     if config not in configs:
         raise InvalidParameterError(f"unknown config {config!r}; valid configs: {', '.join(configs)}")
     return rows.select(sorted(int(i) for i in configs[config].indices[split]))
@@ -198,7 +198,7 @@ def run_evaluate_suite(args) -> int:
     if suite.name == "squad":
         raise InvalidParameterError("evaluate-suite runs sequence classifiers; the squad suite needs a question-"
                                     "answering model: write its answers to a file and use `resplit pass-rate`")
-    rows = select_config(suite, args.config, args.split, seed=args.seed)
+    rows = select_config(suite, args.config, args.split, seed=args.seed, row_order=args.row_order)
     pass_rate = load_metric("pass_rate", args.metrics_dir)
     g_score = load_metric("g_score", args.metrics_dir)
     probabilities = classify(args.model, rows, batch_size=args.batch_size, max_length=args.max_length,
@@ -236,7 +236,10 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("--split", default="test", choices=SPLITS)
     parser.add_argument("--seed", type=int, default=42,
                         help="seed the config's split was drawn with, as given to `resplit behavioural` "
-                             "(default 42; BELUGA's own draw: 123)")
+                             "(default 42; BELUGA's own draw: 123 with --row-order position)")
+    parser.add_argument("--row-order", default="content", choices=ROW_ORDERS, metavar="RULE",
+                        help="the row order rule the config's split was drawn under, as given to `resplit "
+                             "behavioural` (its card says which: content, the default, or position, BELUGA's)")
     parser.add_argument("--iid-score", type=float, required=True,
                         help="the model's score on i.i.d. test data, a fraction in [0, 1]")
     parser.add_argument("--batch-size", type=int, default=32)

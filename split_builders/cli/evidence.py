@@ -6,6 +6,7 @@ with train / validation / test data files, or ``HUB_ID[@REVISION]``), ``--json``
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -23,7 +24,7 @@ def run_view(view, args) -> int:
     if getattr(args, "against", None):
         return run_against(view, args, settings)
     for flag in ("rows", "write_clean", "against_fields", "against_splits"):
-        if getattr(args, flag, None):
+        if getattr(args, flag, None) is not None:  # given, even as ''
             raise InvalidParameterError(f"--{flag.replace('_', '-')} needs --against OTHER (the datasets the "
                                         "evaluation rows are checked against)")
     with tempfile.TemporaryDirectory(prefix=f"resplit-{view.subcommand}-") as work:
@@ -80,39 +81,69 @@ def add_against_arguments(parser) -> None:
     parser.add_argument("--write-clean", metavar="OUT",
                         help="write a release of the target (a release) whose evaluation splits drop the "
                              "contaminated rows, with its own provenance and harness tasks")
-    parser.add_argument("--overwrite", action="store_true", help="replace --write-clean OUT if it exists")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --write-clean OUT (a release resplit wrote, or an empty folder) and --rows FILE "
+                             "if they exist; files resplit did not write are never replaced")
 
 
 def run_against(view, args, settings) -> int:
     """``resplit audit TARGET --against OTHER ...``: the tier of every evaluation row of TARGET, printed as a
     table per config and split or one JSON object (``against.<config>.<split>``); ``--rows`` and
-    ``--write-clean`` written when asked."""
-    from split_builders.evidence.contamination import contamination, format_against, target_input, write_rows
+    ``--write-clean`` written when asked, through the build's output policy
+    (:func:`~split_builders.release.writer.check_output_place`: checked before any work, never TARGET or OTHER;
+    ``--write-clean`` locked, staged and renamed into place, ``--rows`` written beside its place and renamed)."""
+    import contextlib
 
-    rows_path = Path(args.rows) if args.rows else None
-    if rows_path is not None and rows_path.suffix.lower() != ".parquet":
-        raise InvalidParameterError(f"--rows {args.rows}: give a file name ending in .parquet")
-    if rows_path is not None and rows_path.is_dir():
-        raise InvalidParameterError(f"--rows {args.rows} is a folder; give a file name ending in .parquet")
-    if args.write_clean and Path(args.write_clean).exists() and not args.overwrite:
-        raise InvalidParameterError(f"--write-clean {args.write_clean} exists; pass --overwrite to replace it")
-    with tempfile.TemporaryDirectory(prefix=f"resplit-{view.subcommand}-against-") as work:
-        data = target_input(args.target, work=work, revision=args.revision,
-                            configs=settings.get("configs") or getattr(args, "configs", None))
-        fields = data.resolve(settings["fields"]) if settings.get("fields") else data.fields
-        if args.write_clean and not data.record:
-            raise InvalidParameterError(f"--write-clean needs a resplit release as TARGET; {args.target} is a "
-                                        "plain dataset (use --rows to keep the clean rows' ids)")
-        report, rows = contamination(data.parts, fields, args.against, work=work, threshold=settings["threshold"],
-                                     against_fields=args.against_fields, against_splits=args.against_splits,
-                                     where=data.where, progress=not args.no_progress)
-        if rows_path is not None:
-            write_rows(rows, rows_path)
-        if args.write_clean:
-            from split_builders.release.clean import write_clean
+    from split_builders.distributed import sigterm_as_interrupt
+    from split_builders.evidence.contamination import contamination, format_against, target_input
+    from split_builders.release.export import written_before
+    from split_builders.release.writer import OutputLock, check_output_place, write_file
 
-            write_clean(data, report, rows, args.write_clean, target=args.target, overwrite=args.overwrite,
-                        progress=not args.no_progress)
+    inputs = [path for path in (args.target, *args.against) if _local_path(path)]
+    rows_path = clean_out = None
+    if args.rows is not None:
+        rows_path = check_output_place(args.rows, "--rows", kind="file", overwrite=args.overwrite, inputs=inputs)
+        if rows_path.suffix.lower() != ".parquet":
+            raise InvalidParameterError(f"--rows {args.rows}: give a file name ending in .parquet")
+
+    def check_clean():
+        return check_output_place(args.write_clean, "--write-clean", kind="folder", overwrite=args.overwrite,
+                                  harness_files=written_before, inputs=inputs)
+
+    if args.write_clean is not None:
+        clean_out = check_clean()
+        if rows_path is not None and clean_out.absolute().resolve() in rows_path.absolute().resolve().parents:
+            raise InvalidParameterError(f"--rows {args.rows} is inside --write-clean {args.write_clean}, which is "
+                                        "replaced as a whole; write --rows elsewhere")
+    # --write-clean holds the build's lock on its place (a second run, or a build, into it is refused at once) and
+    # recovers what an interrupted run left there; SIGTERM is an interrupt (its staging folder removed, one line)
+    locked = OutputLock(clean_out, harness_files=written_before, flag="--write-clean") if clean_out else None
+    with sigterm_as_interrupt(), locked or contextlib.nullcontext():
+        if locked is not None:
+            for note in locked.notes:  # on stderr: --json keeps stdout one JSON object
+                print(note, file=sys.stderr)
+            clean_out = check_clean()  # again under the lock: a run that finished meanwhile made the folder
+        with tempfile.TemporaryDirectory(prefix=f"resplit-{view.subcommand}-against-") as work:
+            data = target_input(args.target, work=work, revision=args.revision,
+                                configs=settings.get("configs") or getattr(args, "configs", None))
+            fields = data.resolve(settings["fields"]) if settings.get("fields") else data.fields
+            if clean_out is not None and not data.record:
+                raise InvalidParameterError(f"--write-clean needs a resplit release as TARGET; {args.target} is a "
+                                            "plain dataset (use --rows to keep the clean rows' ids)")
+            report, rows = contamination(data.parts, fields, args.against, work=work,
+                                         threshold=settings["threshold"], against_fields=args.against_fields,
+                                         against_splits=args.against_splits, where=data.where,
+                                         progress=not args.no_progress)
+            if rows_path is not None:
+                import pyarrow.parquet as pq
+
+                write_file(rows_path, lambda staging: pq.write_table(rows, staging), overwrite=args.overwrite,
+                           flag="--rows")
+            if clean_out is not None:
+                from split_builders.release.clean import write_clean
+
+                write_clean(data, report, rows, clean_out, target=args.target, overwrite=args.overwrite,
+                            progress=not args.no_progress)
     report = {"target": args.target, **({"revision": args.revision} if args.revision else {}), **report}
     if args.json:
         print(json.dumps(report, ensure_ascii=False))
@@ -121,6 +152,14 @@ def run_against(view, args, settings) -> int:
             print(line)
         if rows_path is not None:
             print(f"wrote {rows.num_rows} rows to {rows_path}")
-        if args.write_clean:
-            print(f"wrote the clean release to {args.write_clean}")
+        if clean_out is not None:
+            print(f"wrote the clean release to {clean_out}")
     return 0
+
+
+def _local_path(name: str) -> bool:
+    """Whether ``name`` (a target or a dataset to check against) is a file or folder here, not a Hub id."""
+    try:
+        return Path(name).expanduser().exists()
+    except (OSError, ValueError):  # a name too long to be a path, say
+        return False

@@ -35,13 +35,14 @@ def add_parsers(subparsers) -> None:
     lm_eval = tools.add_parser(
         "lm-eval", help="lm-evaluation-harness tasks: one group per release, one task per config",
         description="Write lm-evaluation-harness tasks of the release FOLDER: one task per config (multiple choice "
-                    "over the label's class names in class order, scored by acc (and mcc where the method declares it); "
-                    "generation, few-shot by "
-                    "default, the first line of the answer compared by exact match; CheckList test cases with a "
-                    "label), one group per release named after its dataset and method, and utils.py. Every task "
-                    "reads the release at a fixed version: the Hub repository at --revision, or the folder itself "
-                    "with each data file pinned by its sha256. Run them with `lm_eval --include_path FOLDER/lm_eval "
-                    "--tasks GROUP`. Configs that fit no task are listed with the reason. Only files an earlier "
+                    "over the label's class names in class order, scored by acc and acc_norm (and mcc where the "
+                    "method declares it); generation, few-shot by default, the first line of the answer compared by "
+                    "exact match; CheckList test cases with a label, one document per example keeping its test case), "
+                    "one group per release named after its dataset and method (configs a method declares apart, as "
+                    "CURRICULUM's inoculation configs, in a group of their own: GROUP_inoculation), and utils.py. "
+                    "Every task reads the release at a fixed version: the Hub repository at --revision, or the folder "
+                    "itself with each data file pinned by its sha256. Run them with `lm_eval --include_path "
+                    "FOLDER/lm_eval --tasks GROUP`. Configs that fit no task are listed with the reason. Only files an earlier "
                     "export wrote are replaced; other files in the way are refused, by name.")
     lm_eval.add_argument("folder", metavar="FOLDER", help="a release folder (a build's --out)")
     lm_eval.add_argument("--dataset-path", metavar="ID_OR_PATH",
@@ -53,8 +54,9 @@ def add_parsers(subparsers) -> None:
                          help="the version the tasks read (dataset_kwargs revision): a Hub tag or commit, e.g. v1.0.0 "
                               "(needed with a Hub id; default: the version a published card records; for a local "
                               "folder it must be the version the card records, where it records one)")
-    lm_eval.add_argument("--out", metavar="DIR", help="folder for the tasks (default: FOLDER/lm_eval); files there "
-                                                      "that an earlier export did not write are kept, never replaced")
+    lm_eval.add_argument("--out", metavar="DIR", help="folder for the tasks (default: FOLDER/lm_eval; not '', the "
+                                                      "root or your home folder); files there that an earlier export "
+                                                      "did not write are kept, never replaced")
     lm_eval.set_defaults(func=run_lm_eval)
 
 

@@ -44,7 +44,7 @@ def lsh_parameters(threshold: float, num_perm: int = NUM_PERM, *, collision: flo
         hit = threshold ** rows
         if hit >= 1.0:
             return 2, rows
-        if hit <= 0.0:
+        if hit <= 0.0 or 1.0 - hit == 1.0:  # too small to collide in any number of bands (a low --threshold)
             continue
         bands = max(2, math.ceil(math.log(1.0 - collision) / math.log(1.0 - hit)))
         if bands * rows <= num_perm:

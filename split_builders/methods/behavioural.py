@@ -22,7 +22,9 @@ A held-out config's test split is the held-out functionalities' *test* part of t
 so its scores compare with the ``seen`` config's on the same test cases.
 
 Seed: the common ``--seed`` defaults to 42 as for every method; **BELUGA's own draw is
-``--seed 123``**, which reproduces its published division of every functionality of the
+``--seed 123 --row-order position``** (its ids in the suite's order; under the default ``content`` rule a
+functionality's test cases are divided in their content order), which reproduces its published division of
+every functionality of the
 sentiment, QQP and SQuAD suites (``beluga_split`` in the suite files).
 
 ``--limit N`` keeps the first N test cases *of each functionality* (not of the suite), so a quick
@@ -50,6 +52,7 @@ from split_builders.api import (SPLITS, CommonOptions, Fields, HarnessTask, Load
                                 option)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.behavioural import BELUGA_SEED, behavioural_configs, resolve_names
+from split_builders.splitters.partition import CONTENT, POSITION, recorded_row_order
 
 PAPER = ("Luz de Araujo & Roth (2023), Cross-functional Analysis of Generalization in Behavioral Learning, "
          "TACL 11 (BELUGA)")
@@ -110,11 +113,15 @@ class BehaviouralMethod(SplitMethod):
     name = "behavioural"
     paper = PAPER
     summary = ("BELUGA splits of a CheckList suite: seen, func_<i>, class_<capability>, type_<MFT|INV|DIR> "
-               "(BELUGA's own draw: --seed 123; --limit N keeps the first N test cases of each functionality)")
+               "(BELUGA's own draw: --seed 123 --row-order position; --limit N keeps the first N test cases of each "
+               "functionality)")
     config_names = ("seen", "func_<i>", "class_<capability>", "type_<MFT|INV|DIR>")
     Options = BehaviouralOptions
     default_source = None
     source_aliases = ("--suite",)
+    # A suite is its tests (functionality, capability, type, expectation), not a table of test cases.
+    table_columns = None
+    source_kind = "a CheckList suite file (JSON, optionally gzipped: see SPEC.md beside the released suites)"
     # The signal is each row's functionality, capability and type; verify and diff compare numbers:
     # the functionality's position in the suite.
     signal_columns = {"functionality_id": "categorical"}
@@ -170,10 +177,8 @@ class BehaviouralMethod(SplitMethod):
         return Signal(values, provenance, f"{len(suite.tests)} functionalities, {len(rows)} test cases")
 
     def configs(self, loaded, signal, options) -> list:
-        values = signal.values
-        return behavioural_configs(values["functionality"], values["capability"], values["test_type"],
-                                   functionalities=options.functionalities, capabilities=options.capabilities,
-                                   random_state=options.seed)
+        return suite_configs(loaded.data.rows, row_order=options.row_order, functionalities=options.functionalities,
+                             capabilities=options.capabilities, random_state=options.seed)
 
     def rows(self, loaded, signal, configs):
         return loaded.data.rows
@@ -194,7 +199,8 @@ class BehaviouralMethod(SplitMethod):
     def report(self, result) -> list[str]:
         suite = result.loaded.data.suite
         seed = result.options.seed
-        draw = "BELUGA's draw" if seed == BELUGA_SEED else f"BELUGA's own draw is --seed {BELUGA_SEED}"
+        belugas = seed == BELUGA_SEED and result.options.row_order == POSITION  # over the suite's order, as BELUGA
+        draw = "BELUGA's draw" if belugas else f"BELUGA's own draw is --seed {BELUGA_SEED} --row-order position"
         return [f"CheckList {suite.name} suite: {len(suite.tests)} functionalities, {result.rows} test cases; "
                 f"seed {seed} ({draw})"]
 
@@ -203,11 +209,11 @@ class BehaviouralMethod(SplitMethod):
         :meth:`configs` calls it, from the released test cases' functionality, capability and type (rows in
         ``source_id`` order, the suite's order) with the recorded selections and seed."""
         rows = released.all_rows()
-        column = lambda name: np.asarray(rows.column(name).to_pylist(), dtype=object)
         parameters = record.get("parameters") or {}
-        configs = behavioural_configs(column("functionality"), column("capability"), column("test_type"),
-                                      functionalities=parameters.get("functionalities"),
-                                      capabilities=parameters.get("capabilities"), random_state=record["seed"])
+        # the rule the release was built under (position: a release from before it was recorded)
+        configs = suite_configs(rows, row_order=recorded_row_order(parameters),
+                                functionalities=parameters.get("functionalities"),
+                                capabilities=parameters.get("capabilities"), random_state=record["seed"])
         for config in configs:
             config.rows = rows
         return configs
@@ -229,6 +235,42 @@ class SuiteRows:
 
     suite: object
     rows: object
+
+
+CONTENT_FIELDS = ("functionality", "examples", "labels", "meta")
+"""What a test case is, for its content key: its functionality, its examples, their labels and metadata."""
+
+
+def content_keys(rows) -> np.ndarray:
+    """Each test case's content key (:func:`~split_builders.splitters.partition.content_keys` of
+    :data:`CONTENT_FIELDS`): the same in the build's rows and in the released ones."""
+    from split_builders.splitters.partition import content_keys as keys_of
+
+    return keys_of(rows, CONTENT_FIELDS)
+
+
+def suite_configs(rows, *, row_order: str = CONTENT, random_state: int, **selections) -> list:
+    """Every config of a suite's test cases (``rows``: a ``datasets.Dataset`` or ``pyarrow.Table`` of
+    :func:`testcase_rows`' columns, in suite order) through
+    :func:`~split_builders.splitters.behavioural.behavioural_configs`, under the row order rule ``row_order``: under
+    ``content`` a functionality's test cases are divided in their content order (:func:`content_keys`), under
+    ``position`` in the suite's (BELUGA's draw); ``func_<i>`` numbers the functionalities in suite order either
+    way. ``selections``: ``functionalities`` and ``capabilities``. The build, ``rederive`` and ``resplit
+    evaluate-suite`` all divide a suite here."""
+    import pyarrow as pa
+
+    from loading_scripts.tables import arrow_table
+    from split_builders.splitters.partition import in_row_order
+
+    table = rows if isinstance(rows, pa.Table) else arrow_table(rows)
+    column = lambda name: np.asarray(table.column(name).to_pylist(), dtype=object)
+    functionality, capability, test_type = column("functionality"), column("capability"), column("test_type")
+    first = lambda values: list(dict.fromkeys(values.tolist()))
+    keys = content_keys(table) if row_order == CONTENT else None
+    return in_row_order(behavioural_configs, keys, random_state,
+                        per_row=dict(functionality=functionality, capability=capability, test_type=test_type),
+                        names=first(functionality), capability_names=first(capability), random_state=random_state,
+                        **selections)
 
 
 def testcase_rows(suite, *, beluga_labels: bool, limit: int | None = None):

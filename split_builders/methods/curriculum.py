@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 
@@ -38,6 +39,8 @@ from split_builders.splitters.inoculation import METHOD as INOCULATION
 from split_builders.splitters.inoculation import SIZES as INOCULATION_SIZES
 from split_builders.splitters.inoculation import check_sizes, inoculation_configs
 from split_builders.splitters.inoculation import rederive_configs as rederive_inoculation
+from split_builders.splitters.partition import (CONTENT, back_in_place, content_order, in_row_order,
+                                               recorded_row_order, take_rows)
 
 PAPER = "Chen & Gao 2022, Curriculum: A Broad-Coverage Benchmark for Linguistic Phenomena in NLU (NAACL)"
 HYPOTHESIS_ONLY = "_hypothesis_only"
@@ -80,7 +83,10 @@ INOCULATION_TEXT = (
     "order, so every sample is inside the next larger one (nested) and the same seed gives the same rows to "
     "everyone. Rows are drawn only from the released `train` split, per label as the paper does "
     "(`monotonicity_infer` per 2-way label, after its train labels are mapped, see above). A label with fewer "
-    "training rows than n contributes all of them; the table lists where that happens.")
+    "training rows than n contributes all of them; the table lists where that happens. Their harness tasks are a "
+    "group of their own, `curriculum_inoculation`, outside the default group `curriculum`: each "
+    "scores its phenomenon's validation split, which the `<phenomenon>` task already scores zero-shot; run a task "
+    "with the model fine-tuned on its `train` split.")
 
 
 @dataclass(kw_only=True)
@@ -121,6 +127,9 @@ class CurriculumMethod(SplitMethod):
     Options = CurriculumOptions
     default_source = None
     source_aliases = ("--data",)
+    # The phenomena are read from their released zips (a table is not a phenomenon's train and validation files).
+    table_columns = None
+    source_kind = "a folder of CURRICULUM's released zips (<phenomenon>.zip), or a URL prefix holding them"
     signal_columns = {"pvi": "continuous"}
     harness_task = HarnessTask("classification", "mcc")  # the paper's zero-shot metric, beside accuracy
     supports_groups = True
@@ -128,6 +137,10 @@ class CurriculumMethod(SplitMethod):
     # paper's test set (the zero-shot diagnostic and inoculation evaluate on it); a difficulty config's
     # test split is the cross-distribution test.
     evaluation_splits = ("test", "validation")
+    # An inoculation config's evaluation split is its phenomenon's validation split: its tasks are a group of their
+    # own (curriculum_inoculation), so that the default group scores each validation split once.
+    harness_groups = {"inoculation": ("<phenomenon>_inoc_<n>",)}
+    report_tables = ("curriculum",)  # resplit report: the paper's zero-shot table of Matthews correlations
 
     # --dedupe does not apply (row_keys stays None): every config is a phenomenon's *released*
     # train / validation split, which --dedupe would change; the card's leakage report counts the
@@ -181,10 +194,17 @@ class CurriculumMethod(SplitMethod):
         bar = progress_bar(loaded.data, description="PVI", unit="phenomenon", enabled=context.progress)
         for p in bar:
             bar.set_postfix_str(f"{p.name} ({len(p.rows)} rows)")
-            premises = p.rows["premise"]
+            premises, hypotheses, labels = p.rows["premise"], p.rows["hypothesis"], np.asarray(p.rows["label"])
+            # the row order rule: folds and training draw over row positions, so the rows go in in content order
+            order = content_order(phenomenon_keys(p), options.seed) if options.row_order == CONTENT else None
+            if order is not None:
+                premises, hypotheses, labels = take_rows(premises, order), take_rows(hypotheses, order), labels[order]
             # Rows sharing a premise share a fold (see CrossFitPVI.compute's groups).
-            results[p.name] = scorer.compute(list(zip(premises, p.rows["hypothesis"])), p.rows["label"],
-                                             len(p.label_set), groups=premises)
+            result = scorer.compute(list(zip(premises, hypotheses)), labels, len(p.label_set), groups=premises)
+            if order is not None:  # back in the rows' own order
+                result = dataclasses.replace(result, **{name: back_in_place(getattr(result, name), order)
+                                                        for name in ("pvi", "h_yx", "h_yb", "fold", "correct")})
+            results[p.name] = result
             # I_V on the released validation rows: held out from the official train split as the paper's is.
             iv[p.name] = float(results[p.name].pvi[p.split_sizes["train"]:].mean())
         provenance = {"kind": "cross-fitted pointwise V-information (bits)", "family": family.fingerprint(),
@@ -193,19 +213,21 @@ class CurriculumMethod(SplitMethod):
         return Signal(results, provenance, summary=f"I_V of {len(iv)} phenomena")
 
     def configs(self, loaded, signal, options) -> list:
+        # the row order rule: every draw and tie-break follows the rows' content keys (or their recorded position)
+        keys = {p.name: phenomenon_keys(p) for p in loaded.data} if options.row_order == CONTENT else {}
         configs = curriculum_configs(loaded.data, hypothesis_only=options.hypothesis_only,
                                      inoculation_sizes=options.inoculation_sizes if options.inoculation else (),
-                                     random_state=options.seed)
+                                     random_state=options.seed, keys=keys)
         for p in loaded.data:
             if p.name not in signal.values:
                 continue
             result = signal.values[p.name]
             parameters = {"phenomenon": p.name, "folds": options.folds, "family": signal.provenance["family"]}
-            difficulty = difficulty_configs(result.pvi, np.asarray(p.rows["label"]), parameters=parameters,
-                                            curriculum_compat=options.curriculum_compat,
-                                            random_state=options.seed, prefix=p.name + "_",
-                                            groups=None if loaded.groups is None else loaded.groups[p.name],
-                                            group_field=options.group_field)
+            difficulty = in_row_order(difficulty_configs, keys.get(p.name), options.seed, groups="groups",
+                                      per_row=dict(pvi=result.pvi, labels=np.asarray(p.rows["label"]),
+                                                   groups=None if loaded.groups is None else loaded.groups[p.name]),
+                                      parameters=parameters, curriculum_compat=options.curriculum_compat,
+                                      random_state=options.seed, prefix=p.name + "_", group_field=options.group_field)
             rows = with_pvi_columns(p.rows, result, part_mask(difficulty[0], len(p.rows)))
             for config in difficulty:
                 config.rows = rows
@@ -296,11 +318,17 @@ class CurriculumMethod(SplitMethod):
                 n_train, n_rows = int(sizes["train"]), int(sizes["train"]) + int(sizes["validation"])
                 out.append(ConfigSplit(name, {"train": np.arange(n_train), "validation": np.arange(n_train, n_rows)},
                                        method=entry["method"], rows=pa.table({"source_id": np.arange(n_rows)})))
+        # the rule the release was built under (position: a release from before it was recorded)
+        content = recorded_row_order(record.get("parameters")) == CONTENT
         for phenomenon, members in _by_phenomenon(configs, "pvi-difficulty").items():
             # a phenomenon's difficulty configs split the same rows
-            out += rederive_configs(released.all_rows(members), configs[members[0]]["parameters"],
-                                    prefix=phenomenon + "_")
-        return out + _rederive_inoculation(released, configs)
+            rows = released.all_rows(members)
+            keys = _released_keys(rows, configs, phenomenon) if content else None
+            if content and keys is None:  # its label names are not in the release: the keys cannot be read back
+                continue
+            out += rederive_configs(rows, configs[members[0]]["parameters"], prefix=phenomenon + "_", keys=keys,
+                                    seed=record.get("seed"))
+        return out + _rederive_inoculation(released, configs, content=content, seed=record.get("seed"))
 
     def example_arguments(self, data, work) -> list:
         """One phenomenon (verbnet) of the released zips."""
@@ -318,10 +346,12 @@ def content_sha256(phenomena) -> str:
     return digest.hexdigest()
 
 
-def curriculum_configs(phenomena, *, hypothesis_only: bool = True, inoculation_sizes=(), random_state: int = 42) -> list:
+def curriculum_configs(phenomena, *, hypothesis_only: bool = True, inoculation_sizes=(), random_state: int = 42,
+                       keys: dict | None = None) -> list:
     """One config per phenomenon (its own rows, train and validation), its hypothesis-only variant and
     its inoculation configs ``<phenomenon>_inoc_<n>`` for each of ``inoculation_sizes`` (none when
-    empty), drawn with ``random_state``."""
+    empty), drawn with ``random_state``; over each phenomenon's rows in their content order where ``keys``
+    (``{phenomenon: content keys}``, the ``content`` row order rule) has them, else in the files' order."""
     configs = []
     for p in phenomena:
         # The released sizes make the split a function of source_id (train first): verify re-derives it.
@@ -338,9 +368,30 @@ def curriculum_configs(phenomena, *, hypothesis_only: bool = True, inoculation_s
             # Only what re-deriving needs beside the splitter's parameters: the phenomenon config holds the rest
             # (every config's provenance is parsed whenever a config of the release is loaded).
             labels, released = _labels_and_splits(p)
-            configs += inoculation_configs(labels, released, sizes=inoculation_sizes, random_state=random_state,
-                                           parameters={"phenomenon": p.name}, rows=p.rows, prefix=p.name + "_")
+            configs += in_row_order(inoculation_configs, (keys or {}).get(p.name), random_state,
+                                    per_row=dict(labels=labels, released=released), sizes=inoculation_sizes,
+                                    random_state=random_state, parameters={"phenomenon": p.name}, rows=p.rows,
+                                    prefix=p.name + "_")
     return configs
+
+
+def phenomenon_keys(p) -> np.ndarray:
+    """A phenomenon's rows' content keys: premise, hypothesis and label by name (the released ``ClassLabel``'s)."""
+    from split_builders.splitters.partition import source_content_keys
+
+    return source_content_keys(p.rows, ("premise", "hypothesis"), label_field="label")
+
+
+def _released_keys(rows, configs: dict, phenomenon: str):
+    """The content keys of a phenomenon's released rows (``rows``, in ``source_id`` order), as
+    :func:`phenomenon_keys` gives them at the build: the label's names are those its configs record."""
+    from split_builders.splitters.partition import content_keys
+
+    recorded = (configs.get(phenomenon) or configs.get(phenomenon + HYPOTHESIS_ONLY) or {}).get("parameters") or {}
+    names = recorded.get("labels")
+    if names is None or "premise" not in rows.column_names:
+        return None
+    return content_keys(rows, ("premise", "hypothesis"), label="label", label_names=names)
 
 
 def _labels_and_splits(p) -> tuple[np.ndarray, np.ndarray]:
@@ -362,7 +413,7 @@ def _by_phenomenon(configs: dict, method: str) -> dict:
     return out
 
 
-def _rederive_inoculation(released, configs: dict) -> list:
+def _rederive_inoculation(released, configs: dict, *, content: bool = False, seed=None) -> list:
     """Inoculation configs drawn again from their phenomenon's released rows: the labels of the
     ``<phenomenon>`` config (or its hypothesis-only variant) and the split of each row from the sizes the
     card records (so a row moved in the phenomenon's files is reported there, not in every subset), train
@@ -379,9 +430,12 @@ def _rederive_inoculation(released, configs: dict) -> list:
         sizes = (configs[base].get("parameters") or {}).get("released_rows")
         if sizes is not None:  # the released split of each row, from the card (as the phenomenon's own check)
             splits = np.where(row_ids(table) < int(sizes["train"]), "train", "validation").astype(object)
+        keys = _released_keys(table, configs, phenomenon) if content else None
+        if content and keys is None:  # released without its premises: the content keys cannot be read back
+            continue
         out += rederive_inoculation(table.column("label").to_numpy(zero_copy_only=False), splits,
                                     [configs[name]["parameters"] for name in members], rows=table,
-                                    prefix=phenomenon + "_")
+                                    prefix=phenomenon + "_", keys=keys)
     return out
 
 

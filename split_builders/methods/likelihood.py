@@ -29,6 +29,7 @@ from split_builders.signals.given import given_scores_record
 from split_builders.signals.lm.prompts import NAMED_TEMPLATES
 from split_builders.signals.programs.atoms import ATOM_FUNCTIONS, atom_function
 from split_builders.splitters.likelihood import CONFIG_NAMES, LikelihoodSplitter, class_groups, likelihood_configs
+from split_builders.splitters.partition import CONTENT, in_row_order, recorded_row_order
 
 DEFAULT_LENGTH_BUCKETS = 4
 # The fine-tuned setting's template per task: no label in the prompt (the paper's ll_split).
@@ -125,6 +126,9 @@ class LikelihoodOptions(CommonOptions):
         check_number(self.limit, "limit", integer=True, minimum=3, allow_none=True)
         self.validation_size = check_size(self.validation_size, "validation_size")
         self.test_size = check_size(self.test_size, "test_size")
+        if self.train_size is None and self.validation_size == 0 and self.test_size == 0:
+            raise InvalidParameterError("--dev-size 0 and --test-size 0 leave no row to evaluate on (every config "
+                                        "would be train only); give a validation or a test size above 0")
         if self.train_size is not None:
             self.train_size = check_size(self.train_size, "train_size", allow_zero=False)
 
@@ -365,10 +369,18 @@ class LikelihoodMethod(SplitMethod):
                              test_size=options.test_size, train_size=options.train_size,
                              length_buckets=options.buckets, atoms=data.atoms, random_state=options.seed,
                              groups=loaded.groups, group_field=options.group_field)
-        configs = likelihood_configs(values.scores, setting=values.setting, **split_options)
+        # the row order rule: draws and ties follow the rows' content keys (or, recorded so, their position)
+        keys = content_keys(data.source) if options.row_order == CONTENT else None
+        per_row = {name: split_options.pop(name) for name in ("labels", "lengths", "atoms", "groups")}
+
+        def build(scores, **settings):
+            return in_row_order(likelihood_configs, keys, options.seed, per_row={"scores": scores, **per_row},
+                                groups="groups", **settings, **split_options)
+
+        configs = build(values.scores, setting=values.setting)
         if values.finetuned is None:
             return configs
-        tuned = likelihood_configs(values.finetuned_scores, setting="finetuned", baselines=False, **split_options)
+        tuned = build(values.finetuned_scores, setting="finetuned", baselines=False)
         # The baselines (classification mode) stay last.
         configs = [*configs[:-2], *tuned, *configs[-2:]] if options.train_size is None else [*configs, *tuned]
         # How far the two signals agree needs both sets of configs: recorded with the signal.
@@ -478,10 +490,21 @@ class LikelihoodMethod(SplitMethod):
                       train_size=first["train_size"], atoms=atoms, random_state=first["random_state"],
                       length_buckets=next((p["length_buckets"] for p in recorded if p.get("length_buckets")), None),
                       groups=None if group_field is None else group_codes(column(group_field)), group_field=group_field)
+        # the rule the release was built under (position: a release from before it was recorded)
+        keys = None
+        if recorded_row_order(record.get("parameters")) == CONTENT:
+            from split_builders.splitters.partition import content_keys as keys_of
+
+            label = label_column(rows, fields["label"]) if fields.get("label") is not None else None
+            names = (record.get("fields") or {}).get("label_names")
+            keys = keys_of(rows, (fields.get("prompt"), fields.get("query"), fields.get("target")),
+                           label=label, label_names=names)
+        per_row = {name: inputs.pop(name) for name in ("labels", "lengths", "atoms", "groups")}
         settings = list(dict.fromkeys(p["setting"] for p in recorded))
-        configs = [config for setting in settings for config in likelihood_configs(
-            column("score_finetuned" if setting == "finetuned" else "score"), setting=setting,
-            baselines=setting != "finetuned", **inputs)]
+        configs = [config for setting in settings for config in in_row_order(
+            likelihood_configs, keys, first["random_state"], groups="groups",
+            per_row={"scores": column("score_finetuned" if setting == "finetuned" else "score"), **per_row},
+            setting=setting, baselines=setting != "finetuned", **inputs)]
         for config in configs:
             config.rows = rows
         return configs
@@ -498,6 +521,16 @@ class LikelihoodMethod(SplitMethod):
 # Helpers
 # ---------------------------------------------------------------------------------------------
 
+
+
+def content_keys(src) -> np.ndarray:
+    """Each row's content key: its prompt, query and target, and its label by name, as released
+    (:func:`~split_builders.splitters.partition.source_content_keys`; ``rederive`` reads the same keys from the
+    released rows)."""
+    from split_builders.splitters.partition import source_content_keys
+
+    return source_content_keys(src.dataset, (src.prompt_field, src.query_field, src.target_field),
+                               label_field=src.label_field)
 
 
 def _score_warnings(values: LikelihoodScores) -> list[str]:
@@ -583,17 +616,30 @@ def _prompted_scores(src, options: LikelihoodOptions, context):
     chosen, prompts, queries = prompted_texts(src, options.template)
     ref = resolve_model(options.lm, revision=options.lm_revision)
     dtype = resolve_dtype(options.dtype, options.device)
+    order = None
+    if options.row_order == CONTENT:
+        # A row's score depends, in its last bits, on the rows batched with it (rows of one length are batched in
+        # their order): the rows are scored in their content order (unseeded, so every seed reads one cache).
+        from split_builders.splitters.partition import content_order, take_rows
+
+        order = content_order(content_keys(src), 0)
+        prompts, queries = take_rows(list(prompts), order), take_rows(list(queries), order)
     run = compute_scores(prompts, queries, model_ref=ref, dtype=dtype, device=options.device,
                          cache_dir=Path(options.cache_dir) if options.cache_dir else cache_root() / "scores",
                          batch_size=options.batch_size, max_batch_tokens=options.max_batch_tokens,
                          progress=context.progress)
+    scores = np.asarray(run.scores, dtype=np.float64)
+    if order is not None:  # back in the rows' own order
+        from split_builders.splitters.partition import back_in_place
+
+        scores = back_in_place(scores, order)
     provenance = {"kind": "prompted LM log-likelihood s(x) = sum of log p(query tokens + EOS | BOS + prompt)",
                   "model": ref.name, "model_revision": ref.revision, "dtype": dtype,
                   "template": chosen.describe(), "scorer_version": SCORER_VERSION,
                   "batch_size": options.batch_size, "max_batch_tokens": options.max_batch_tokens}
     scored = (f"{'cached' if run.from_cache else 'scored'} with {ref.name} ({dtype}, "
               f"{run.num_processes} process(es))")
-    return LikelihoodScores(np.asarray(run.scores, dtype=np.float64), "prompted"), provenance, scored, ref, dtype
+    return LikelihoodScores(scores, "prompted"), provenance, scored, ref, dtype
 
 
 def _finetuned_run(src, options: LikelihoodOptions, *, ref, dtype, progress, verbose=False):
@@ -605,8 +651,21 @@ def _finetuned_run(src, options: LikelihoodOptions, *, ref, dtype, progress, ver
     name = options.template if options.template is not None else FINETUNE_TEMPLATE.get(src.task)
     chosen = resolve_template(name, task=src.task, prompt_field=src.prompt_field, query_field=src.query_field)
     prompts, queries = render_all(chosen, src)
+    order = None
+    if options.row_order == CONTENT:
+        # folds and training batches are drawn over row positions: the rows go in in their content order
+        from split_builders.splitters.partition import content_order, take_rows
+
+        order = content_order(content_keys(src), options.finetune_seed)
+        prompts, queries = take_rows(list(prompts), order), take_rows(list(queries), order)
     run = finetune_scores(prompts, queries, model_ref=ref, options=options.finetune_options(src.task), dtype=dtype,
                           device=options.device, progress=progress, verbose=verbose)
+    if order is not None:  # back in the rows' own order
+        import dataclasses
+
+        from split_builders.splitters.partition import back_in_place
+
+        run = dataclasses.replace(run, scores=back_in_place(run.scores, order), folds=back_in_place(run.folds, order))
     provenance = {
         "kind": "log-likelihood s(x) under an LM fine-tuned on the other folds (k-fold cross-fitting)",
         "model": ref.name, "model_revision": ref.revision, "dtype": dtype, "template": chosen.describe(),

@@ -28,6 +28,7 @@ import numpy as np
 from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, Signal, SourceInfo, SplitMethod, check_size,
                                 option, parse_size)
 from split_builders.errors import InvalidParameterError
+from split_builders.splitters.partition import CONTENT, content_keys, in_row_order, recorded_row_order
 
 LANGUAGES = ("scan", "cogs")
 PROGRAM_SIDE = {"scan": "input", "cogs": "target"}  # the side of a row its derivation is read from
@@ -85,6 +86,10 @@ class MCDMethod(SplitMethod):
     config_names = ("mcd", "random", "mcd1", "mcd2", "mcd3")
     Options = MCDOptions
     default_source = None
+    # A table held in memory is read as NQG's rows are: an input and a target per row.
+    table_columns = ("input", "target")
+    source_kind = ("a GeoQuery / Spider / SCAN / COGS folder, an NQG-format file (input TAB target), a table with "
+                   "input and target columns, or a Hub id")
     signal_columns = {"compound_weight": "continuous"}  # each row's total compound weight
     baseline_config = "random"
     harness_task = HarnessTask("generation", "exact_match")
@@ -153,10 +158,14 @@ class MCDMethod(SplitMethod):
         published = mcd_published(src) if options.published else {}
         if options.measure:
             published = {name: published[name] for name in options.measure}
-        return mcd_configs(values.found.atoms, values.found.compounds, **search_parameters(options),
-                           search=not options.measure, published=published,
-                           published_from=src.published_from, source_ids=src.source_ids, membership=membership_sha256,
-                           progress=values.progress, seconds=values.search_seconds)
+        # the row order rule: every draw and tie-break follows the rows' content keys (or their recorded position)
+        keys = content_keys(src.rows, ("input", "target")) if options.row_order == CONTENT else None
+        return in_row_order(mcd_configs, keys, options.seed, row_numbers=("published",),
+                            per_row=dict(atoms=values.found.atoms, compounds=values.found.compounds,
+                                      source_ids=src.source_ids),
+                            **search_parameters(options), search=not options.measure, published=published,
+                            published_from=src.published_from, membership=membership_sha256,
+                            progress=values.progress, seconds=values.search_seconds)
 
     def rows(self, loaded: Loaded, signal: Signal, configs: list):
         """The source rows (text as ``string``) with each row's total compound weight."""
@@ -237,9 +246,14 @@ class MCDMethod(SplitMethod):
         fields = set(self.Options.__dataclass_fields__)
         recorded = {k: v for k, v in (record.get("parameters") or {}).items() if k in fields}
         options = self.Options(**{**recorded, "source": str(released.folder), "out": str(released.folder),
-                                  "seed": record["seed"], "published": False, "measure": ()})
+                                  "seed": record["seed"], "published": False, "measure": (),
+                                  "row_order": recorded_row_order(record.get("parameters"))})
         data = MCDSource(source, language, options.max_compound_size)
-        built = mcd_configs(data.mcd.atoms, data.mcd.compounds, **search_parameters(options))
+        # the rule the release was built under (position: a release from before it was recorded)
+        keys = content_keys(table, ("input", "target")) if options.row_order == CONTENT else None
+        built = in_row_order(mcd_configs, keys, options.seed, per_row=dict(atoms=data.mcd.atoms,
+                                                                         compounds=data.mcd.compounds),
+                             **search_parameters(options))
         return [dataclasses.replace(c, rows=table) for c in built]
 
     def config_statistics(self, parameters: dict) -> dict:

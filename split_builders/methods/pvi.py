@@ -28,6 +28,8 @@ from split_builders.errors import FieldError, InvalidParameterError, SourceLoadE
 from split_builders.signals.pvi.columns import pvi_figure, pvi_summary, summary_markdown, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir
 from split_builders.splitters.difficulty import CONFIGS, difficulty_configs, part_mask, rederive_configs, rule_text
+from split_builders.splitters.partition import (CONTENT, back_in_place, content_keys, content_order, in_row_order,
+                                               recorded_row_order, take_rows)
 
 PAPER = ("Ethayarajh, Choi & Swayamdipta 2022, Understanding Dataset Difficulty with V-Usable Information "
          "(PVI), as used by CURRICULUM (Chen & Gao 2022)")
@@ -170,11 +172,19 @@ class PVIMethod(SplitMethod):
         scorer = CrossFitPVI(family, folds=options.folds, null=options.null, random_state=options.seed,
                              cache_dir=pvi_cache_dir(options.cache_dir))
         records = list(zip(*[["" if t is None else str(t) for t in rows.dataset[f]] for f in rows.text_fields]))
+        labels, groups = rows.labels, rows.dataset[rows.group_field] if rows.group_field else None
+        # the row order rule: folds and training draw over row positions, so the rows go in in their content order
+        order = content_order(_content_keys(rows), options.seed) if options.row_order == CONTENT else None
+        if order is not None:
+            records, labels, groups = take_rows(records, order), labels[order], take_rows(groups, order)
         # one policy for missing group values: each is a group of its own (splitters.groups)
-        groups = fold_groups(rows.dataset[rows.group_field]) if rows.group_field else None
+        groups = fold_groups(groups) if groups is not None else None
         with progress_bar(total=options.folds, description="PVI folds", unit="fold", enabled=context.progress) as bar:
-            result = scorer.compute(records, rows.labels, len(rows.label_names), groups=groups,
+            result = scorer.compute(records, labels, len(rows.label_names), groups=groups,
                                     progress=lambda done, folds: bar.update(1))
+        if order is not None:  # back in the rows' own order
+            result = dataclasses.replace(result, **{name: back_in_place(getattr(result, name), order)
+                                                    for name in ("pvi", "h_yx", "h_yb", "fold", "correct")})
         provenance = {"kind": "cross-fitted pointwise V-information (bits)", "family": family.fingerprint(),
                       "folds": options.folds, "null": options.null, "group_field": rows.group_field,
                       "text_fields": rows.text_fields, "label_field": rows.label_field,
@@ -187,10 +197,12 @@ class PVIMethod(SplitMethod):
                       "null": options.null, "group_field": rows.group_field,
                       "family": signal.provenance["family"], "text_fields": rows.text_fields,
                       "label_field": rows.label_field}
-        return difficulty_configs(signal.values.pvi, rows.labels, parameters=parameters,
-                                  curriculum_compat=options.curriculum_compat,
-                                  validation_size=options.validation_size, random_state=options.seed,
-                                  groups=loaded.groups, group_field=options.group_field)
+        keys = _content_keys(rows) if options.row_order == CONTENT else None
+        return in_row_order(difficulty_configs, keys, options.seed, groups="groups",
+                            per_row=dict(pvi=signal.values.pvi, labels=rows.labels, groups=loaded.groups),
+                            parameters=parameters, curriculum_compat=options.curriculum_compat,
+                            validation_size=options.validation_size, random_state=options.seed,
+                            group_field=options.group_field)
 
     def rows(self, loaded, signal, configs):
         from loading_scripts.labels import release_rows
@@ -260,7 +272,14 @@ class PVIMethod(SplitMethod):
         members = [c for c in released.configs if c in CONFIGS]
         if not members:
             return []
-        return rederive_configs(released.all_rows(members), record["configs"][members[0]]["parameters"])
+        rows, parameters = released.all_rows(members), record["configs"][members[0]]["parameters"]
+        keys = None
+        if recorded_row_order(record.get("parameters")) == CONTENT:  # else: built before the rule was recorded
+            # the label as released (`label`), or as read (the recorded field: releases before the one label policy)
+            label = parameters.get("label_field") if parameters.get("label_field") in rows.column_names else "label"
+            keys = content_keys(rows, parameters.get("text_fields") or (), label=label,
+                                label_names=(record.get("fields") or {}).get("label_names") or ())
+        return rederive_configs(rows, parameters, keys=keys, seed=record.get("seed"))
 
     def example_arguments(self, data, work) -> list:
         """300 rows of CURRICULUM's boolean phenomenon (its validation file), two folds."""
@@ -314,9 +333,17 @@ def _check_fields(dataset, name, text_fields, label_field) -> None:
     for role, column in [("text", f) for f in text_fields] + [("label", label_field)]:
         if column not in dataset.column_names:
             raise FieldError(column, dataset.column_names, role=role, source=name)
-    from loading_scripts.source import check_field_types  # text that is text, one label per row
+    from loading_scripts.source import check_field_types, check_no_gold_marker  # text that is text, one label per row
 
     check_field_types(dataset, name=name, text_fields=text_fields, label_field=label_field)
+    check_no_gold_marker(dataset, label_field, name=name, hint=f"drop the rows whose {label_field!r} is '-'")
+
+
+def _content_keys(rows: "PVIRows") -> np.ndarray:
+    """Each row's content key: its text fields and its label by name, as released."""
+    from split_builders.splitters.partition import source_content_keys
+
+    return source_content_keys(rows.dataset, rows.text_fields, label_field=rows.label_field)
 
 
 def _labelled(dataset, label_field):

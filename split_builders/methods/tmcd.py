@@ -29,6 +29,7 @@ from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, Sign
                                 option, parse_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.compositional import BUILT
+from split_builders.splitters.partition import CONTENT, content_keys, in_row_order, recorded_row_order
 
 TARGET_LANGUAGES = ("funql", "sql", "scan", "cogs")
 # The side of a row whose structure the atoms and compounds describe.
@@ -51,7 +52,7 @@ class TMCDOptions(CommonOptions):
                                                   "(0, 1) (default: half of the parseable rows)", parse=parse_size)
     configs: tuple[str, ...] = option(("tmcd",), f"comma-separated subset of {','.join(BUILT)}")
     reference: bool = option(False, "TMCD by Shaw et al.'s first-improvement greedy (1000 iterations; "
-                                    "reproduces tmcd_1.json with --seed 1)", conflicts=("iterations", "max_atom_divergence"),
+                                    "reproduces tmcd_1.json with --seed 1 --row-order position)", conflicts=("iterations", "max_atom_divergence"),
                              conflict_note="the reference search runs its own 1000 iterations without an atom "
                                            "divergence bound")
     iterations: int = option(50_000, "annealing steps of the TMCD search (at least 1: without a step the search "
@@ -91,6 +92,10 @@ class TMCDMethod(SplitMethod):
     config_names = (*BUILT, "published_*", "<config>_rstr", "<config>_rcvcv")
     Options = TMCDOptions
     default_source = None
+    # A table held in memory is read as NQG's rows are: an input and a target per row.
+    table_columns = ("input", "target")
+    source_kind = ("a GeoQuery / Spider / SCAN / COGS folder, an NQG-format file (input TAB target), a table with "
+                   "input and target columns, or a Hub id")
     signal_columns = {"score": "continuous"}  # the given log-likelihoods the ll_split* configs were split by (--scores)
     baseline_config = "standard"
     harness_task = HarnessTask("generation", "exact_match")
@@ -191,13 +196,16 @@ class TMCDMethod(SplitMethod):
 
         src, values = loaded.data.source, signal.values
         published = src.published if options.published else None
-        configs = compositional_configs(values.atoms, values.compounds, inputs=src.inputs, targets=src.targets,
-                                     target_language=loaded.data.language, **search_parameters(options),
-                                     scores=values.scores, published=published, published_from=src.published_from,
-                                     source_ids=src.source_ids, membership=membership_sha256, wugs=values.wugs,
-                                     progress=values.progress,
-                                     seconds=values.search_seconds, groups=loaded.groups,
-                                     group_field=options.group_field)
+        # the row order rule: every draw and tie-break follows the rows' content keys (or their recorded position)
+        keys = content_keys(src.rows, ("input", "target")) if options.row_order == CONTENT else None
+        configs = in_row_order(compositional_configs, keys, options.seed, groups="groups", row_numbers=("published",),
+                               per_row=dict(atoms=values.atoms, compounds=values.compounds, inputs=src.inputs,
+                                         targets=src.targets, scores=values.scores, source_ids=src.source_ids,
+                                         groups=loaded.groups),
+                               target_language=loaded.data.language, **search_parameters(options),
+                               published=published, published_from=src.published_from, membership=membership_sha256,
+                               wugs=values.wugs, progress=values.progress, seconds=values.search_seconds,
+                               group_field=options.group_field)
         for config in configs:  # how many rows had no group value (each a group of its own)
             if config.parameters.get("grouped_by"):
                 config.parameters.update(group_parameters(loaded.groups, options.group_field))
@@ -306,7 +314,8 @@ class TMCDMethod(SplitMethod):
         fields = set(self.Options.__dataclass_fields__)
         recorded = {k: v for k, v in (record.get("parameters") or {}).items() if k in fields}
         options = self.Options(**{**recorded, "source": str(released.folder), "out": str(released.folder),
-                                  "seed": record["seed"], "published": False, "lexical": False, "scores": None})
+                                  "seed": record["seed"], "published": False, "lexical": False, "scores": None,
+                                  "row_order": recorded_row_order(record.get("parameters"))})
         scores = None
         if "score" in table.column_names and any(e.get("method") == "likelihood" for e in configs.values()):
             scores = np.asarray(table.column("score").to_numpy(), dtype=np.float64)
@@ -315,10 +324,12 @@ class TMCDMethod(SplitMethod):
             from split_builders.splitters.groups import group_codes
 
             groups = group_codes(table.column(options.group_field).to_numpy(zero_copy_only=False))
-        built = compositional_configs(data.row_atoms.atoms, compounds_by_row(data.programs, language),
-                                      inputs=source.inputs, targets=source.targets, target_language=language,
-                                      **search_parameters(options), scores=scores, groups=groups,
-                                      group_field=options.group_field)
+        # the rule the release was built under (position: a release from before it was recorded)
+        keys = content_keys(table, ("input", "target")) if options.row_order == CONTENT else None
+        built = in_row_order(compositional_configs, keys, options.seed, groups="groups",
+                             per_row=dict(atoms=data.row_atoms.atoms, compounds=compounds_by_row(data.programs, language),
+                                       inputs=source.inputs, targets=source.targets, scores=scores, groups=groups),
+                             target_language=language, **search_parameters(options), group_field=options.group_field)
         by_name = {c.name: dataclasses.replace(c, rows=table) for c in built}
         for name, entry in configs.items():  # a lexical variant holds the rows of the config it copies
             base = name.removesuffix("_" + entry["parameters"]["wug"]) if "+" in entry.get("method", "") else None

@@ -9,7 +9,6 @@ in the card. Only the README changes: the data files, their hashes and the harne
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
@@ -73,6 +72,8 @@ def record_against(folder, entries: list[dict], *, threshold: float = 0.8, progr
     ``resplit.against`` and the card's section), written beside it and moved into place."""
     from huggingface_hub import DatasetCard
 
+    from split_builders.release.writer import write_file
+
     if not entries:
         return []
     folder = Path(folder)
@@ -84,19 +85,5 @@ def record_against(folder, entries: list[dict], *, threshold: float = 0.8, progr
     card.data["resplit"] = resplit
     body = card.text.split(SECTION)[0].rstrip()
     card.text = body + "\n\n" + "\n".join(card_lines(records)).strip() + "\n"
-    handle, staging = tempfile.mkstemp(prefix=".README.md.", suffix=".tmp", dir=folder)
-    os.close(handle)
-    try:
-        Path(staging).write_text(str(card), encoding="utf-8")
-        os.chmod(staging, 0o644 & ~_umask())
-        os.replace(staging, readme)
-    finally:
-        if os.path.exists(staging):
-            os.remove(staging)
+    write_file(readme, lambda staging: Path(staging).write_text(str(card), encoding="utf-8"), overwrite=True)
     return records
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

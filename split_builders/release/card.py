@@ -60,6 +60,17 @@ NLI_LABELS = {"entailment", "contradiction", "neutral", "not_entailment", "non-e
 # ---------------------------------------------------------------------------------------------
 
 
+ROW_ORDER_TEXT = {
+    "content": ("Row order rule: `content`. Every random draw and every tie-break follows each row's content key "
+                "(a hash of its fields) and the seed, never its position in the source: the same rows in any order, "
+                "or read through another reader, give the same configs (recorded as `row_order: content`)."),
+    "position": ("Row order rule: `position`. Random draws and ties follow the rows' order in the source, as the "
+                 "reference generators draw them and as releases built before the rule was recorded: the same rows "
+                 "in another order give other configs (recorded as `row_order: position`)."),
+}
+"""The card's sentence on the row order rule a release was built under (the option ``row_order``)."""
+
+
 def size_category(rows: int) -> str:
     """The Hub's ``size_categories`` bucket of a dataset of ``rows`` examples (``n<1K``, ``1K<n<10K``, ...)."""
     for bound, name in SIZE_BUCKETS:

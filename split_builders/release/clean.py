@@ -27,13 +27,17 @@ def public_name(name: str) -> str:
 
 def write_clean(data, report: dict, rows, out, *, target: str, overwrite: bool = False, progress: bool = False):
     """Write the clean release of ``data`` (an :class:`~split_builders.evidence.inputs.EvidenceInput` of a release)
-    at ``out``: ``rows`` are the per-row tiers (:func:`~split_builders.evidence.contamination.contamination`)."""
+    at ``out``: ``rows`` are the per-row tiers (:func:`~split_builders.evidence.contamination.contamination`).
+    ``out`` follows the build's output policy (:func:`~split_builders.release.writer.write_release`: a file or a
+    folder holding files resplit did not write, a harness task changed since it was written among them, is
+    refused); the caller checks it against the command's inputs and holds its lock
+    (:class:`~split_builders.release.writer.OutputLock`)."""
     import datasets
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from split_builders.evidence import views
-    from split_builders.release.export import write_lm_eval
+    from split_builders.release.export import write_lm_eval, written_before
     from split_builders.release.writer import write_release
     from split_builders.splits import SPLITS, ConfigSplit
 
@@ -90,9 +94,11 @@ def write_clean(data, report: dict, rows, out, *, target: str, overwrite: bool =
         return "\n".join(card_lines(public_name(target), provenance["contamination"], written))
 
     title = f"{public_name(target)} (clean)"
-    return write_release(Path(out), None, configs, provenance=provenance, render_card=render_card,
+    # the build's output policy: a harness task the user changed since resplit wrote it is theirs, never replaced
+    return write_release(Path(out).expanduser(), None, configs, provenance=provenance, render_card=render_card,
                          pretty_name=title, overwrite=overwrite, progress=progress,
-                         extras=lambda staging: write_lm_eval(staging))
+                         extras=lambda staging: write_lm_eval(staging), harness_files=written_before,
+                         flag="--write-clean")
 
 
 def card_lines(target: str, contamination: dict, written) -> list[str]:

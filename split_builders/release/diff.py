@@ -61,8 +61,19 @@ def _flatten(value, prefix="") -> dict:
     return {prefix: value}
 
 
+def _row_order_said(record: dict) -> dict:
+    """``record`` with the row order rule it was built under said: a release from before the rule was recorded
+    (no ``parameters.row_order``) was built under ``position``."""
+    parameters = record.get("parameters")
+    if not isinstance(parameters, dict) or "row_order" in parameters:
+        return record
+    return {**record, "parameters": {**parameters, "row_order": "position"}}
+
+
 def provenance_changes(a: dict, b: dict) -> dict:
-    """``{key: [before, after]}`` for every provenance value that differs (dotted keys)."""
+    """``{key: [before, after]}`` for every provenance value that differs (dotted keys); the row order rule
+    of a release that does not record it is ``position`` (:func:`_row_order_said`)."""
+    a, b = _row_order_said(a), _row_order_said(b)
     flat_a = _flatten({k: v for k, v in a.items() if k not in IGNORED})
     flat_b = _flatten({k: v for k, v in b.items() if k not in IGNORED})
     return {key: [flat_a.get(key), flat_b.get(key)] for key in sorted(flat_a.keys() | flat_b.keys())

@@ -7,15 +7,20 @@ into ``FOLDER/lm_eval`` (or ``--out``), a task per config by the kind of harness
 
 - ``classification``: ``multiple_choice`` over the label's class names in class order, read from the config's
   ``ClassLabel`` (a label stored as text, in older releases, is mapped to its index in the declared names by a
-  Jinja ``doc_to_target``); scored by accuracy (``acc``, ``acc_norm``) and the metric the method declares beside it
-  (CURRICULUM: ``mcc``, Matthews correlation; the harness bootstraps its standard error, which takes a while);
+  Jinja ``doc_to_target``); scored by accuracy (``acc``, ``acc_norm``) and the metric the method declares beside it,
+  where it declares one (CURRICULUM only: ``mcc``, Matthews correlation, aggregated by ``utils.matthews_corrcoef``
+  (scikit-learn's): a function of the release's, so the harness, which bootstraps the standard error of its own
+  ``matthews_corrcoef`` with 100,000 resamples per task and has no command-line flag to stop it in 0.4.13, gives
+  none; ``resplit report`` gives the intervals);
 - ``multiple_choice``: CheckList test cases whose label is the expected prediction (expectation ``eq`` /
-  ``squad_clean_eq``), one document per example (``utils.behavioural_docs``): multiple choice over the suite's
-  class names where labels are classes (sentiment, QQP), generation where they are answers (SQuAD), each
-  answer compared as its test case says (``utils.exact_match_expectation``: CheckList's SQuAD cleaning for
-  ``squad_clean_eq``). INV and DIR tests compare predictions on an example and its perturbations with each
-  other, which a harness task (one document scored on its own) cannot express: such configs get no task, and
-  the card's harness section and :class:`Exported` say so;
+  ``squad_clean_eq``), one document per example (``utils.behavioural_docs``), which keeps the test case it
+  belongs to (:data:`DOC_FIELDS`: ``source_id``, ``example``, ``functionality``, ``capability``, ``test_type``)
+  so that logged samples can be scored per test case as CheckList does: multiple choice over the suite's
+  class names where labels are classes (sentiment, QQP), scored by ``acc`` only, generation where they are
+  answers (SQuAD), each answer compared as its test case says (``utils.exact_match_expectation``: CheckList's
+  SQuAD cleaning for ``squad_clean_eq``). INV and DIR tests compare predictions on an example and its
+  perturbations with each other, which a harness task (one document scored on its own) cannot express: such
+  configs get no task, and the card's harness section and :class:`Exported` say so;
 - ``generation``: ``generate_until`` on the declared target, the answer being the first non-empty line of the
   generation, stripped (a ``regex`` and ``take_first`` filter: the leading space and newline a causal LM
   emits, and anything after the first line, are not part of it), generation stopping at a blank line (the
@@ -24,9 +29,11 @@ into ``FOLDER/lm_eval`` (or ``--out``), a task per config by the kind of harness
   ``exact_match`` of whitespace-normalised programs (``utils.exact_match_program``) where the declared metric
   is exact match, else the harness's own metric of that name.
 
-Besides them: ``_<group>.yaml``, the group (``aggregate_metric_list``: one group row per metric), which also
-lists every file the export wrote with its sha256; and ``utils.py`` (the loader and the scoring functions,
-self-contained: the harness imports it by path).
+Besides them: ``_<group>.yaml``, the default group (``aggregate_metric_list``: one group row per metric), which
+also lists every file the export wrote with its sha256; ``_<group>_<name>.yaml``, an auxiliary group of the tasks
+of the configs a method declares apart (``SplitMethod.harness_groups``: CURRICULUM's inoculation configs, whose
+evaluation split is their phenomenon's validation split, in ``curriculum_inoculation``), outside the default
+group; and ``utils.py`` (the loader and the scoring functions, self-contained: the harness imports it by path).
 
 **Pinned.** A task reads its release at a fixed version: from the Hub (``dataset_path`` the repository,
 ``dataset_kwargs: {revision: TAG}``: the ``--revision`` given, or the version a published card records), or,
@@ -59,19 +66,25 @@ from split_builders.errors import InvalidParameterError, InvalidReleaseError, Ou
 
 FOLDER = "lm_eval"
 UTILS = "utils.py"
-TASK_VERSION = 2.0  # 2.0: answers filtered to their first line, few-shot generation, pinned data, mcc
+# 2.0: answers filtered to their first line, few-shot generation, pinned data, mcc; 3.0: behavioural documents keep
+# their test case (DOC_FIELDS), auxiliary configs (harness_groups) in groups of their own
+TASK_VERSION = 3.0
 NUM_FEWSHOT = 5  # the default number of few-shot examples of a generation task
 MAX_GEN_TOKS = 256
 UNTIL = ["\n\n"]  # a generation stops at a blank line (the few-shot delimiter), never at a leading newline
 FIRST_LINE = r"^\s*(\S[^\n]*)"  # the first non-empty line of a generation (the harness strips it)
 CHOICE_METRICS = ("acc", "acc_norm")  # with the method's declared metric (CURRICULUM: mcc, Matthews correlation)
-_AGGREGATIONS = {"mcc": "matthews_corrcoef", "f1": "f1"}  # the harness's corpus-level metrics; the others: mean
+_AGGREGATIONS = {"mcc": "utils.matthews_corrcoef", "f1": "f1"}  # corpus-level metrics (utils.*: ours); the others: mean
 # Class names of the CheckList suites' integer labels (data/checklist/SPEC.md), in class order: used only where
 # the release states none (a ClassLabel or the declared label names come first).
 SUITE_LABEL_NAMES = {"sentiment": ("negative", "neutral", "positive"), "qqp": ("not_duplicate", "duplicate")}
 # CheckList expectations that judge one prediction on its own (data/checklist/SPEC.md): a harness task scores
 # them; the others (INV, DIR: ``inv``, ``monotonic``, ``diff_up``, ...) compare predictions with each other.
 LABEL_EXPECTATIONS = ("eq", "squad_clean_eq", "pred_not_equal", "allow_for_neutral")
+# The fields of a behavioural document (utils.behavioural_docs): the example, what it is compared with, and the test
+# case it belongs to (its source_id, the example's 0-based index in it, its functionality, capability and type).
+DOC_FIELDS = ("text", "answer", "expectation", "ruled_out", "source_id", "example", "functionality", "capability",
+              "test_type")
 HEADER = "# Written by resplit (resplit export lm-eval); exporting again replaces it. Your own tasks: other file names.\n"
 CARD_START, CARD_END = "<!-- resplit:lm-eval -->", "<!-- /resplit:lm-eval -->"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -92,6 +105,7 @@ from pathlib import Path
 
 TARGET = __TARGET__  # the target column of this release's generation tasks
 EXPECTATIONS = __EXPECTATIONS__  # CheckList expectations that judge each prediction on its own
+CASE_FIELDS = ("functionality", "capability", "test_type")  # a test case's columns each of its documents keeps
 
 
 def _sha256(path):
@@ -132,19 +146,33 @@ def behavioural_docs(dataset):
     """One document per example of the test cases whose expectation judges each prediction on its own
     (``EXPECTATIONS``): ``text`` (the example's parts, one per line), ``answer`` (the prediction it expects, as
     text; '' where it names none), ``expectation`` (the comparison) and ``ruled_out`` (the prediction it rules
-    out, as text; '' where none)."""
-    dataset = dataset.select_columns(["examples", "labels", "expectation"])
+    out, as text; '' where none); and the test case it belongs to: ``source_id`` (the test case's, as released),
+    ``example`` (the example's 0-based index in its test case), ``functionality``, ``capability`` and
+    ``test_type`` (as released; '' where the release has no such column). CheckList scores a test case, not an
+    example: it passes when every one of its scored examples passes (group the documents by ``source_id``)."""
+    import datasets
+
+    kept = [name for name in ("source_id", *CASE_FIELDS) if name in dataset.column_names]
+    dataset = dataset.select_columns(["examples", "labels", "expectation", *kept])
     names = dataset.column_names
+    text = datasets.Value("string")
+    features = datasets.Features({
+        "text": text, "answer": text, "expectation": text, "ruled_out": text,
+        "source_id": dataset.features["source_id"] if "source_id" in kept else datasets.Value("int64"),
+        "example": datasets.Value("int64"), **{name: text for name in CASE_FIELDS}})
 
     def explode(batch):
-        out = {"text": [], "answer": [], "expectation": [], "ruled_out": []}
-        for examples, labels, expectation in zip(batch["examples"], batch["labels"], batch["expectation"]):
+        out = {name: [] for name in features}
+        cases = len(batch["examples"])
+        case = {name: batch[name] if name in batch else [None] * cases for name in ("source_id", *CASE_FIELDS)}
+        for i, (examples, labels, expectation) in enumerate(zip(batch["examples"], batch["labels"],
+                                                                batch["expectation"])):
             labels, expectation = _value(labels), _value(expectation) or {}
             fn, value = expectation.get("fn"), expectation.get("value")
             if fn not in EXPECTATIONS:
                 continue
             per_example = labels if isinstance(labels, list) else [labels] * len(examples)
-            for parts, label in zip(examples, per_example):
+            for example, (parts, label) in enumerate(zip(examples, per_example)):
                 label = value if fn == "eq" and value is not None else label
                 if (label is None) if fn != "pred_not_equal" else (value is None):
                     continue
@@ -153,9 +181,13 @@ def behavioural_docs(dataset):
                 out["answer"].append("" if label is None else str(label))
                 out["expectation"].append(fn)
                 out["ruled_out"].append("" if value is None or fn != "pred_not_equal" else str(value))
+                out["source_id"].append(case["source_id"][i])
+                out["example"].append(example)
+                for name in CASE_FIELDS:
+                    out[name].append("" if case[name][i] is None else str(case[name][i]))
         return out
 
-    return dataset.map(explode, batched=True, remove_columns=names)
+    return dataset.map(explode, batched=True, remove_columns=names, features=features)
 
 
 def passes(expectation, prediction, label, value=""):
@@ -206,6 +238,16 @@ def exact_match_expectation(doc, results):
     """1 when the answer passes the test case's own comparison (:func:`passes`: ``squad_clean_eq`` compares both
     sides cleaned by :func:`squad_clean`, ``eq`` as they are)."""
     return {"exact_match": float(passes(doc["expectation"], _answer(results), doc["answer"], doc["ruled_out"]))}
+
+
+def matthews_corrcoef(items):
+    """The Matthews correlation of a task's (gold, prediction) pairs (scikit-learn's). An aggregation of this
+    file, not the harness's own ``matthews_corrcoef``, so the harness does not bootstrap its standard error with
+    100,000 resamples per task (minutes over a group); ``resplit report`` gives intervals from the samples."""
+    from sklearn.metrics import matthews_corrcoef as mcc
+
+    golds, preds = zip(*items)
+    return float(mcc(golds, preds))
 '''
 
 
@@ -231,9 +273,13 @@ _AnyTag.add_constructor("!function", lambda loader, node: loader.construct_scala
 
 @dataclass
 class Exported:
-    """What :func:`export_lm_eval` wrote: the files, the group, its tasks, the configs it skipped (``{config:
-    reason}``), where the tasks read the release (``dataset_path`` and ``revision``; None: the local folder) and
-    the files of others it left in place."""
+    """What :func:`export_lm_eval` wrote: the files, the default group, every task (``{config: task}``), the
+    auxiliary groups (``groups``: ``{group: [task, ...]}``, tasks outside the default group, and
+    ``group_configs``: ``{group: the config patterns the method declares for it}``), the configs it skipped
+    (``{config: reason}``), where the tasks read the release (``dataset_path`` and ``revision``; None: the local
+    folder), the output type of each task (``kinds``), the harness kind the release declares (``harness``:
+    ``classification``, ``multiple_choice`` or ``generation``), the metrics and the files of others it left in
+    place."""
 
     folder: Path
     group: str
@@ -245,6 +291,15 @@ class Exported:
     kinds: dict = field(default_factory=dict)
     kept: list = field(default_factory=list)
     metrics: list = field(default_factory=list)
+    groups: dict = field(default_factory=dict)
+    group_configs: dict = field(default_factory=dict)
+    harness: str | None = None
+
+    @property
+    def default_tasks(self) -> list:
+        """The tasks of the default group (every task outside the auxiliary groups), in config order."""
+        auxiliary = {task for tasks in self.groups.values() for task in tasks}
+        return [task for task in self.tasks.values() if task not in auxiliary]
 
 
 @dataclass
@@ -358,6 +413,25 @@ def evaluation_splits(record: dict) -> tuple:
 
     method = registry().get(str(record.get("method") or ""))
     return tuple(getattr(method, "evaluation_splits", None) or ("test", "validation"))
+
+
+def harness_groups(record: dict, tasks: dict, *, group: str) -> tuple[dict, dict]:
+    """``({group: [task, ...]}, {group: config patterns})``: the auxiliary groups, ``<group>_<name>``, of the
+    tasks (``{config: task}``) of the configs the method declares apart (``SplitMethod.harness_groups``), outside
+    the default group; none where the method is not registered or declares none, or where no task would be left
+    in the default group."""
+    from split_builders.registry import registry
+
+    method = registry().get(str(record.get("method") or ""))
+    declared = getattr(method, "harness_groups", None) or {}
+    members = {}
+    for config, task in tasks.items():
+        name = method.harness_group(config) if declared else None
+        if name is not None:
+            members.setdefault(f"{group}_{name}", []).append(task)
+    if not members or sum(map(len, members.values())) == len(tasks):
+        return {}, {}
+    return members, {f"{group}_{name}": tuple(declared[name]) for name in declared if f"{group}_{name}" in members}
 
 
 def _splits(config: _Config, order: tuple = ("test", "validation")) -> dict:
@@ -477,8 +551,14 @@ def _generation(metric: str, *, scorer: str, fewshot: bool) -> dict:
 
 def _choice_metrics(declared: str | None = None) -> dict:
     names = list(dict.fromkeys([*CHOICE_METRICS, *([declared] if declared else [])]))
-    return {"metric_list": [{"metric": name, "aggregation": _AGGREGATIONS.get(name, "mean"), "higher_is_better": True}
+    return {"metric_list": [{"metric": name, "aggregation": _aggregation(name), "higher_is_better": True}
                             for name in names]}
+
+
+def _aggregation(metric: str):
+    """A metric's aggregation: the harness's by name, or a function of ``utils.py`` (``!function``)."""
+    name = _AGGREGATIONS.get(metric, "mean")
+    return _Function(name) if name.startswith("utils.") else name
 
 
 def _behavioural(folder: Path, config: _Config, fields: Fields, record: dict, splits: dict) -> dict:
@@ -635,15 +715,22 @@ def _plan(out: Path, writes: dict, previous: dict) -> tuple[list, list]:
 
 
 def _write_files(out: Path, writes: dict, stale: list) -> list:
-    """Write every file beside its place first, then move each into place; then remove the stale ones."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Write every file beside its place first, then move each into place; then remove the stale ones. A full
+    disk while writing them is one line (no file in ``out`` replaced)."""
+    from split_builders.errors import disk_full, is_disk_full
+
     temporary = {}
     try:
+        out.mkdir(parents=True, exist_ok=True)
         for name, text in writes.items():
             temporary[name] = out / f".{name}.{os.getpid()}.tmp"
             temporary[name].write_text(text, encoding="utf-8")
         for name, path in temporary.items():
             os.replace(path, out / name)
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        raise disk_full(out, "the harness tasks (no file there was replaced)") from None
     finally:
         for path in temporary.values():
             path.unlink(missing_ok=True)
@@ -685,14 +772,16 @@ def export_lm_eval(folder, out=None, *, repo_id: str | None = None, dataset_path
         raise InvalidParameterError(f"--revision {revision}: the folder {str(folder)!r} holds version "
                                     f"{recorded_revision(metadata)} of the release; give that, or read the Hub with "
                                     "--dataset-path ORG/NAME")
-    out = Path(out) if out is not None else folder / FOLDER
-    if out.exists() and not out.is_dir():
-        raise InvalidParameterError(f"{str(out)!r} is a file: give a folder for the harness tasks (--out)")
+    from split_builders.release.writer import check_output_place
+
+    # the one output policy: not '', the root or the home folder, not a file, a writable place
+    out = check_output_place(out if out is not None else folder / FOLDER, "--out", kind="files")
     own = out.resolve() == (folder / FOLDER).resolve()
     configs = _configs(folder, metadata)
     group = group_name(metadata)
     exported = Exported(out, group, dataset_path=dataset_path or repo_id, revision=revision)
     fields = release_fields(folder, record, configs)
+    exported.harness = fields.harness.kind if fields is not None and fields.harness is not None else None
     tasks = {}
     for config in configs:
         if fields is None or fields.task == "text":
@@ -717,18 +806,34 @@ def export_lm_eval(folder, out=None, *, repo_id: str | None = None, dataset_path
         writes[f"{name}.yaml"] = _dump({**task, **options, "metadata": {"version": TASK_VERSION}})
         exported.tasks[name] = task["task"]
         exported.kinds[name] = task["output_type"]
-    metrics = exported.metrics = list(dict.fromkeys(m["metric"] for task in tasks.values() for m in task["metric_list"]))
+    exported.metrics = _metrics(tasks.values())
+    exported.groups, exported.group_configs = harness_groups(record, exported.tasks, group=group)
+    by_task = {task["task"]: task for task in tasks.values()}
+    for name, members in exported.groups.items():  # auxiliary groups: listed in the default group's files
+        writes[f"_{name}.yaml"] = _group(name, members, _metrics(by_task[t] for t in members))
     listed = {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in writes.items()}
-    writes[f"_{group}.yaml"] = _dump({
-        "group": group, "task": list(exported.tasks.values()),
-        "aggregate_metric_list": [{"metric": m, "aggregation": "mean", "weight_by_size": False} for m in metrics],
-        "metadata": {"version": TASK_VERSION, "resplit_files": listed}})
+    default = exported.default_tasks
+    writes[f"_{group}.yaml"] = _group(group, default, _metrics(by_task[t] for t in default), files=listed)
     previous = written_before(out, configs=[c.name for c in configs] if own else ()) if out.is_dir() else {}
     stale, exported.kept = _plan(out, writes, previous)
     exported.paths = _write_files(out, writes, stale)
     if own:
         _write_card_section(folder, exported)
     return exported
+
+
+def _metrics(tasks) -> list:
+    """The metrics of some tasks, each once, in order."""
+    return list(dict.fromkeys(m["metric"] for task in tasks for m in task["metric_list"]))
+
+
+def _group(name: str, tasks: list, metrics: list, *, files: dict | None = None) -> str:
+    """A group file: its tasks, one group row per metric (configs weighted equally) and, in the default group,
+    every file the export wrote (``resplit_files``)."""
+    return _dump({"group": name, "task": list(tasks),
+                  "aggregate_metric_list": [{"metric": m, "aggregation": "mean", "weight_by_size": False}
+                                            for m in metrics],
+                  "metadata": {"version": TASK_VERSION, **({"resplit_files": files} if files is not None else {})}})
 
 
 def write_lm_eval(folder: Path, *, repo_id: str | None = None, revision: str | None = None) -> list[Path]:
@@ -755,19 +860,37 @@ def card_lines(exported: Exported) -> list[str]:
                  if exported.dataset_path and exported.revision else f"`{exported.dataset_path}`"
                  if exported.dataset_path else "this folder, each data file pinned by its sha256 (a task refuses a "
                                                "folder that holds another version of the release)")
-        lines += [f"`lm_eval/` holds one task per config (`{exported.group}_<config>`) in the group "
-                  f"`{exported.group}`, whose row averages each metric over its tasks; they read {where}.", "",
-                  "```bash", f"lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval --tasks "
-                  f"{exported.group}", "```", ""]
+        bootstrap = ""
+        run = "lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval --tasks "
+        default = exported.default_tasks
+        lines += [f"`lm_eval/` holds one task per config (`{exported.group}_<config>`); the group `{exported.group}`, "
+                  f"the one to run, holds {_tasks(default, exported.tasks)} and its row averages each metric over "
+                  f"them. The tasks read {where}.", "", "```bash", f"{run}{exported.group}{bootstrap}", "```", ""]
+        for name, members in exported.groups.items():
+            patterns = ", ".join(f"`{p}`" for p in exported.group_configs.get(name, ()))
+            lines += [f"The tasks of the configs {patterns} ({len(members)}) are not in `{exported.group}` but in a "
+                      f"group of their own, `{name}`, run only when named:", "", "```bash", f"{run}{name}{bootstrap}",
+                      "```", ""]
+        if "mcc" in exported.metrics:
+            lines += ["`mcc` is aggregated by the release's own `utils.matthews_corrcoef` (scikit-learn's), so the "
+                      "harness gives it no standard error (it would bootstrap one with 100,000 resamples per task, "
+                      "minutes over a group); `resplit report RELEASE RUN` gives intervals from the logged samples.",
+                      ""]
         kinds = set(exported.kinds.values())
-        if "multiple_choice" in kinds:
+        if exported.harness == "multiple_choice":  # CheckList test cases
+            lines += ["CheckList tasks have one document per example of the test cases whose expectation judges a "
+                      "prediction on its own, and every document keeps its test case: `source_id` (the test case's), "
+                      "`example` (the example's 0-based index in it), `functionality`, `capability` and `test_type`, "
+                      "so that samples logged with `--log_samples` can be scored as CheckList scores them: a test "
+                      "case passes when all its scored examples pass."
+                      + (" Where the labels are classes, the suite's class names are the choices and accuracy (`acc`, "
+                         "the only metric) is 1 where the most likely class passes the test case's expectation "
+                         "(`eq`, `pred_not_equal`, `allow_for_neutral`)." if "multiple_choice" in kinds else ""), ""]
+        elif "multiple_choice" in kinds:
             metrics = sorted({m for m in exported.metrics if m not in ("acc", "acc_norm", "exact_match")})
             extra = {"mcc": "Matthews correlation (`mcc`)"}
             lines += ["Classification tasks score the label's class names, in class order, as the choices: accuracy "
                       "(`acc`, `acc_norm`)" + "".join(f" and {extra.get(m, f'`{m}`')}" for m in metrics) + ".", ""]
-            if "mcc" in metrics:  # the harness bootstraps mcc's standard error with 100,000 resamples per task
-                lines += ["The harness bootstraps the standard error of `mcc` with 100,000 resamples per task, which "
-                          "takes minutes over a whole group: add `--bootstrap_iters 0` where you do not need it.", ""]
         if "generate_until" in kinds:
             lines += [f"Generation tasks are few-shot by default ({NUM_FEWSHOT} examples from train; `--num_fewshot` "
                       "changes it): zero-shot, a causal LM's first line is rarely an answer. The answer is the first "
@@ -784,6 +907,11 @@ def card_lines(exported: Exported) -> list[str]:
         lines += [f"- {', '.join(configs)}: {reason}." for reason, configs in reasons.items()]
         lines.append("")
     return lines
+
+
+def _tasks(members: list, tasks: dict) -> str:
+    """``"every task"``, or how many of them."""
+    return "every task" if len(members) == len(tasks) else f"{len(members)} of the {len(tasks)} tasks"
 
 
 def _write_card_section(folder: Path, exported: Exported) -> None:
@@ -819,6 +947,9 @@ def describe(exported: Exported) -> list[str]:
                   *(f"  {task}" for task in exported.tasks.values()),
                   f"run them with: lm_eval --model hf --model_args pretrained=MODEL --include_path {exported.folder} "
                   f"--tasks {exported.group}"]
+        for name, members in exported.groups.items():
+            lines.append(f"the tasks of {', '.join(exported.group_configs.get(name, ()))} ({len(members)}) are in their "
+                         f"own group, {name}, not in {exported.group}: --tasks {name} runs them")
         if "generate_until" in exported.kinds.values():
             lines.append(f"generation tasks are {NUM_FEWSHOT}-shot by default (zero-shot, a first line is rarely an "
                          "answer); --num_fewshot changes it")

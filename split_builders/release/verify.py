@@ -300,6 +300,8 @@ def check_rescored(released: Released, report: Report, work: Path, *, rebuild, s
     source = locate_source(recorded_source, released.folder, source)  # --source, this machine's build, beside it
     fields = {f for f in method.Options.__dataclass_fields__}
     values = {k: v for k, v in (record.get("parameters") or {}).items() if k in fields}
+    if "row_order" in fields and "row_order" not in values:  # built before the rule was recorded: by position
+        values["row_order"] = "position"
     try:
         options = method.Options(source=source, out=str(work / "rescored"), seed=record.get("seed", 42), **values)
         rebuilt = rebuild(method, options)

@@ -17,6 +17,15 @@ the permissions the umask gives (0755 by default), not the 0700 of a private tem
 A folder is replaced only when it holds nothing but what resplit wrote (:func:`check_replaceable`), and a
 staged release an interrupted build left is put in place only when it is complete (:func:`staged_problem`).
 Every method's configs go through here; methods never write files themselves.
+
+This module is also the one output policy of every command that writes (a build's ``--out``, ``audit
+--write-clean`` and ``--rows``, ``export lm-eval --out``): :func:`check_output_place` refuses, before any work,
+places that are empty, the root, the home or working folder, an input of the command, a file where a folder
+goes (or the reverse), an existing output without ``--overwrite``, and a folder holding files resplit did not
+write; :class:`OutputLock` is held while a release is written; folders are staged then renamed
+(:func:`write_release`) and files written beside their place then renamed (:func:`write_file`); and a staging
+folder is recognised only by the marker resplit writes into it first (:func:`new_staging`,
+:func:`is_staging`): anything else beside the output is never removed.
 """
 
 from __future__ import annotations
@@ -121,7 +130,7 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, 
 def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSplit], *, provenance: dict,
                   render_card, license: str | None = None, pretty_name: str | None = None,
                   overwrite: bool = False, progress: bool = False, evidence: dict | None = None,
-                  hub: dict | None = None, extras=None, harness_files=None) -> Path:
+                  hub: dict | None = None, extras=None, harness_files=None, flag: str = "--out") -> Path:
     """Write ``configs`` of ``rows`` as a Hub-style dataset folder at ``out_dir``.
 
     Parameters
@@ -157,13 +166,12 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
         The card's Hub metadata (:func:`split_builders.release.card.hub_metadata`): license, language,
         task categories and ids, size category, source datasets, tags; it wins over ``license`` and
         ``pretty_name``.
+    flag : str
+        The command-line flag that named ``out_dir``, for messages (``--out``, ``--write-clean``).
     """
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not overwrite:
-        raise OutputExistsError(f"output folder {str(out_dir)!r} exists; pass --overwrite to replace it")
-    check_replaceable(out_dir, harness_files=harness_files)
+    out_dir = check_output_place(out_dir, flag, overwrite=overwrite, harness_files=harness_files)
     if not configs:
         raise InvalidParameterError("a release needs at least one config")
     names = [c.name for c in configs]
@@ -178,7 +186,7 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
     staging = None
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+        staging = new_staging(out_dir)  # marked as resplit's before anything is written into it
         # Writing is the slow step of releases with many configs (66 for a CheckList suite): configs are written a
         # few at a time in threads (Arrow's Parquet writer and sha256 release the GIL); each file's bytes are the
         # same as written alone.
@@ -203,17 +211,160 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
             step = "the harness tasks (lm_eval/)"
             extras(staging)
         os.chmod(staging, _folder_mode())  # mkdtemp's folder is private (0700)
-        _move_into_place(staging, out_dir, harness_files=harness_files)
+        _move_into_place(staging, out_dir, harness_files=harness_files, flag=flag)
     except OSError as error:
         if not is_disk_full(error):
             raise
         done = sum(f.stat().st_size for f in staging.rglob("*") if f.is_file()) if staging and staging.exists() else 0
-        raise disk_full(out_dir.parent, f"{step} of --out {str(out_dir)!r} ({done / 2**20:.1f} MB written before "
-                                        "the disk filled; nothing was left at --out)") from None
+        raise disk_full(out_dir.parent, f"{step} of {flag} {str(out_dir)!r} ({done / 2**20:.1f} MB written before "
+                                        f"the disk filled; nothing was left at {flag})") from None
     finally:
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return out_dir
+
+
+# -- the one output policy: where a command may write, and how ------------------------------------------------
+
+# What a command writes at the place a flag names: a release folder replaced as a whole (a build's --out,
+# --write-clean), one file (--rows), or files put into a folder that may hold others (export lm-eval --out).
+OUTPUT_KINDS = ("folder", "file", "files")
+_WHAT = {"folder": "the folder to write the release to", "file": "the file to write",
+         "files": "the folder to write the files to"}
+
+
+def check_output_place(path, flag: str, *, kind: str = "folder", overwrite: bool = False, harness_files=None,
+                       inputs=(), reader: str = "this command") -> Path:
+    """The place ``path`` (given as ``flag``) where a command writes, checked before any work; the path, with
+    ``~`` expanded. Refused in one line naming ``flag`` and what to do (nothing is changed):
+
+    - an empty path (``''``: the working folder by accident);
+    - the root folder or the home folder itself, and for a ``folder`` (replaced as a whole) the working folder;
+    - a symbolic link to nothing;
+    - a path that is, or (for a folder) holds, one of ``inputs`` (what ``reader`` reads: the source, the target
+      being audited, a dataset it is checked against);
+    - a ``folder`` or ``files`` path that is a file, and a ``file`` path that is a folder;
+    - an existing ``folder`` or ``file`` without ``overwrite``, and a ``folder`` that holds files resplit did not
+      write (:func:`check_replaceable`, with ``harness_files`` as there: a harness task changed since resplit
+      wrote it is the user's);
+    - a place whose nearest existing folder is a file or not writable.
+
+    ``kind``: ``folder`` (a release, replaced as a whole), ``file`` (one file, replaced only with ``overwrite``)
+    or ``files`` (files put into a folder that may hold others, which the writer keeps).
+    """
+    if kind not in OUTPUT_KINDS:
+        raise ValueError(f"kind must be one of {OUTPUT_KINDS}, got {kind!r}")
+    if path is None or not str(path).strip():
+        raise InvalidParameterError(f"{flag} is empty: give {_WHAT[kind]}")
+    path = Path(path).expanduser()
+    where = path.absolute()
+    resolved = where.resolve()
+    if kind != "file":
+        forbidden = {Path(where.anchor): "the root folder", Path.home().resolve(): "your home folder"}
+        if kind == "folder":  # replaced as a whole
+            forbidden.setdefault(Path.cwd().resolve(), "the working folder")
+        if resolved in forbidden:
+            example = "out/my-release" if kind == "folder" else "out/tasks"
+            raise InvalidParameterError(f"{flag} {str(path)!r} is {forbidden[resolved]}; give a folder of its own "
+                                        f"(e.g. {example})")
+    if path.is_symlink() and not path.exists():
+        raise InvalidParameterError(f"{flag} {str(path)!r} is a symbolic link to nothing; remove it or choose another "
+                                    f"{flag}")
+    for item in inputs:
+        item = Path(item).expanduser().absolute().resolve()
+        if resolved == item:
+            raise InvalidParameterError(f"{flag} {str(path)!r} is {str(item)!r}, which {reader} reads; choose another "
+                                        f"{flag} (nothing was changed)")
+        if kind != "file" and resolved in item.parents:
+            raise InvalidParameterError(f"{flag} {str(path)!r} holds {str(item)!r}, which {reader} reads; choose "
+                                        f"{flag} outside it")
+    if path.exists():
+        if kind == "file" and path.is_dir():
+            raise InvalidParameterError(f"{flag} {str(path)!r} is a folder; give a file name (e.g. "
+                                        f"{str(path / ('rows' + (path.suffix or '.parquet')))!r})")
+        if kind != "file" and not path.is_dir():
+            raise OutputExistsError(f"{flag} {str(path)!r} exists and is a file, not a folder; choose another {flag} "
+                                    "(nothing was changed)")
+        if kind != "files" and not overwrite:
+            raise OutputExistsError(f"{flag} {str(path)!r} exists; pass --overwrite to replace it")
+        if kind == "folder":  # only what resplit wrote (the files its card names, its harness tasks) is replaced
+            check_replaceable(path, harness_files=harness_files, flag=flag)
+    ancestor = where if kind == "files" and path.is_dir() else where.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InvalidParameterError(f"cannot write {flag} {str(path)!r}: {str(ancestor)!r} is a file, not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InvalidParameterError(f"cannot write {flag} {str(path)!r}: {str(ancestor)!r} is not writable; choose "
+                                    f"another {flag}")
+    return path
+
+
+def write_file(path, write, *, overwrite: bool = False, flag: str = "--out") -> Path:
+    """Write the file ``path`` as every resplit writer does: ``write(temporary)`` writes it beside its place
+    (``.<name>.<random>.tmp``), which is then renamed into place, so ``path`` is never half written. Without
+    ``overwrite`` the rename never replaces a file that appeared meanwhile (refused in one line). The file gets
+    the permissions the umask gives. A full disk is one line (nothing is left but what was there)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    try:
+        write(staging)
+        os.chmod(staging, 0o666 & _folder_mode())  # mkstemp's file is private (0600)
+        if overwrite:
+            os.replace(staging, path)
+        else:
+            try:
+                os.link(staging, path)  # fails where the name exists, at the moment of the rename
+            except FileExistsError:
+                raise OutputExistsError(f"{flag} {str(path)!r} exists (it appeared while resplit ran); pass "
+                                        "--overwrite to replace it") from None
+            except OSError as error:
+                if is_disk_full(error) or path.exists():
+                    raise
+                os.replace(staging, path)  # a file system without hard links
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        raise disk_full(path.parent, f"{flag} {str(path)!r} (nothing was left there)") from None
+    finally:
+        if os.path.exists(staging):
+            os.remove(staging)
+    return path
+
+
+# The marker resplit writes into every staging folder (a release being written, ``.<name>.tmp-*``; an old one
+# parked while it is replaced, ``.<name>.old-*``) as its first act: such a folder beside an output is resplit's,
+# removed or put back by the next command writing there; a folder of the same name without it is the user's.
+STAGING_MARKER = ".resplit-staging"
+_MARKER_TEXT = "resplit staging folder: the next resplit command writing beside it removes it or puts it back\n"
+
+
+def new_staging(out_dir, kind: str = "tmp") -> Path:
+    """A new staging folder beside ``out_dir`` (``.<name>.<kind>-<random>``, private until complete), marked as
+    resplit's (:data:`STAGING_MARKER`) before anything else is written into it."""
+    out_dir = Path(out_dir)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.{kind}-", dir=out_dir.parent))
+    mark_staging(staging)
+    return staging
+
+
+def mark_staging(folder) -> Path:
+    """Write :data:`STAGING_MARKER` into ``folder``: a folder resplit stages (or parks) a release in."""
+    (Path(folder) / STAGING_MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
+    return Path(folder)
+
+
+def is_staging(folder) -> bool:
+    """Whether ``folder`` is a staging folder resplit made: a folder (not a link) holding resplit's marker."""
+    folder = Path(folder)
+    marker = folder / STAGING_MARKER
+    try:
+        return (folder.is_dir() and not folder.is_symlink() and marker.is_file() and not marker.is_symlink()
+                and marker.read_text(encoding="utf-8") == _MARKER_TEXT)
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def check_output_file(path, flag: str, *, figure: bool = False) -> Path:
@@ -272,11 +423,14 @@ class OutputLock:
     The lock is ``.<name>.lock`` beside the output folder, taken with ``flock`` (released by the
     kernel when the process ends, however it ends); it holds the owner's pid so that a refused build
     can name it. Holding the lock means no other build is writing here, so staging folders a killed
-    build left behind (``.<name>.tmp-*``, ``.<name>.old-*``) are removed on acquiring it.
+    build left behind (``.<name>.tmp-*``, ``.<name>.old-*`` that hold resplit's marker: :func:`is_staging`) are
+    removed on acquiring it; folders of those names without the marker are someone else's and left alone.
+    ``flag`` names the output in messages (``--out``, ``--write-clean``).
     """
 
-    def __init__(self, out_dir, *, harness_files=None):
+    def __init__(self, out_dir, *, harness_files=None, flag: str = "--out"):
         self.out_dir = Path(out_dir)
+        self.flag = flag
         self.harness_files = harness_files  # what the harness export wrote (as in :func:`staged_problem`)
         self.path = self.out_dir.parent / f".{self.out_dir.name}.lock"
         self._handle = None
@@ -294,7 +448,7 @@ class OutputLock:
             owner = handle.read().strip() or "unknown"
             handle.close()
             raise OutputLockedError(f"another build (pid {owner}) is writing {str(self.out_dir)!r}; wait for it "
-                                    "to finish or choose another --out") from None
+                                    f"to finish or choose another {self.flag}") from None
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
@@ -310,10 +464,13 @@ class OutputLock:
         old release parked in ``.<name>.old-*/old`` and the new one staged in ``.<name>.tmp-*``.
         Before anything is removed, a complete release is put back: the newest staged one that is
         complete (:func:`staged_problem`: every file its card names present, with the sha256 it records),
-        else the parked one. Everything else there is a build's leftover (ours) and is removed, each with a
-        line in :attr:`notes` saying what and why. Returns the removed paths."""
+        else the parked one. Every other folder of those names that holds resplit's marker (:func:`is_staging`)
+        is a build's leftover and is removed, each with a line in :attr:`notes` saying what and why; one without
+        the marker is not resplit's and is left as it is. Returns the removed paths."""
         name = self.out_dir.name
-        stale = [p for pattern in (f".{name}.tmp-*", f".{name}.old-*") for p in self.out_dir.parent.glob(pattern)]
+        stale = [p for pattern in (f".{name}.tmp-*", f".{name}.old-*") for p in self.out_dir.parent.glob(pattern)
+                 if is_staging(p)]
+        _remove_marker(self.out_dir)  # a build stopped right after its last rename left its marker there
         problems = {p: staged_problem(p, harness_files=self.harness_files) for p in stale
                     if p.name.startswith(f".{name}.tmp-") and p.is_dir()}
         if not self.out_dir.exists() and not self.out_dir.is_symlink():
@@ -322,6 +479,7 @@ class OutputLock:
             complete = sorted(staged, key=lambda p: p.stat().st_mtime)[-1:] or parked[:1]
             if complete:
                 os.replace(complete[0], self.out_dir)
+                _remove_marker(self.out_dir)
                 what = "the release it was writing" if complete[0] in staged else "the release it was replacing"
                 self.notes.append(f"note: an interrupted build left {str(self.out_dir)!r} missing; {what} was put "
                                   "back")
@@ -347,28 +505,40 @@ class OutputLock:
             self._handle = None
 
 
-def _move_into_place(staging: Path, out_dir: Path, *, harness_files=None) -> None:
+def _move_into_place(staging: Path, out_dir: Path, *, harness_files=None, flag: str = "--out") -> None:
     """Replace ``out_dir`` by ``staging`` with renames only (no moment with a half folder).
 
-    The folder replaced is checked once more here (files may have been put there while the build ran): one
-    that holds anything resplit did not write is refused and left as it is (:func:`check_replaceable`). Ctrl-C
-    and SIGTERM wait while the two renames run, so an interrupt never falls between them."""
+    The place is checked once more here (files may have been put there while the build ran): a file, or a
+    folder that holds anything resplit did not write, is refused and left as it is (:func:`check_replaceable`).
+    The release replaced is parked in a marked folder (``.<name>.old-*``, :func:`new_staging`) until the new one
+    is in place; the staging folder's marker is removed once it is ``out_dir``. Ctrl-C and SIGTERM wait while
+    the renames run, so an interrupt never falls between them."""
     import signal
 
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputExistsError(f"{flag} {str(out_dir)!r} exists and is a file, not a folder; choose another {flag} "
+                                "(nothing was changed)")
     if out_dir.exists():
-        check_replaceable(out_dir, harness_files=harness_files)
+        check_replaceable(out_dir, harness_files=harness_files, flag=flag)
     blocked = {signal.SIGINT, signal.SIGTERM}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
     try:
         if out_dir.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+            trash = new_staging(out_dir, "old")
             os.replace(out_dir, trash / "old")
             os.replace(staging, out_dir)
             shutil.rmtree(trash, ignore_errors=True)
         else:
             os.replace(staging, out_dir)
+        _remove_marker(out_dir)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _remove_marker(folder: Path) -> None:
+    """Remove resplit's staging marker from ``folder`` (a release now in place), where it is there."""
+    if is_staging(folder):
+        (folder / STAGING_MARKER).unlink(missing_ok=True)
 
 
 # -- what resplit wrote in a release folder, and whether a staged one is complete ------------------------
@@ -442,7 +612,8 @@ def release_files(folder, *, harness_files=None) -> tuple[set, list[str]]:
         base = Path(root).relative_to(folder)
         for name in sorted(files) + sorted(d for d in folders if (Path(root) / d).is_symlink()):
             relative = (base / name).as_posix()
-            if relative in ours or (ours and _harness_files_ours(relative, configs, listed)):
+            if relative in ours or (ours and _harness_files_ours(relative, configs, listed)) or (
+                    ours and relative == STAGING_MARKER and is_staging(folder)):  # a build stopped after its rename
                 found.add(relative)
             else:
                 foreign.append(relative)
@@ -455,8 +626,8 @@ def release_files(folder, *, harness_files=None) -> tuple[set, list[str]]:
     return found, sorted(foreign)
 
 
-def check_replaceable(folder, *, harness_files=None) -> None:
-    """Refuse, in one line naming them, to replace a folder that holds files resplit did not write
+def check_replaceable(folder, *, harness_files=None, flag: str = "--out") -> None:
+    """Refuse, in one line naming them (and ``flag``), to replace a folder that holds files resplit did not write
     (:func:`release_files`, with ``harness_files`` as there); an empty folder or a release with only resplit's
     files is replaceable."""
     folder = Path(folder)
@@ -465,11 +636,23 @@ def check_replaceable(folder, *, harness_files=None) -> None:
     ours, foreign = release_files(folder, harness_files=harness_files)
     if not foreign:
         return
-    shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+    changed = _changed_harness_files(folder, harness_files) if ours else set()
+    named = [f + (" (changed since resplit wrote it)" if f in changed else "") for f in foreign]
+    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
     what = ("--overwrite replaces only what resplit wrote" if ours else
             "--overwrite replaces only a resplit release or an empty folder")
     raise OutputExistsError(f"{what}; {str(folder)!r} holds {len(foreign)} file(s) resplit did not write ({shown}); "
-                            "move them elsewhere or choose another --out (nothing was changed)")
+                            f"move them elsewhere or choose another {flag} (nothing was changed)")
+
+
+def _changed_harness_files(folder: Path, harness_files) -> set:
+    """The harness tasks of ``folder/lm_eval`` that the export lists with a sha256 they no longer have (edited since
+    resplit wrote them: the user's now), as relative paths."""
+    harness = folder / _HARNESS_FOLDER
+    if harness_files is None or not harness.is_dir():
+        return set()
+    return {f"{_HARNESS_FOLDER}/{name}" for name, digest in harness_files(harness).items()
+            if digest is not None and (harness / name).is_file() and _file_sha256(harness / name) != digest}
 
 
 def staged_problem(staged, *, harness_files=None) -> str | None:

@@ -94,7 +94,7 @@ class BehaviouralSplitter(BaseSplitter):
 
 
 def behavioural_configs(functionality, capability, test_type, *, functionalities=None, capabilities=None,
-                        random_state=BELUGA_SEED) -> list:
+                        random_state=BELUGA_SEED, names=None, capability_names=None) -> list:
     """The ``seen``, ``func_<i>``, ``class_<capability>`` and ``type_<type>`` configs.
 
     Parameters
@@ -109,6 +109,10 @@ def behavioural_configs(functionality, capability, test_type, *, functionalities
     random_state : int, default=123
         Seed of the division (BELUGA's 123 by default here, so that ``resplit evaluate-suite``
         selects BELUGA's test cases; ``resplit behavioural`` passes its ``--seed``).
+    names, capability_names : list of str, optional
+        The functionalities (which number ``func_<i>``) and capabilities in suite order; default: in order of
+        first appearance in the rows (the suite's order when the rows are in suite order; given when they are
+        not, as under :func:`~split_builders.splitters.partition.in_row_order`).
 
     Returns
     -------
@@ -117,10 +121,12 @@ def behavioural_configs(functionality, capability, test_type, *, functionalities
     functionality = np.asarray(functionality, dtype=object)
     capability = np.asarray(capability, dtype=object)
     test_type = np.asarray(test_type, dtype=object)
-    names = list(dict.fromkeys(functionality.tolist()))
+    names = list(dict.fromkeys(functionality.tolist())) if names is None else list(names)
+    if capability_names is None:
+        capability_names = list(dict.fromkeys(capability.tolist()))
     # Resolve every selection before dividing anything: a wrong name fails at once.
     held_functionalities = resolve_names(functionalities, names, "functionality")
-    held_capabilities = resolve_names(capabilities, list(dict.fromkeys(capability.tolist())), "capability")
+    held_capabilities = resolve_names(capabilities, list(capability_names), "capability")
     splitter = BehaviouralSplitter(random_state=random_state)
     seen = dict(zip(SPLITS, splitter.split(functionality)))
     params = splitter.get_params()

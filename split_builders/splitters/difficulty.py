@@ -234,25 +234,31 @@ def _requested(splitter: DifficultySplitter, pvi, labels) -> dict:
     return requested
 
 
-def rederive_configs(rows, parameters: dict, *, prefix: str = "") -> list[ConfigSplit]:
+def rederive_configs(rows, parameters: dict, *, prefix: str = "", keys=None, seed=None) -> list[ConfigSplit]:
     """The difficulty configs :func:`difficulty_configs` builds from released rows (``resplit verify``).
 
     ``rows`` is a ``pyarrow.Table`` of the rows the configs split (``pvi`` and the label field), in the
     order they were built; ``parameters`` the recorded parameters of one of its configs (the splitter's,
     ``label_field`` when it is not ``label``, ``grouped_by`` when grouped), named ``prefix + config``. Each
-    config's ``rows`` is ``rows``."""
+    config's ``rows`` is ``rows``. ``keys``: the rows' content keys where the release was built under the
+    ``content`` row order rule, ``seed`` its seed (:func:`~split_builders.splitters.partition.in_row_order`)."""
     from split_builders.splitters.groups import group_codes
+    from split_builders.splitters.partition import in_row_order
 
     # the recorded label field (releases before the one label policy), else `label` (after it)
     field = parameters.get("label_field") or "label"
     labels, _ = encode_labels(rows.column(field if field in rows.column_names else "label").to_pylist())
     group_field = parameters.get("grouped_by")
-    return difficulty_configs(np.asarray(rows.column("pvi").to_numpy(), dtype=np.float64), labels, parameters={},
-                              curriculum_compat=parameters["threshold"] == "midrange",
-                              validation_size=parameters["validation_size"], random_state=parameters["random_state"],
-                              rows=rows, prefix=prefix, group_field=group_field,
-                              groups=None if group_field is None else group_codes(
-                                  rows.column(group_field).to_numpy(zero_copy_only=False)))
+    groups = None if group_field is None else group_codes(rows.column(group_field).to_numpy(zero_copy_only=False))
+    configs = in_row_order(difficulty_configs, keys, seed, groups="groups",
+                           per_row=dict(pvi=np.asarray(rows.column("pvi").to_numpy(), dtype=np.float64), labels=labels,
+                                     groups=groups),
+                           parameters={}, curriculum_compat=parameters["threshold"] == "midrange",
+                           validation_size=parameters["validation_size"], random_state=parameters["random_state"],
+                           prefix=prefix, group_field=group_field)
+    for config in configs:
+        config.rows = rows
+    return configs
 
 
 def part_mask(config: ConfigSplit, n_rows: int) -> np.ndarray:

@@ -157,10 +157,14 @@ def inoculation_configs(labels, released, *, sizes=SIZES, random_state: int = 42
     return configs
 
 
-def rederive_configs(labels, released, parameters: list, *, rows=None, prefix: str = "") -> list[ConfigSplit]:
+def rederive_configs(labels, released, parameters: list, *, rows=None, prefix: str = "", keys=None) -> list[ConfigSplit]:
     """The inoculation configs :func:`inoculation_configs` draws from the rows they were drawn from (``resplit
     verify``): ``labels`` and ``released`` split of every row, in the order the build saw them (train rows in
     ``source_id`` order); ``parameters`` the recorded parameters of the configs (their sizes and seed); each
-    config's ``rows`` is ``rows``."""
-    return inoculation_configs(labels, released, sizes=[p["size"] for p in parameters],
-                               random_state=parameters[0]["random_state"], rows=rows, prefix=prefix)
+    config's ``rows`` is ``rows``. ``keys``: the rows' content keys where they were drawn under the ``content``
+    row order rule (:func:`~split_builders.splitters.partition.in_row_order`)."""
+    from split_builders.splitters.partition import in_row_order
+
+    seed = parameters[0]["random_state"]
+    return in_row_order(inoculation_configs, keys, seed, per_row=dict(labels=labels, released=released),
+                        sizes=[p["size"] for p in parameters], random_state=seed, rows=rows, prefix=prefix)

@@ -299,8 +299,16 @@ class TransformersFamily:
                 "max_length": self.max_length, "seed": self.random_state}
 
     def _load(self, n_classes):
+        from pathlib import Path
+
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+        path = Path(self.model).expanduser()
+        if not path.is_dir() and (path.exists() or self.model.startswith((".", "/", "~"))):
+            # a path (as the language models' --lm reads one), not a Hub id: said as such, not by the Hub's id rule
+            raise ModelLoadError(f"cannot load sequence classifier {self.model!r} (--model): not a folder with a "
+                                 f"transformers model ({'a file' if path.exists() else 'nothing is there'}); give a "
+                                 "model folder or a Hub id (org/name)")
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.model, revision=self.revision, trust_remote_code=False)
             model = AutoModelForSequenceClassification.from_pretrained(

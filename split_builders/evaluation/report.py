@@ -1,0 +1,770 @@
+"""``resplit report``: evaluation runs on a release turned into the papers' tables, with intervals.
+
+A split exists to measure a gap. :func:`report` reads runs (:mod:`split_builders.evaluation.runs`: lm-evaluation-
+harness ``--log_samples`` folders or predictions tables), joins every sample to its release row by ``source_id``
+and gives, as pandas DataFrames:
+
+1. ``results``: per model x config x evaluation split, the config's declared metric (accuracy, exact match,
+   Matthews correlation, CheckList pass rate: the share of test cases all of whose examples pass), ``n``, whether
+   the run covered the whole split (``complete``) and a percentile bootstrap interval over rows
+   (:func:`scipy.stats.bootstrap`, seeded per cell);
+2. ``gaps``: per model x config, the difference to the method's declared baseline config (``random`` for
+   likelihood splits; ``baseline=`` overrides) on the same split, with a bootstrap interval (unpaired: the two
+   test sets hold different rows; paired where they hold the same rows), and the relative error increase
+   ``(error_config - error_baseline) / error_baseline`` (Godbole & Jia 2023) with its interval, for metrics
+   where ``1 - value`` is an error rate;
+3. ``comparisons``: every pair of models on each config and split, on the rows both were evaluated on:
+   McNemar's exact test for 0/1 outcomes (a two-sided binomial test on the discordant rows), a paired bootstrap
+   otherwise; ``m`` is the number of comparisons and ``p_bonferroni`` the p-value multiplied by it;
+4. ``concurrence``: with three or more models, Kendall's tau-b between the model orderings of every pair of
+   configs (and of configs of different releases), through the project's ``concurrence`` metric (Sun, Williams
+   & Hupkes 2023), with its bootstrap interval over models;
+5. ``behavioural`` (CheckList releases): pass rate per functionality and capability through the shipped
+   ``pass_rate`` metric (a test case passes when all its scored examples pass, as CheckList defines it), and
+   ``curriculum``: CURRICULUM's zero-shot table from the same runs (:mod:`curriculum_report`).
+
+:meth:`Report.write` writes ``report.md``, ``report.json``, one CSV per table, ``report.tex`` and the figures
+(a forest plot of the gaps, the concurrence heatmap) into a folder, each file staged and renamed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from split_builders.errors import InvalidParameterError
+
+N_RESAMPLES = 10_000
+CONFIDENCE = 0.95
+CONCURRENCE_RESAMPLES = 1000  # the concurrence metric resamples models (a few), one Kendall tau per draw
+BINARY = ("acc", "exact_match", "pass_rate")  # 0/1 per row: McNemar, and 1 - value is an error rate
+TABLES = ("results", "gaps", "comparisons", "concurrence", "behavioural", "curriculum")
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics
+# ---------------------------------------------------------------------------------------------
+
+
+def _seed(seed: int, *parts) -> int:
+    """A seed for one cell, from the report's seed and the cell's names: the same interval whatever else is in
+    the report or the order it is computed in."""
+    digest = hashlib.sha256(json.dumps([seed, *map(str, parts)]).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def mcc(gold, pred, axis: int = -1):
+    """Matthews correlation (Gorodkin's multi-class form, as :func:`sklearn.metrics.matthews_corrcoef`) along
+    ``axis`` of integer class arrays, vectorised over the other axes (a bootstrap's resamples); 0 where it is
+    undefined, as scikit-learn returns."""
+    gold = np.moveaxis(np.asarray(gold), axis, -1).astype(np.int64)
+    pred = np.moveaxis(np.asarray(pred), axis, -1).astype(np.int64)
+    batch = gold.shape[:-1]
+    gold2, pred2 = gold.reshape(-1, gold.shape[-1]), pred.reshape(-1, pred.shape[-1])
+    k = int(max(gold2.max(initial=0), pred2.max(initial=0))) + 1
+    offsets = (np.arange(gold2.shape[0]) * k)[:, None]
+    true_counts = np.bincount((gold2 + offsets).ravel(), minlength=gold2.shape[0] * k).reshape(-1, k)
+    pred_counts = np.bincount((pred2 + offsets).ravel(), minlength=gold2.shape[0] * k).reshape(-1, k)
+    correct = (gold2 == pred2).sum(axis=1).astype(float)
+    n = float(gold2.shape[1])
+    t, p = true_counts.astype(float), pred_counts.astype(float)
+    cov_tp = correct * n - (t * p).sum(axis=1)
+    cov_pp = n * n - (p * p).sum(axis=1)
+    cov_tt = n * n - (t * t).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = cov_tp / np.sqrt(cov_tt * cov_pp)
+    value = np.where((cov_tt * cov_pp) == 0, 0.0, value)
+    return value.reshape(batch) if batch else float(value[0])
+
+
+def _mean(x, axis=-1):
+    return np.mean(x, axis=axis)
+
+
+def _interval(samples, statistic, *, paired: bool, n_resamples: int, seed: int, confidence: float):
+    """``(low, high)`` of a percentile bootstrap (:func:`scipy.stats.bootstrap`); NaNs where a sample has fewer
+    than two values or ``n_resamples`` is 0."""
+    from scipy.stats import bootstrap
+
+    if n_resamples <= 0 or any(len(s) < 2 for s in samples):
+        return (math.nan, math.nan), None
+    with warnings.catch_warnings():  # a degenerate distribution (every row right) has a point interval
+        warnings.simplefilter("ignore")
+        result = bootstrap(tuple(np.asarray(s) for s in samples), statistic, paired=paired, vectorized=True,
+                       n_resamples=n_resamples, method="percentile", confidence_level=confidence,
+                           random_state=np.random.default_rng(seed), batch=max(1, min(n_resamples, 2_000_000 //
+                                                                                           max(len(samples[0]), 1))))
+    low, high = np.asarray(result.confidence_interval.low), np.asarray(result.confidence_interval.high)
+    distribution = np.asarray(result.bootstrap_distribution)
+    undefined = ~np.isfinite(distribution)
+    if undefined.any():  # a statistic undefined on some resamples (a baseline without errors): left out of them
+        alpha = (1 - confidence) / 2
+        rows = distribution.reshape(-1, distribution.shape[-1])
+        bounds = [np.percentile(row[np.isfinite(row)], [100 * alpha, 100 * (1 - alpha)]) if np.isfinite(row).any()
+                  else (math.nan, math.nan) for row in rows]
+        low = np.asarray([b[0] for b in bounds]).reshape(low.shape)
+        high = np.asarray([b[1] for b in bounds]).reshape(high.shape)
+    if low.ndim == 0:
+        return (float(low), float(high)), distribution
+    return (low.astype(float), high.astype(float)), distribution
+
+
+def _statistic(metric: str):
+    """The statistic of one sample of outcomes: ``(arrays, statistic)`` where arrays are what is resampled."""
+    if metric == "mcc":
+        return lambda gold, pred, axis=-1: mcc(gold, pred, axis=axis)
+    return _mean
+
+
+def _arrays(cell, metric: str) -> tuple:
+    if metric == "mcc":
+        return (cell["gold"].to_numpy(dtype=np.int64), cell["pred"].to_numpy(dtype=np.int64))
+    return (cell["value"].to_numpy(dtype=float),)
+
+
+def _point(arrays: tuple, metric: str) -> float:
+    return float(mcc(*arrays)) if metric == "mcc" else float(np.mean(arrays[0])) if len(arrays[0]) else math.nan
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    """The tables of :func:`report` (pandas DataFrames) and the notes read on the way."""
+
+    results: object
+    gaps: object
+    comparisons: object
+    concurrence: object
+    behavioural: object = None
+    curriculum: object = None
+    notes: list = field(default_factory=list)
+    releases: list = field(default_factory=list)
+    models: list = field(default_factory=list)
+    confidence: float = CONFIDENCE
+
+    def tables(self) -> dict:
+        """``{name: DataFrame}`` of the tables that hold rows."""
+        out = {}
+        for name in TABLES:
+            frame = getattr(self, name)
+            if frame is not None and len(frame):
+                out[name] = frame
+        return out
+
+    def as_dict(self) -> dict:
+        """The JSON of ``--json``: ``results``, ``gaps``, ``comparisons``, ``concurrence`` (lists of records, a
+        ``ci`` as ``[low, high]``), with ``behavioural`` and ``curriculum`` where present, and ``notes``."""
+        out = {}
+        for name in TABLES:
+            frame = getattr(self, name)
+            if frame is None:
+                if name in ("results", "gaps", "comparisons", "concurrence"):
+                    out[name] = []
+                continue
+            out[name] = [_record(row) for row in frame.to_dict(orient="records")]
+        out["notes"] = list(self.notes)
+        return out
+
+    def lines(self) -> list[str]:
+        """The report for the terminal."""
+        level = f"{round(self.confidence * 100):g}%"
+        lines = [f"resplit report: {len(self.models)} model(s) on {', '.join(self.releases)}", ""]
+        for name, frame in self.tables().items():
+            lines += [f"{_TITLES[name]} ({level} intervals)" if name != "curriculum" else _TITLES[name],
+                      *_text_table(_display(name, frame)).splitlines(), ""]
+        lines += [f"note: {note}" for note in self.notes]
+        return lines
+
+    def markdown(self) -> str:
+        level = f"{round(self.confidence * 100):g}%"
+        parts = [f"# resplit report", "", f"{len(self.models)} model(s) ({', '.join(self.models)}) on "
+                 f"{', '.join(self.releases)}; intervals are {level} percentile bootstrap intervals.", ""]
+        for name, frame in self.tables().items():
+            parts += [f"## {_TITLES[name]}", "", _display(name, frame).to_markdown(index=False), ""]
+        if self.notes:
+            parts += ["## Notes", "", *[f"- {note}" for note in self.notes], ""]
+        return "\n".join(parts)
+
+    def latex(self) -> str:
+        """The gap table (the papers' table: metric per config, gap and relative error increase) as LaTeX."""
+        frame = self.gaps if self.gaps is not None and len(self.gaps) else self.results
+        return _display("gaps" if frame is self.gaps else "results", frame).to_latex(index=False, escape=True)
+
+    def write(self, out, *, overwrite: bool = False) -> list[Path]:
+        """Write the report into the folder ``out``: each file beside its place first, then renamed; files
+        already there are replaced only with ``overwrite`` (nothing is written when one is refused)."""
+        from split_builders.release.writer import check_output_place, write_file
+
+        out = check_output_place(out, "--out", kind="files", overwrite=overwrite)
+        files = {"report.md": self.markdown(), "report.json": json.dumps(self.as_dict(), indent=2, sort_keys=True,
+                                                                          allow_nan=False, default=str) + "\n",
+                 "report.tex": self.latex()}
+        for name, frame in self.tables().items():
+            files[f"{name}.csv"] = _csv_ready(frame).to_csv(index=False)
+        figures = self._figures()
+        names = [*files, *figures]
+        existing = [n for n in names if (out / n).exists()]
+        if existing and not overwrite:
+            raise InvalidParameterError(f"--out {str(out)!r} already holds {', '.join(existing[:4])}; pass --overwrite "
+                                        "to replace them or choose another --out (nothing was written)")
+        written = []
+        for name, text in files.items():
+            written.append(write_file(out / name, lambda path, text=text: Path(path).write_text(text, encoding="utf-8"),
+                                      overwrite=overwrite))
+        for name, draw in figures.items():
+            written.append(write_file(out / name, draw, overwrite=overwrite))
+        return written
+
+    def _figures(self) -> dict:
+        figures = {}
+        if self.gaps is not None and len(self.gaps):
+            figures["gaps.png"] = self._forest
+        if self.concurrence is not None and len(self.concurrence):
+            figures["concurrence.png"] = self._heatmap
+        return figures
+
+    def _forest(self, path) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        frame = self.gaps.reset_index(drop=True)
+        labels = [f"{r.model} / {r.config}" for r in frame.itertuples()]
+        fig, ax = plt.subplots(figsize=(7, 0.35 * len(frame) + 1.2))
+        y = np.arange(len(frame))[::-1]
+        low = frame["difference"] - frame["difference_ci_low"]
+        high = frame["difference_ci_high"] - frame["difference"]
+        ax.errorbar(frame["difference"], y, xerr=[low.fillna(0), high.fillna(0)], fmt="o", color="C0", capsize=3)
+        ax.axvline(0, color="0.5", lw=1)
+        ax.set_yticks(y, labels)
+        ax.set_xlabel(f"difference to the baseline config ({frame['metric'].iloc[0]})")
+        fig.tight_layout()
+        fig.savefig(path, dpi=120, format="png", metadata={"Software": None})
+        plt.close(fig)
+
+    def _heatmap(self, path) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        frame = self.concurrence
+        names = list(dict.fromkeys([*frame["config_a"], *frame["config_b"]]))
+        grid = np.full((len(names), len(names)), np.nan)
+        for row in frame.itertuples():
+            i, j = names.index(row.config_a), names.index(row.config_b)
+            grid[i, j] = grid[j, i] = row.kendall_tau
+        np.fill_diagonal(grid, 1.0)
+        fig, ax = plt.subplots(figsize=(1 + 0.6 * len(names), 0.8 + 0.6 * len(names)))
+        image = ax.imshow(grid, vmin=-1, vmax=1, cmap="RdBu")
+        ax.set_xticks(range(len(names)), names, rotation=60, ha="right")
+        ax.set_yticks(range(len(names)), names)
+        for i in range(len(names)):
+            for j in range(len(names)):
+                if not np.isnan(grid[i, j]):
+                    ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=7)
+        fig.colorbar(image, ax=ax, label="Kendall tau-b of model rankings")
+        fig.tight_layout()
+        fig.savefig(path, dpi=120, format="png", metadata={"Software": None})
+        plt.close(fig)
+
+
+_TITLES = {"results": "Results per config", "gaps": "Gap to the baseline config",
+           "comparisons": "Models compared (paired)", "concurrence": "Concurrence of model rankings",
+           "behavioural": "Pass rate per functionality and capability", "curriculum": "CURRICULUM zero-shot (MCC)"}
+
+
+def _record(row: dict) -> dict:
+    out = {}
+    for key, value in row.items():
+        if key.endswith("_ci_low") or key.endswith("_ci_high") or key in ("ci_low", "ci_high"):
+            continue
+        out[key] = _plain(value)
+    for key in list(row):
+        if key.endswith("_ci_low") or key == "ci_low":
+            stem = key[: -len("_low")]
+            out[stem] = [_plain(row[key]), _plain(row[stem + "_high"])]
+    return out
+
+
+def _plain(value):
+    if isinstance(value, (np.floating, float)):
+        return None if math.isnan(float(value)) else float(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value
+
+
+def _fmt(value, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.{digits}f}"
+    return str(value)
+
+
+def _display(name: str, frame):
+    """A table for reading: intervals as ``[low, high]``, numbers rounded."""
+    import pandas as pd
+
+    out = pd.DataFrame(index=frame.index)
+    for column in frame.columns:
+        if column.endswith("_high"):
+            continue
+        if column.endswith("_low"):
+            stem = column[: -len("_low")]
+            out[stem.replace("_ci", " CI") if stem != "ci" else "CI"] = [
+                f"[{_fmt(lo)}, {_fmt(hi)}]" for lo, hi in zip(frame[column], frame[stem + "_high"])]
+            continue
+        out[column] = [_fmt(v) for v in frame[column]]
+    return out.reset_index(drop=True)
+
+
+def _csv_ready(frame):
+    return frame.reset_index(drop=True)
+
+
+def _text_table(frame) -> str:
+    widths = {c: max(len(str(c)), *(len(str(v)) for v in frame[c])) if len(frame) else len(str(c))
+              for c in frame.columns}
+    head = "  ".join(str(c).ljust(widths[c]) for c in frame.columns)
+    body = ["  ".join(str(v).ljust(widths[c]) for c, v in zip(frame.columns, row)) for row in frame.itertuples(index=False)]
+    return "\n".join([head, *body])
+
+
+# ---------------------------------------------------------------------------------------------
+# Building the tables
+# ---------------------------------------------------------------------------------------------
+
+
+def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_RESAMPLES, seed: int = 0,
+           confidence: float = CONFIDENCE, work=None) -> Report:
+    """The report of ``runs`` on ``release``.
+
+    ``release``: a release folder, ``HUB_ID@REV``, or a list of them (runs may cover several releases: their
+    configs are compared for concurrence). ``runs``: paths (``PATH`` or ``PATH=NAME``: an lm_eval output folder
+    or a predictions table), ``(path, name)`` pairs, or pandas DataFrames in the predictions-table layout (named
+    by their ``model`` column). ``baseline``: the config gaps are measured against (default: the method's
+    declared ``baseline_config``). ``n_resamples``: bootstrap resamples (0: no intervals); ``seed``: of every
+    bootstrap (each cell's own generator is derived from it and the cell's names).
+    """
+    import pandas as pd
+
+    from split_builders.evaluation.runs import RunError, parse_run_argument, read_release, read_runs
+
+    from split_builders.splits import check_number
+
+    check_number(n_resamples, "n_resamples", integer=True, minimum=0)
+    check_number(confidence, "confidence", minimum=0.5, maximum=0.999)
+    targets = release if isinstance(release, (list, tuple)) else [release]
+    if not targets:
+        raise InvalidParameterError("give the release the runs were made on")
+    if work is None:  # where a HUB_ID@REV is downloaded: a temporary folder for this call
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="resplit-report-") as temporary:
+            return report(release, runs, baseline=baseline, n_resamples=n_resamples, seed=seed,
+                          confidence=confidence, work=Path(temporary))
+    releases = [read_release(t, work) for t in targets]
+    names = [r.name for r in releases]
+    if len(set(names)) != len(names):
+        raise InvalidParameterError(f"two releases have the same harness group ({', '.join(names)}); give each once")
+    if isinstance(runs, (str, Path)) or hasattr(runs, "columns"):
+        runs = [runs]
+    if not runs:
+        raise InvalidParameterError("give at least one run (an lm_eval --output_path folder or a predictions table)")
+    read = []
+    for item in runs:
+        if hasattr(item, "columns"):
+            read += _frame_runs(item, releases)
+            continue
+        path, name = item if isinstance(item, tuple) else parse_run_argument(str(item))
+        read += read_runs(path, releases, name=name)
+    _unique_names(read)
+    for release in releases:
+        if baseline is not None and baseline not in release.configs:
+            raise InvalidParameterError(f"--baseline {baseline!r} is not a config of {release.folder} (its configs: "
+                                        f"{', '.join(release.configs)})")
+    outcomes = pd.concat([run.outcomes for run in read], ignore_index=True)
+    notes = [f"{run.name}: {note}" for run in read for note in run.notes]
+    complete = {(run.name, *key): value for run in read for key, value in run.complete.items()}
+    by_name = {r.name: r for r in releases}
+    units = _units(outcomes, by_name)
+    results = _results(units, complete, n_resamples, seed, confidence)
+    gaps = _gaps(units, by_name, baseline, n_resamples, seed, confidence, notes)
+    comparisons = _comparisons(units, n_resamples, seed, confidence)
+    concurrence = _concurrence(results, n_resamples, seed, confidence, notes)
+    behavioural = _behavioural(outcomes, by_name, notes)
+    curriculum = _curriculum(read, by_name, notes)
+    models = list(dict.fromkeys(run.name for run in read))
+    for row in results.itertuples():
+        if not row.complete:
+            notes.append(f"{row.model} on {row.config}/{row.split}: {row.n} of the split's rows were evaluated "
+                         "(complete: false); its value is not the split's score")
+    return Report(results, gaps, comparisons, concurrence, behavioural, curriculum, notes=notes, releases=names,
+                  models=models, confidence=confidence)
+
+
+def _frame_runs(frame, releases):
+    import tempfile
+
+    from split_builders.evaluation.runs import _table_runs
+
+    with tempfile.TemporaryDirectory() as work:
+        path = Path(work) / "your DataFrame.parquet"
+        frame.to_parquet(path)
+        runs = _table_runs(path, releases, name=None)
+    for run in runs:
+        run.path = "your DataFrame"
+    return runs
+
+
+def _unique_names(runs) -> None:
+    """Two runs the user named alike are refused; a name two runs record is made unique by the run's folder."""
+    from split_builders.evaluation.runs import RunError
+
+    named = [run for run in runs if run.named]
+    seen = {}
+    for run in named:
+        if run.name in seen:
+            raise RunError(f"two runs are named {run.name!r} ({seen[run.name].path} and {run.path}); give each its own "
+                           "NAME")
+        seen[run.name] = run
+    for run in runs:
+        if run.named:
+            continue
+        if run.name in seen:
+            parent = Path(run.path).parent
+            for candidate in (f"{run.name} ({parent.name})", f"{run.name} ({parent.parent.name}/{parent.name})"):
+                if candidate not in seen:
+                    run.name = candidate
+                    break
+            else:
+                raise RunError(f"two runs record the model {run.name!r} ({seen[run.name].path} and {run.path}); name "
+                               "them apart (RUN=NAME)")
+            run.outcomes["model"] = run.name
+        seen[run.name] = run
+
+
+def _units(outcomes, releases: dict):
+    """Outcomes per unit of evaluation: a row, or for CheckList test cases (harness kind ``multiple_choice``) a
+    test case, which passes when every one of its scored examples passes (metric ``pass_rate``)."""
+    import pandas as pd
+
+    outcomes = outcomes.copy()
+    behavioural = outcomes["release"].map(lambda r: releases[r].kind == "multiple_choice").astype(bool)
+    plain = outcomes[~behavioural]
+    cases = outcomes[behavioural]
+    if len(cases):
+        cases = (cases.groupby(["model", "release", "config", "split", "source_id"], sort=True)
+                 .agg(value=("value", "min")).reset_index())
+        cases["metric"], cases["gold"], cases["pred"] = "pass_rate", np.nan, np.nan
+    frame = pd.concat([plain, cases], ignore_index=True)
+    frame = frame.drop_duplicates(["model", "release", "config", "split", "metric", "source_id"], keep="last")
+    return frame.sort_values(["model", "release", "config", "split", "metric", "source_id"], kind="stable")
+
+
+def _results(units, complete: dict, n_resamples: int, seed: int, confidence: float):
+    import pandas as pd
+
+    rows = []
+    for (model, release, config, split, metric), cell in units.groupby(
+            ["model", "release", "config", "split", "metric"], sort=True):
+        arrays = _arrays(cell, metric)
+        (low, high), _ = _interval(arrays, _statistic(metric), paired=True, n_resamples=n_resamples,
+                                   seed=_seed(seed, model, release, config, split, metric), confidence=confidence)
+        effective, total = complete.get((model, release, config, split), (None, None))
+        n = int(cell["source_id"].nunique())
+        whole = bool(total is not None and effective is not None and int(effective) == int(total))
+        rows.append({"model": model, "release": release, "config": config, "split": split, "metric": metric,
+                     "value": _point(arrays, metric), "n": n, "complete": whole, "ci_low": low, "ci_high": high})
+    return pd.DataFrame(rows, columns=["model", "release", "config", "split", "metric", "value", "n", "complete",
+                                       "ci_low", "ci_high"])
+
+
+def _primary(units) -> dict:
+    """The metric each (release, config) is compared on: the declared one (``mcc``, ``exact_match``,
+    ``pass_rate``, ...), never ``acc`` beside ``mcc``."""
+    out = {}
+    for (release, config), metrics in units.groupby(["release", "config"])["metric"].unique().items():
+        metrics = list(metrics)
+        out[(release, config)] = next((m for m in metrics if m != "acc"), metrics[0])
+    return out
+
+
+def _gaps(units, releases: dict, baseline: str | None, n_resamples: int, seed: int, confidence: float, notes: list):
+    import pandas as pd
+
+    primary = _primary(units)
+    rows = []
+    for (model, release, config, split), cell in units.groupby(["model", "release", "config", "split"], sort=True):
+        base = baseline or releases[release].baseline
+        if base is None or config == base:
+            continue
+        metric = primary[(release, config)]
+        cell = cell[cell["metric"] == metric]
+        other = units[(units["model"] == model) & (units["release"] == release) & (units["config"] == base)
+                      & (units["split"] == split) & (units["metric"] == metric)]
+        if other.empty:
+            note = f"{model}: no {base}/{split} results, so no gap for {config} (run the baseline config too)"
+            if note not in notes:
+                notes.append(note)
+            continue
+        a, b = _arrays(cell, metric), _arrays(other, metric)
+        same_rows = np.array_equal(cell["source_id"].to_numpy(), other["source_id"].to_numpy())
+        if metric == "mcc":
+            def difference(g1, p1, g2, p2, axis=-1):
+                return mcc(g1, p1, axis=axis) - mcc(g2, p2, axis=axis)
+            samples = (*a, *b)
+        else:
+            def difference(x, y, axis=-1):
+                return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+            samples = (*a, *b)
+        value_a, value_b = _point(a, metric), _point(b, metric)
+        rei = rei_low = rei_high = math.nan
+        cell_seed = _seed(seed, "gap", model, release, config, base, split, metric)
+        if metric in BINARY:  # the difference and the relative error increase from the same resamples
+            error_b = 1.0 - value_b
+            rei = ((1.0 - value_a) - error_b) / error_b if error_b > 0 else math.nan
+
+            def both(x, y, axis=-1):
+                mean_x, mean_y = np.mean(x, axis=axis), np.mean(y, axis=axis)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    return np.stack([mean_x - mean_y, (mean_y - mean_x) / (1.0 - mean_y)])
+            (lows, highs), _ = _two_sample(samples, both, metric, same_rows, n_resamples, cell_seed, confidence)
+            if np.ndim(lows):
+                (low, rei_low), (high, rei_high) = lows.tolist(), highs.tolist()
+            else:
+                low = high = math.nan
+        else:
+            (low, high), _ = _two_sample(samples, difference, metric, same_rows, n_resamples, cell_seed, confidence)
+        rows.append({"model": model, "release": release, "config": config, "baseline": base, "split": split,
+                     "metric": metric, "value": value_a, "baseline_value": value_b, "difference": value_a - value_b,
+                     "difference_ci_low": low, "difference_ci_high": high, "paired": bool(same_rows),
+                     "relative_error_increase": rei, "relative_error_increase_ci_low": rei_low,
+                     "relative_error_increase_ci_high": rei_high})
+    return pd.DataFrame(rows, columns=["model", "release", "config", "baseline", "split", "metric", "value",
+                                       "baseline_value", "difference", "difference_ci_low", "difference_ci_high",
+                                       "paired", "relative_error_increase", "relative_error_increase_ci_low",
+                                       "relative_error_increase_ci_high"])
+
+
+def _two_sample(samples, statistic, metric, paired, n_resamples, seed, confidence):
+    """A bootstrap of a statistic of two samples: paired (the same rows in the same order), or each resampled on
+    its own (``scipy.stats.bootstrap(paired=False)``); an MCC sample is its (gold, pred) pair, resampled together."""
+    if not paired and metric == "mcc":
+        # pairs of columns must move together: resample row indices of each sample
+        n_a, n_b = len(samples[0]), len(samples[2])
+
+        def by_index(i, j, axis=-1):
+            i, j = i.astype(np.int64), j.astype(np.int64)
+            return statistic(samples[0][i], samples[1][i], samples[2][j], samples[3][j], axis=axis)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return _interval((np.arange(n_a), np.arange(n_b)), by_index, paired=False, n_resamples=n_resamples,
+                             seed=seed, confidence=confidence)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _interval(samples, statistic, paired=paired, n_resamples=n_resamples, seed=seed, confidence=confidence)
+
+
+def _comparisons(units, n_resamples: int, seed: int, confidence: float):
+    import pandas as pd
+    from scipy.stats import binomtest
+
+    primary = _primary(units)
+    rows = []
+    for (release, config, split), cell in units.groupby(["release", "config", "split"], sort=True):
+        metric = primary[(release, config)]
+        cell = cell[cell["metric"] == metric]
+        models = sorted(cell["model"].unique())
+        for i, first in enumerate(models):
+            for second in models[i + 1:]:
+                a = cell[cell["model"] == first].set_index("source_id")
+                b = cell[cell["model"] == second].set_index("source_id")
+                shared = a.index.intersection(b.index).sort_values()
+                if len(shared) == 0:
+                    continue
+                a, b = a.loc[shared], b.loc[shared]
+                row = {"release": release, "config": config, "split": split, "metric": metric, "model_a": first,
+                       "model_b": second, "n": int(len(shared))}
+                if metric in BINARY and set(np.unique(a["value"])) | set(np.unique(b["value"])) <= {0.0, 1.0}:
+                    only_a = int(((a["value"] == 1) & (b["value"] == 0)).sum())
+                    only_b = int(((a["value"] == 0) & (b["value"] == 1)).sum())
+                    value_a, value_b = float(a["value"].mean()), float(b["value"].mean())
+                    p = binomtest(only_a, only_a + only_b, 0.5).pvalue if only_a + only_b else 1.0
+                    low = high = math.nan  # the exact test needs no resampling; the results table has intervals
+                    row.update(test="mcnemar_exact", only_a=only_a, only_b=only_b)
+                else:
+                    arrays_a, arrays_b = _arrays(a.reset_index(), metric), _arrays(b.reset_index(), metric)
+                    value_a, value_b = _point(arrays_a, metric), _point(arrays_b, metric)
+                    if metric == "mcc":
+                        samples = (arrays_a[0], arrays_a[1], arrays_b[1])
+                        statistic = lambda g, p1, p2, axis=-1: mcc(g, p1, axis=axis) - mcc(g, p2, axis=axis)  # noqa: E731
+                    else:
+                        samples = (arrays_a[0], arrays_b[0])
+                        statistic = lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis)  # noqa: E731
+                    (low, high), distribution = _interval(samples, statistic, paired=True, n_resamples=n_resamples,
+                                                          seed=_seed(seed, "pair", release, config, split, first,
+                                                                     second), confidence=confidence)
+                    if distribution is not None:
+                        share = min(float(np.mean(distribution <= 0)), float(np.mean(distribution >= 0)))
+                        p = min(1.0, 2 * share)
+                    else:
+                        p = math.nan
+                    row.update(test="paired_bootstrap", only_a=None, only_b=None)
+                row.update(value_a=value_a, value_b=value_b, difference=value_a - value_b, difference_ci_low=low,
+                           difference_ci_high=high, p_value=float(p))
+                rows.append(row)
+    columns = ["release", "config", "split", "metric", "model_a", "model_b", "n", "test", "only_a", "only_b",
+               "value_a", "value_b", "difference", "difference_ci_low", "difference_ci_high", "p_value", "m",
+               "p_bonferroni"]
+    frame = pd.DataFrame(rows, columns=[c for c in columns if c not in ("m", "p_bonferroni")])
+    frame["m"] = len(frame)
+    frame["p_bonferroni"] = np.minimum(1.0, frame["p_value"] * len(frame)) if len(frame) else []
+    return frame[columns]
+
+
+def _concurrence(results, n_resamples: int, seed: int, confidence: float, notes: list):
+    """Kendall's tau-b of the model orderings between every pair of configs (benchmarks ``release/config``
+    where the report covers several releases), through the ``concurrence`` metric, with its bootstrap over
+    models; three models at least."""
+    import pandas as pd
+
+    columns = ["config_a", "config_b", "kendall_tau", "ci_low", "ci_high", "models"]
+    frame = results[results.apply(lambda r: r["metric"] != "acc" or not (
+        (results["release"] == r["release"]) & (results["config"] == r["config"]) & (results["metric"] != "acc")
+    ).any(), axis=1)] if len(results) else results
+    models = sorted(frame["model"].unique()) if len(frame) else []
+    if len(models) < 3:
+        if len(models) == 2:
+            notes.append("concurrence needs three or more models; two were given")
+        return pd.DataFrame(columns=columns)
+    several = frame["release"].nunique() > 1
+    bench = (frame["release"] + "/" + frame["config"]) if several else frame["config"]
+    frame = frame.assign(benchmark=bench)
+    # a benchmark every model was evaluated on, once (its evaluation split)
+    counts = frame.groupby("benchmark")["model"].nunique()
+    kept = [b for b in dict.fromkeys(frame["benchmark"]) if counts[b] == len(models)]
+    if len(kept) < 2:
+        return pd.DataFrame(columns=columns)
+    frame = frame[frame["benchmark"].isin(kept)].drop_duplicates(["model", "benchmark"])
+    from split_builders.metric_folders import load_metric
+
+    metric = load_metric("concurrence")
+    result = metric.compute(model=list(frame["model"]), benchmark=list(frame["benchmark"]),
+                            seed=[None] * len(frame), score=[float(v) for v in frame["value"]], method="kendall",
+                            n_bootstrap=min(n_resamples, CONCURRENCE_RESAMPLES), confidence_level=confidence,
+                            random_state=_seed(seed, "concurrence") % (2 ** 32))
+    intervals = result.get("confidence_interval") or result.get("confidence_intervals") or {}
+    rows = []
+    for key, value in result["concurrence"].items():
+        first, second = key.split("|", 1)
+        if first == second:
+            continue
+        low, high = (intervals.get(key) or (math.nan, math.nan)) if isinstance(intervals, dict) else (math.nan,
+                                                                                                       math.nan)
+        rows.append({"config_a": first, "config_b": second, "kendall_tau": float(value), "ci_low": _nan(low),
+                     "ci_high": _nan(high), "models": len(models)})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _nan(value):
+    return math.nan if value is None else float(value)
+
+
+def _behavioural(outcomes, releases: dict, notes: list):
+    """Pass rate per functionality and capability of CheckList releases, per model and config, through the
+    shipped ``pass_rate`` metric: each test case's examples as 0/1 outcomes that must all pass."""
+    import pandas as pd
+
+    cases = outcomes[outcomes["release"].map(lambda r: releases[r].kind == "multiple_choice").astype(bool)]
+    if cases.empty:
+        return None
+    if cases["functionality"].isna().all():
+        notes.append("the behavioural runs' documents name no functionality (tasks exported before resplit kept "
+                     "them): pass rates per functionality need the tasks exported again")
+        return None
+    from split_builders.metric_folders import load_metric
+
+    metric = load_metric("pass_rate")
+    rows = []
+    for (model, release, config, split), cell in cases.groupby(["model", "release", "config", "split"], sort=True):
+        cell = cell.sort_values(["source_id", "example"], kind="stable")
+        ids = cell["source_id"].to_numpy()
+        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])  # the first example of each test case
+        hits = [part.tolist() for part in np.split(cell["value"].to_numpy(dtype=np.int64), starts[1:])]
+        first = {column: [str(v) if v is not None else "" for v in cell[column].to_numpy(dtype=object)[starts]]
+                 for column in ("functionality", "capability", "test_type")}
+        eq = {"fn": "eq"}
+        result = metric.compute(
+            predictions=hits, confidences=[[] for _ in hits], labels=[[1] * len(h) for h in hits],
+            meta=[[[] for _ in h] for h in hits], functionality=first["functionality"],
+            test_type=[t or "MFT" for t in first["test_type"]], capability=first["capability"],
+            expectation=[eq] * len(hits), agg_fn=["all"] * len(hits))
+        base = {"model": model, "release": release, "config": config, "split": split}
+        for name, values in result["functionalities"].items():
+            rows.append({**base, "level": "functionality", "name": name, "pass_rate": values["pass_rate"] / 100.0,
+                         "passed": values["passed"], "failed": values["failed"]})
+        for name, value in result["capabilities"].items():
+            rows.append({**base, "level": "capability", "name": name, "pass_rate": value / 100.0, "passed": None,
+                         "failed": None})
+        rows.append({**base, "level": "suite", "name": "mean over functionalities",
+                     "pass_rate": result["pass_rate"] / 100.0, "passed": result["passed"], "failed": result["failed"]})
+    return pd.DataFrame(rows)
+
+
+def _curriculum(runs, releases: dict, notes: list):
+    """CURRICULUM's zero-shot table (the phenomena's Matthews correlation, per category) from the runs'
+    classification samples of releases that declare the CURRICULUM report."""
+    import pandas as pd
+
+    rows = []
+    for run in runs:
+        for release, config, split, sample in run.samples:
+            scores = [float(r[0]) if isinstance(r, (list, tuple)) else float(r) for r in sample.get("filtered_resps")
+                      or []]
+            if not scores:
+                continue
+            rows.append({"model": run.name, "config": config, "split": split,
+                         "prediction": int(np.argmax(scores)), "label": int(float(sample.get("target")))})
+        if isinstance(run.outcomes, pd.DataFrame) and not len(run.samples):
+            part = run.outcomes
+            part = part[part["release"].map(lambda r: "curriculum" in releases[r].report_tables).astype(bool)
+                        & part["gold"].notna()]
+            part = part.drop_duplicates(["config", "split", "source_id"])
+            rows += [{"model": run.name, "config": r.config, "split": r.split, "prediction": int(r.pred),
+                      "label": int(r.gold)} for r in part.itertuples()]
+    if not rows:
+        return None
+    from split_builders.evaluation.curriculum_report import curriculum_report
+
+    result = curriculum_report(pd.DataFrame(rows))
+    notes += [f"curriculum: {n}" for n in result.notes]
+    table = []
+    for row in result.zero_shot():
+        for model, value in row["mcc"].items():
+            table.append({"model": model, "phenomenon": row["phenomenon"], "category": row["category"], "n": row["n"],
+                          "mcc": value, "accuracy": row["accuracy"].get(model)})
+    for row in result.categories():
+        for model, value in (row.get("mcc") or {}).items():
+            table.append({"model": model, "phenomenon": "(mean)", "category": row["category"], "n": None,
+                          "mcc": value, "accuracy": None})
+    return pd.DataFrame(table) if table else None
