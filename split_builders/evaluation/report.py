@@ -190,7 +190,7 @@ class Report:
         parts = [f"# resplit report", "", f"{len(self.models)} model(s) ({', '.join(self.models)}) on "
                  f"{', '.join(self.releases)}; intervals are {level} percentile bootstrap intervals.", ""]
         for name, frame in self.tables().items():
-            parts += [f"## {_TITLES[name]}", "", _display(name, frame).to_markdown(index=False), ""]
+            parts += [f"## {_TITLES[name]}", "", _text_table(_display(name, frame), markdown=True), ""]
         if self.notes:
             parts += ["## Notes", "", *[f"- {note}" for note in self.notes], ""]
         return "\n".join(parts)
@@ -343,12 +343,17 @@ def _csv_ready(frame):
     return frame.reset_index(drop=True)
 
 
-def _text_table(frame) -> str:
+def _text_table(frame, *, markdown: bool = False) -> str:
+    """A table of text cells: columns padded for the terminal, or a Markdown table (``markdown``)."""
     widths = {c: max(len(str(c)), *(len(str(v)) for v in frame[c])) if len(frame) else len(str(c))
               for c in frame.columns}
-    head = "  ".join(str(c).ljust(widths[c]) for c in frame.columns)
-    body = ["  ".join(str(v).ljust(widths[c]) for c, v in zip(frame.columns, row)) for row in frame.itertuples(index=False)]
-    return "\n".join([head, *body])
+    rows = [list(map(str, frame.columns)), *([str(v) for v in row] for row in frame.itertuples(index=False))]
+    lines = [(" | " if markdown else "  ").join(v.ljust(widths[c]) for c, v in zip(frame.columns, row)) for row in rows]
+    if not markdown:
+        return "\n".join(lines)
+    rule = "|" + "|".join("-" * (widths[c] + 2) for c in frame.columns) + "|"
+    lines = [f"| {line} |" for line in lines]
+    return "\n".join([lines[0], rule, *lines[1:]])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -649,9 +654,12 @@ def _concurrence(results, n_resamples: int, seed: int, confidence: float, notes:
     import pandas as pd
 
     columns = ["config_a", "config_b", "kendall_tau", "ci_low", "ci_high", "models"]
-    frame = results[results.apply(lambda r: r["metric"] != "acc" or not (
-        (results["release"] == r["release"]) & (results["config"] == r["config"]) & (results["metric"] != "acc")
-    ).any(), axis=1)] if len(results) else results
+    if len(results):  # each config on its compared metric (mcc, not the acc beside it)
+        primary = _primary(results)
+        frame = results[[primary[(r, c)] == m for r, c, m in zip(results["release"], results["config"],
+                                                                   results["metric"])]]
+    else:
+        frame = results
     models = sorted(frame["model"].unique()) if len(frame) else []
     if len(models) < 3:
         if len(models) == 2:

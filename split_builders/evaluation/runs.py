@@ -75,7 +75,7 @@ class ReleaseInfo:
         """``(source_id, values)`` of one column of a split."""
         from split_builders.release.folder import row_ids
 
-        table = self.released.table(config, split)
+        table = self.released.table(config, split, columns=["source_id", name])
         return row_ids(table), table.column(name).to_pylist()
 
 
