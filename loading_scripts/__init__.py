@@ -53,7 +53,8 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
     ----------
     source : str
         ``snli-sample`` (bundled), ``snli`` or ``boolq`` (Hub), a path to a CSV / TSV / JSONL /
-        JSON / Parquet file (optionally gzipped), or another Hub dataset id.
+        JSON / Parquet file (optionally gzipped), a GeoQuery / Spider / SCAN / COGS folder (its rows as
+        :func:`load_compositional` reads them: ``input``, ``target``), or another Hub dataset id.
     prompt_field, query_field, label_field : str, optional
         Field names for generic tables. Not needed for the named sources or for the official
         SNLI / BoolQ file layouts, which are recognised by their columns.
@@ -75,9 +76,16 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
         return (snli if source == "snli" else boolq).from_hub(revision=revision)
 
     path = Path(source).expanduser()
+    if path.is_dir() and any((path / marker).is_file() for marker in COMPOSITIONAL_FOLDERS):
+        # a GeoQuery / Spider / SCAN / COGS folder: its rows as the compositional methods read them
+        found = load_compositional(source)
+        return Source(found.rows, name=found.name, prompt_field=prompt_field,
+                      query_field=query_field or nqg.COLUMNS[0], label_field=label_field,
+                      target_field=target_field or nqg.COLUMNS[1], source_id_note=found.source_id_note)
     if path.exists():
         if table_format(path) is None:
-            raise SourceLoadError(f"cannot read {source!r}: not a CSV/TSV/JSONL/JSON/Parquet file")
+            raise SourceLoadError(f"cannot read {source!r}: not a CSV/TSV/JSONL/JSON/Parquet file, nor a "
+                                  "GeoQuery, Spider, SCAN or COGS folder")
         if table_format(path) == "tsv" and nqg.looks_headerless(path, (prompt_field, query_field, label_field)):
             return Source(nqg.read_dataset(path), name=source, prompt_field=prompt_field,
                           query_field=query_field or nqg.COLUMNS[0], label_field=label_field,

@@ -171,15 +171,18 @@ def _check_tsv_fields(path: Path, text: str) -> None:
 def _check_csv_fields(path: Path, text: str) -> None:
     """Every CSV record has the header's number of fields (pandas pads short ones silently)."""
     reader = csv.reader(io.StringIO(text))
+    limit = csv.field_size_limit(2**31 - 1)  # a cell longer than the csv module's 128 KiB default is read
     try:
         header = next(reader)
+        check_header(path, header)
+        for record in reader:
+            if record and len(record) != len(header):
+                raise SourceLoadError(f"{path}: the record ending on line {reader.line_num} has {len(record)} "
+                                      f"field(s), the header has {len(header)}")
     except StopIteration:
         return
-    check_header(path, header)
-    for record in reader:
-        if record and len(record) != len(header):
-            raise SourceLoadError(f"{path}: the record ending on line {reader.line_num} has {len(record)} field(s), "
-                                  f"the header has {len(header)}")
+    finally:
+        csv.field_size_limit(limit)
 
 
 def _read_delimited(path: Path, kind: str) -> "pd.DataFrame":

@@ -59,10 +59,10 @@ def check_output(out, *, overwrite: bool, inputs=()) -> Path:
     file is never replaced. ``--out`` may not be, or contain, any of ``inputs`` (the source, a scores file,
     the cache). The nearest existing ancestor must be a writable folder.
     """
-    from split_builders.release.export import written_before
+    from split_builders.release.readers import written_files
     from split_builders.release.writer import check_output_place
 
-    return check_output_place(out, "--out", kind="folder", overwrite=overwrite, harness_files=written_before,
+    return check_output_place(out, "--out", kind="folder", overwrite=overwrite, harness_files=written_files,
                               inputs=inputs, reader="this build")
 
 
@@ -153,10 +153,10 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
     method.check(options)
     if not context.is_main_process:  # only the main process writes, so only it locks
         return _build(method, options, context, out, card_overrides)
-    from split_builders.release.export import written_before
+    from split_builders.release.readers import written_files
     from split_builders.release.writer import OutputLock
 
-    with sigterm_as_interrupt(), OutputLock(out, harness_files=written_before) as lock:
+    with sigterm_as_interrupt(), OutputLock(out, harness_files=written_files) as lock:
         for note in lock.notes:  # what an interrupted build left here, and what became of it
             context.log(note)
         # Again under the lock (which first recovered an interrupted replacement): a build that finished
@@ -258,7 +258,7 @@ def _build(method, options, context, out, overrides) -> BuildResult:
     from split_builders.release import card as cards
     from split_builders.release.provenance import provenance
     from split_builders.release.writer import write_release
-    from split_builders.release.export import write_lm_eval, written_before
+    from split_builders.release.readers import write_readers, written_files
 
     rows = method.rows(loaded, signal, configs)
     spec = method.card(loaded, signal, configs, options)
@@ -295,8 +295,8 @@ def _build(method, options, context, out, overrides) -> BuildResult:
         render_card=lambda staging, written: cards.render(spec, method=method, info=loaded.info,
                                                           configs=configs, written=written, staging=staging),
         license=loaded.info.license, pretty_name=pretty_name, hub=hub, overwrite=options.overwrite,
-        progress=context.progress, extras=lambda staging: write_lm_eval(staging, repo_id=record.get("repo_id")),
-        harness_files=written_before)
+        progress=context.progress, extras=lambda staging: write_readers(staging, repo_id=record.get("repo_id")),
+        harness_files=written_files)
     _wait_for_everyone()
     return BuildResult(written_out, method, options, loaded, signal, configs, sizes)
 

@@ -75,7 +75,7 @@ SIGNAL_KINDS = ("continuous", "categorical")
 """How shared code reads a signal column: ``continuous`` (means, Kolmogorov-Smirnov distances, percentiles
 against random splits) or ``categorical`` (ids: shares of held-out values, total-variation distances)."""
 HARNESS_KINDS = ("classification", "multiple_choice", "generation")
-REPORT_TABLES = ("curriculum",)
+REPORT_TABLES = ("curriculum", "g_score")
 """Tables of a paper a method may ask ``resplit report`` for (:attr:`SplitMethod.report_tables`)."""
 
 
@@ -312,8 +312,14 @@ class SplitMethod:
     report_tables : tuple of str
         Tables of its paper that ``resplit report`` adds to the shared ones (results, gaps, comparisons,
         concurrence), each one of :data:`REPORT_TABLES`: ``curriculum`` (CURRICULUM's zero-shot table of Matthews
-        correlations per phenomenon and category). ``()`` by default. CheckList releases (harness kind
+        correlations per phenomenon and category), ``g_score`` (BELUGA's G-score per model and scenario: the
+        harmonic mean of a model's i.i.d. score, ``resplit report --iid CONFIG``, and its suite score on each
+        scenario's configs, :attr:`scenarios`). ``()`` by default. CheckList releases (harness kind
         ``multiple_choice``) get pass rates per functionality and capability from their kind alone.
+    scenarios : dict
+        ``{scenario: (config pattern, ...)}``: the configs of each scenario of its paper that a report table
+        scores together (BELUGA: ``seen``, ``func``, ``class``, ``type``); patterns as in :attr:`harness_groups`.
+        ``{}`` by default.
     """
 
     name: str = ""
@@ -332,6 +338,7 @@ class SplitMethod:
     evaluation_splits: tuple = ("test",)
     harness_groups: dict = {}
     report_tables: tuple = ()
+    scenarios: dict = {}
 
     def evaluation_split(self, splits) -> str | None:
         """The split a config that releases ``splits`` is evaluated on: the first of :attr:`evaluation_splits`
@@ -342,6 +349,11 @@ class SplitMethod:
         """The auxiliary harness group (a key of :attr:`harness_groups`) whose patterns the config name ``config``
         matches; None: the config's task is in the default group."""
         return next((name for name, patterns in self.harness_groups.items()
+                     if any(config_pattern(pattern).fullmatch(config) for pattern in patterns)), None)
+
+    def scenario(self, config: str) -> str | None:
+        """The scenario (a key of :attr:`scenarios`) whose patterns the config name ``config`` matches, or None."""
+        return next((name for name, patterns in self.scenarios.items()
                      if any(config_pattern(pattern).fullmatch(config) for pattern in patterns)), None)
 
     def options(self, **values) -> CommonOptions:

@@ -73,6 +73,27 @@ def disk_full(where, what: str, needed: int | None = None) -> DiskFullError:
                          "some space there (or choose another location) and run the same command again")
 
 
+def is_unwritable(error: BaseException) -> bool:
+    """Whether ``error`` is the operating system refusing a write: no permission, a read-only file system, or a
+    full disk (:func:`is_disk_full`)."""
+    import errno
+
+    return isinstance(error, OSError) and not isinstance(error, ResplitError) and (
+        error.errno in (errno.EACCES, errno.EPERM, errno.EROFS) or is_disk_full(error))
+
+
+def cannot_write(error: OSError, what: str, *, where, instead: str, kept: str = "nothing was changed") -> ResplitError:
+    """The one line for a write the operating system refused (``error``, :func:`is_unwritable`) while writing
+    ``what`` in the folder ``where``: a full disk (:func:`disk_full`), else why and on which path, and what to do
+    (make it writable or choose ``instead``); ``kept`` says what became of what was there."""
+    if is_disk_full(error):
+        return disk_full(where, f"{what} ({kept})")
+    reason = (error.strerror or type(error).__name__).lower()
+    on = f": {str(error.filename)!r}" if error.filename else ""
+    return InvalidParameterError(f"cannot write {what} ({reason}{on}); make {str(where)!r} writable or choose "
+                                 f"{instead} ({kept})")
+
+
 def cache_unwritable(where, what: str, error: OSError) -> ResplitError:
     """The one line for resplit's cache folder refusing a write (``error``): a full disk
     (:func:`disk_full`), else the folder that cannot be written (read-only, not a folder, no permission) and how

@@ -5,6 +5,7 @@ checker that refuses a value of the wrong kind before any work."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -160,6 +161,12 @@ class CommonOptions:
             self.license = check_license(self.license, "--license")
         if self.language is not None:
             self.language = check_languages(self.language, "--language")
+        if self.org is not None:  # the card's load snippet prints ORG/<--out folder name>: a Hub id, or refused
+            self.org = check_repo_id(self.org, "--org", namespace=True)
+            from pathlib import Path
+
+            check_repo_id(f"{self.org}/{Path(str(self.out)).name}", f"--org {self.org} names the release "
+                          f"ORG/<--out folder name>, and")
         self.validate()
 
     def validate(self) -> None:
@@ -223,6 +230,11 @@ def _given(spec, value) -> bool:
     return value is not None and value != default
 
 
+def _given_flag(spec) -> str:
+    """The flag that set an option away from its default: ``--no-NAME`` for a switch that is on by default."""
+    return ("--no-" if _default(spec) is True else "--") + spec.name.replace("_", "-")
+
+
 def check_conflicts(options) -> None:
     """Refuse two options given together that contradict each other (:func:`option`'s ``conflicts``:
     ``--train-size`` sizes train and leaves the rest to evaluation, so ``--test-size`` would be ignored),
@@ -233,8 +245,8 @@ def check_conflicts(options) -> None:
             if other in specs and _given(spec, getattr(options, spec.name)) \
                     and _given(specs[other], getattr(options, other)):
                 note = spec.metadata.get("conflict_note")
-                raise InvalidParameterError(f"{flag_name(spec.name)} and {flag_name(other)} contradict each other"
-                                            + (f": {note}" if note else "") + "; give only one of them")
+                raise InvalidParameterError(f"{_given_flag(spec)} and {_given_flag(specs[other])} contradict each "
+                                            "other" + (f": {note}" if note else "") + "; give only one of them")
 
 
 def check_label_not_input(options) -> None:
@@ -302,6 +314,31 @@ def check_license(value, where: str = "license") -> str:
     raise InvalidParameterError(f"{where} {value!r} is not a Hub license id; give one such as cc-by-4.0, "
                                 "cc-by-sa-4.0, mit, apache-2.0 or other (the Hub's list: "
                                 "https://huggingface.co/docs/hub/repositories-licenses)")
+
+
+# The Hub's rules for a repository's organisation and name (huggingface_hub's ``validate_repo_id``): 1 to 96
+# letters, digits, '-', '_' or '.', not starting or ending with '-' or '.', without '--' or '..', not ending '.git'.
+_HUB_NAME = re.compile(r"(?!.*(--|\.\.))(?!.*\.git$)[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?")
+
+
+def looks_like_path(text: str) -> bool:
+    """Whether ``text`` reads as a local path, never a Hub id: it starts with ``.``, ``/`` or ``~``, or has more
+    than one ``/`` or a backslash."""
+    return text.startswith((".", "/", "~")) or text.count("/") > 1 or "\\" in text
+
+
+def check_repo_id(value, where: str = "repo id", *, namespace: bool = False) -> str:
+    """A Hub repository id ``ORG/NAME`` (with ``namespace``: an organisation ``ORG`` alone) by the Hub's rules
+    (:data:`_HUB_NAME`, as ``huggingface_hub.utils.validate_repo_id``); anything else (``'bad repo id'``,
+    ``'bad org/x'``) is refused in one line naming ``where`` before it is used or printed."""
+    text = value.strip() if isinstance(value, str) else None
+    parts = text.split("/") if text else []
+    if parts and len(parts) == (1 if namespace else 2) and all(_HUB_NAME.fullmatch(part) for part in parts):
+        return text
+    wanted = "a Hub organisation or user name" if namespace else "a Hub id ORG/NAME"
+    raise InvalidParameterError(f"{where} {value!r} is not {wanted}: letters, digits, '-', '_' and '.' only (no "
+                                "spaces), at most 96, not starting or ending with '-' or '.'"
+                                + ("" if namespace else ", one '/' between the organisation and the name"))
 
 
 def check_languages(values, where: str = "language") -> tuple:

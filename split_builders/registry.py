@@ -59,18 +59,22 @@ def check_declarations(method: SplitMethod) -> None:
     if not isinstance(splits, tuple) or not splits or any(split not in SPLITS for split in splits):
         raise InvalidParameterError(f"{name}: evaluation_splits must be a non-empty tuple of {', '.join(SPLITS)}; "
                                     f"got {splits!r}")
-    groups = method.harness_groups
-    if not isinstance(groups, dict) or any(
-            not isinstance(group, str) or not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)*", group)
-            or not isinstance(patterns, tuple) or not patterns
-            or any(pattern not in method.config_names for pattern in patterns)
-            for group, patterns in groups.items()):
-        raise InvalidParameterError(f"{name}: harness_groups must map a group name ([a-z0-9_]) to a non-empty tuple "
-                                    f"of its config_names ({', '.join(method.config_names)}); got {groups!r}")
+    for attribute in ("harness_groups", "scenarios"):
+        groups = getattr(method, attribute)
+        if not isinstance(groups, dict) or any(
+                not isinstance(group, str) or not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)*", group)
+                or not isinstance(patterns, tuple) or not patterns
+                or any(pattern not in method.config_names for pattern in patterns)
+                for group, patterns in groups.items()):
+            raise InvalidParameterError(f"{name}: {attribute} must map a name ([a-z0-9_]) to a non-empty tuple of its "
+                                        f"config_names ({', '.join(method.config_names)}); got {groups!r}")
     tables = method.report_tables
     if not isinstance(tables, tuple) or any(table not in REPORT_TABLES for table in tables):
         raise InvalidParameterError(f"{name}: report_tables must be a tuple of {', '.join(REPORT_TABLES)}; got "
                                     f"{tables!r}")
+    if "g_score" in tables and not method.scenarios:
+        raise InvalidParameterError(f"{name}: report_tables names g_score, which scores each of its scenarios: "
+                                    "declare them (scenarios = {scenario: (config pattern, ...)})")
     implements_groups = type(method).groups is not SplitMethod.groups
     if bool(method.supports_groups) != implements_groups:
         raise InvalidParameterError(f"{name}: supports_groups is {method.supports_groups} but it "

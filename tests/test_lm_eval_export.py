@@ -532,7 +532,7 @@ def test_the_registry_checks_harness_groups_and_curriculum_declares_its_inoculat
     for groups in ({"extra": ("no_such_config",)}, {"Extra group": ("shortest",)}, {"extra": "shortest"},
                    {"extra": ()}, [("extra", ("shortest",))]):
         method = type("Bad", (toy_method,), {"name": "bad-groups", "harness_groups": groups})()
-        with pytest.raises(InvalidParameterError, match="harness_groups must map a group name"):
+        with pytest.raises(InvalidParameterError, match="harness_groups must map a name"):
             check_declarations(method)
     check_declarations(type("Good", (toy_method,), {"name": "good-groups", "harness_groups": {
         "extra": (toy_method.config_names[0],)}})())

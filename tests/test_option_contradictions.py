@@ -75,6 +75,8 @@ def _given(method: str, name: str) -> list:
         return [flag_name(name), str(default / 2)]
     if isinstance(default, int):
         return [flag_name(name), str(default + 1)]
+    if isinstance(default, tuple) and all(isinstance(v, int) for v in default):
+        return [flag_name(name), "7"]  # a list of whole numbers (--inoculation-sizes)
     return [flag_name(name), "0.5"]  # a size given as a fraction
 
 
@@ -85,7 +87,8 @@ CONTRADICTIONS = [(method, spec.name, other) for method in METHODS
 
 def test_the_contradictions_the_issue_names_are_declared():
     assert {("likelihood", "train_size", "test_size"), ("likelihood", "train_size", "validation_size"),
-            ("tmcd", "reference", "iterations"), ("pvi", "curriculum_compat", "validation_size")} <= set(CONTRADICTIONS)
+            ("tmcd", "reference", "iterations"), ("pvi", "curriculum_compat", "validation_size"),
+            ("curriculum", "inoculation", "inoculation_sizes")} <= set(CONTRADICTIONS)
 
 
 @pytest.mark.parametrize("method, name, other", CONTRADICTIONS)
@@ -93,7 +96,9 @@ def test_options_that_contradict_each_other_are_refused(method, name, other, fam
     conflicting = (name, *_spec(method, name).metadata["conflicts"])  # the example may give another one
     args = [*_without(family_args[method], method, conflicting), *_given(method, name), *_given(method, other)]
     out = tmp_path / "out"
-    _refused(*_run([method, *args], out, capsys)[::2], out, flag_name(name), flag_name(other), "contradict")
+    # each named by the flag given (--no-NAME for a switch on by default)
+    _refused(*_run([method, *args], out, capsys)[::2], out, _given(method, name)[0], _given(method, other)[0],
+             "contradict")
 
 
 def _list_options(method, *, comma_separated: bool = False) -> list:

@@ -104,6 +104,17 @@ def _copy_rows(source: Path, target_folder: Path, seed: int | None, limit: int |
     if source.name.endswith(".json.gz"):  # a CheckList suite: test cases move within their functionality
         suite = json.loads(gzip.decompress(source.read_bytes()))
         for number, test in enumerate(suite["tests"]):
+            if limit is not None and len(test["data"]) > limit:  # --limit keeps a functionality's first cases
+                n = len(test["data"])
+                for key in ("data", "labels", "meta"):
+                    if isinstance(test.get(key), list) and len(test[key]) == n:
+                        test[key] = test[key][:limit]
+                if isinstance(test.get("beluga_split"), dict):
+                    test["beluga_split"] = {k: [i for i in v if i < limit] for k, v in test["beluga_split"].items()}
+                if isinstance(test.get("checklist_n500_run_idxs"), list):
+                    test["checklist_n500_run_idxs"] = [i for i in test["checklist_n500_run_idxs"] if i < limit]
+                if "n_testcases" in test:
+                    test["n_testcases"] = limit
             n = len(test["data"])
             order = _permutation(n, None if seed is None else seed * 1000 + number)
             for key in ("data", "labels", "meta"):

@@ -115,7 +115,10 @@ def test_verify_a_published_version_by_its_tag(published, versions, tmp_path):
         assert {(c, s) for lv, c, s in checks if lv == level} == {
             (c, s) for c, splits in expected.items() for s in splits}, level
     assert set(checks.values()) == {"identical"}
-    count = 2 * sum(len(splits) for splits in expected.values())
+    # beside every config and split: croissant.json and the task files, as resplit wrote them into the pushed copy
+    files = {m[1] for m in (re.match(r"level 1\s+(croissant\.json|\(tasks\))\s+identical", line) for line in lines) if m}
+    assert files == {"croissant.json", "(tasks)"}
+    count = 2 * sum(len(splits) for splits in expected.values()) + len(files)
     assert lines[-1] == f"{REPO_ID}@v1.0.0: {count} identical (levels 1, 2) -> OK"
 
 
@@ -231,11 +234,13 @@ def test_rescore_rebuilds_an_untouched_tmcd_release(geoquery_copy, tmp_path, cap
     printed = capsys.readouterr().out
     found = _levels(printed)
     splits = {(c, s) for c in ("tmcd", "length") for s in ("train", "test")}
+    files = ("source", "croissant.json", "(tasks)")  # findings of a file, not of a config's split
     for level in (1, 2, 3):
-        assert {(c, s) for lv, c, s in found if lv == level and c != "source"} == splits, (level, printed)
+        assert {(c, s) for lv, c, s in found if lv == level and c not in files} == splits, (level, printed)
     assert found[(3, "source", None)] == "identical"  # the source's content hash equals the card's
+    assert found[(1, "croissant.json", None)] == found[(1, "(tasks)", None)] == "identical"
     assert set(found.values()) == {"identical"}, printed
-    assert printed.strip().splitlines()[-1].endswith("13 identical (levels 1, 2, 3) -> OK")
+    assert printed.strip().splitlines()[-1].endswith("15 identical (levels 1, 2, 3) -> OK")
 
 
 def test_rescore_catches_a_changed_seed_in_the_card(geoquery_copy, tmp_path, capsys):

@@ -295,9 +295,20 @@ def test_the_registry_checks_report_tables(toy_method):
     from split_builders.registry import check_declarations
 
     assert registry()["curriculum"].report_tables == ("curriculum",)
-    assert all(method.report_tables == () for name, method in registry().items() if name != "curriculum")
+    assert registry()["behavioural"].report_tables == ("g_score",)
+    assert all(method.report_tables == () for name, method in registry().items()
+               if name not in ("curriculum", "behavioural"))
     for tables in (("nope",), ["curriculum"]):
         method = type("Bad", (toy_method,), {"name": "bad-tables", "report_tables": tables})()
         with pytest.raises(InvalidParameterError, match="report_tables must be a tuple"):
             check_declarations(method)
     check_declarations(type("Good", (toy_method,), {"name": "good-tables", "report_tables": ("curriculum",)})())
+    # a G-score is per scenario: the scenarios must be declared, as patterns of its config names
+    with pytest.raises(InvalidParameterError, match="declare them"):
+        check_declarations(type("NoScenarios", (toy_method,), {"name": "g1", "report_tables": ("g_score",)})())
+    with pytest.raises(InvalidParameterError, match="scenarios must map a name"):
+        check_declarations(type("BadScenario", (toy_method,), {"name": "g2", "report_tables": ("g_score",),
+                                                              "scenarios": {"x": ("not_a_config",)}})())
+    behavioural = registry()["behavioural"]
+    assert [behavioural.scenario(c) for c in ("seen", "func_3", "class_Negation", "type_MFT", "other")] == [
+        "seen", "func", "class", "type", None]

@@ -211,3 +211,24 @@ def test_nqg_files_are_read_headerless_with_quotes_kept(tmp_path):
     (tmp_path / "header.tsv").write_text("question\tprogram\nwhere is m0\tanswer ( m0 )\n")
     table = load_source(str(tmp_path / "header.tsv"), query_field="question", target_field="program")
     assert table.dataset["question"] == ["where is m0"] and table.target_field == "program"
+
+
+def test_a_spider_folder_is_a_likelihood_source_read_as_tmcd_reads_it(shared, tmp_path):
+    """``resplit likelihood --source ../shared/data/spider`` (refused before: "not a CSV/TSV/... file") reads the
+    folder with the reader ``resplit tmcd`` uses: the same rows, the same ``source_id``s, questions and queries."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from loading_scripts import load_compositional
+    from split_builders.cli import main
+
+    folder = shared / "data" / "spider"
+    rows = load_compositional(str(folder)).rows
+    scores = tmp_path / "scores.npy"
+    np.save(scores, -np.random.default_rng(0).random(len(rows)) * 50)  # one per row of the folder
+    out = tmp_path / "out"
+    assert main(["likelihood", "--source", str(folder), "--atoms", "sql", "--limit", "500", "--train-size", "300",
+                 "--scores", str(scores), "--out", str(out), "--no-progress"]) == 0
+    released = pq.read_table(next((out / "ll_split").glob("test-*.parquet")), columns=["source_id", "input", "target"])
+    for source_id, text, target in zip(*(released.column(c).to_pylist() for c in ("source_id", "input", "target"))):
+        assert (rows[source_id]["input"], rows[source_id]["target"]) == (text, target)

@@ -57,8 +57,10 @@ def _move_a_row(folder, config="shortest", source="test", target="train"):
                 if described["name"] == split:
                     described["num_examples"] = entry["rows"][split]
     _write_card(folder, meta, body)
+    from split_builders.release.croissant import write_croissant
     from split_builders.release.folder import row_ids
 
+    write_croissant(folder)  # and its croissant.json, which lists every data file's sha256
     return int(row_ids(moved)[0])
 
 

@@ -174,6 +174,23 @@ def main(argv: list[str] | None = None) -> int:
         command = getattr(locals().get("args"), "command", None)
         print(f"resplit{' ' + command if command else ''}: interrupted", file=sys.stderr)
         return 130
+    except OSError as error:
+        # A place the system refused to write (no permission, a read-only file system, a full disk) that a writer
+        # did not name itself: one line with the path, never a traceback.
+        import os
+        from pathlib import Path
+
+        from split_builders.errors import disk_full, is_disk_full, is_unwritable
+
+        if not is_unwritable(error) or not isinstance(error.filename, (str, bytes, os.PathLike)):
+            raise
+        command = getattr(locals().get("args"), "command", None)
+        path = Path(os.fsdecode(error.filename))
+        line = disk_full(path.parent, repr(str(path))) if is_disk_full(error) else (
+            f"{str(path)!r}: {(error.strerror or type(error).__name__).lower()}; check its permissions (and its "
+            "folder's) or choose another place")
+        print(f"resplit{' ' + command if command else ''}: error: {line}", file=sys.stderr)
+        return 2
 
 
 def _stdout_to_devnull() -> None:

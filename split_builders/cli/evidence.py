@@ -96,7 +96,7 @@ def run_against(view, args, settings) -> int:
 
     from split_builders.distributed import sigterm_as_interrupt
     from split_builders.evidence.contamination import contamination, format_against, target_input
-    from split_builders.release.export import written_before
+    from split_builders.release.readers import written_files
     from split_builders.release.writer import OutputLock, check_output_place, write_file
 
     inputs = [path for path in (args.target, *args.against) if _local_path(path)]
@@ -108,7 +108,7 @@ def run_against(view, args, settings) -> int:
 
     def check_clean():
         return check_output_place(args.write_clean, "--write-clean", kind="folder", overwrite=args.overwrite,
-                                  harness_files=written_before, inputs=inputs)
+                                  harness_files=written_files, inputs=inputs)
 
     if args.write_clean is not None:
         clean_out = check_clean()
@@ -117,7 +117,7 @@ def run_against(view, args, settings) -> int:
                                         "replaced as a whole; write --rows elsewhere")
     # --write-clean holds the build's lock on its place (a second run, or a build, into it is refused at once) and
     # recovers what an interrupted run left there; SIGTERM is an interrupt (its staging folder removed, one line)
-    locked = OutputLock(clean_out, harness_files=written_before, flag="--write-clean") if clean_out else None
+    locked = OutputLock(clean_out, harness_files=written_files, flag="--write-clean") if clean_out else None
     with sigterm_as_interrupt(), locked or contextlib.nullcontext():
         if locked is not None:
             for note in locked.notes:  # on stderr: --json keeps stdout one JSON object

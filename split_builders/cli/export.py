@@ -1,5 +1,6 @@
-"""``resplit export lm-eval FOLDER``: the lm-evaluation-harness tasks of an existing release
-(:mod:`split_builders.release.export`)."""
+"""``resplit export lm-eval FOLDER`` and ``resplit export inspect FOLDER``: the lm-evaluation-harness and
+inspect-ai tasks of an existing release (:mod:`split_builders.release.export`,
+:mod:`split_builders.release.inspect_export`)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,31 @@ def run_lm_eval(args) -> int:
     return 0
 
 
+def run_inspect(args) -> int:
+    from split_builders.release.folder import Released
+    from split_builders.release.inspect_export import describe, export_inspect
+
+    released = Released(args.folder)
+    released.check_files()
+    exported = export_inspect(released.folder, repo_id=args.dataset_path, revision=args.revision)
+    for line in describe(exported):
+        print(line)
+    return 0
+
+
+def run_croissant(args) -> int:
+    from split_builders.release.croissant import export_croissant
+    from split_builders.release.folder import Released
+
+    released = Released(args.folder)
+    released.check_files()  # the sha256 it lists are the card's: every data file must be the one the card records
+    print(f"wrote {export_croissant(released.folder)}")
+    return 0
+
+
 def add_parsers(subparsers) -> None:
     parser = subparsers.add_parser(
-        "export", help="write a release's tasks for other tools (lm-eval: lm-evaluation-harness)",
+        "export", help="write a release's tasks for other tools (lm-eval: lm-evaluation-harness; inspect: inspect-ai)",
         description="Write a release's tasks for evaluation tools.")
     tools = parser.add_subparsers(dest="tool", metavar="TOOL", required=True)
     lm_eval = tools.add_parser(
@@ -58,6 +81,34 @@ def add_parsers(subparsers) -> None:
                                                       "root or your home folder); files there that an earlier export "
                                                       "did not write are kept, never replaced")
     lm_eval.set_defaults(func=run_lm_eval)
+    inspect = tools.add_parser(
+        "inspect", help="inspect-ai tasks: inspect_tasks.py (one @task per config) and eval.yaml (the Hub's form)",
+        description="Write the inspect-ai tasks of the release FOLDER at its root: inspect_tasks.py, one @task per "
+                    "config with the lm-evaluation-harness tasks' scoring (multiple choice over the class names, the "
+                    "first line of a generation by exact match, CheckList test cases one sample per example), run "
+                    "with `inspect eval FOLDER/inspect_tasks.py@CONFIG`; and eval.yaml, the Hub's benchmark form "
+                    "(`inspect eval hf/ORG/NAME@REV` once pushed), built-in scorers only. Every sample keeps its "
+                    "row's source_id, so `resplit report FOLDER LOG` reads the log back. Only files an earlier "
+                    "export wrote are replaced; a file of yours in the way is refused, by name.")
+    inspect.add_argument("folder", metavar="FOLDER", help="a release folder (a build's --out)")
+    inspect.add_argument("--dataset-path", metavar="ORG/NAME",
+                         help="read the release from this Hub repository at --revision (default: the Hub id and "
+                              "version a published card records, else the folder itself, each data file pinned by "
+                              "its sha256)")
+    inspect.add_argument("--revision", metavar="REV",
+                         help="the version the tasks read: a Hub tag or commit, e.g. v1.0.0 (needed with "
+                              "--dataset-path; for a local folder it must be the version the card records)")
+    inspect.set_defaults(func=run_inspect)
+    croissant = tools.add_parser(
+        "croissant", help="croissant.json: the release in Croissant 1.1 (MLCommons) metadata",
+        description="Write croissant.json at the root of the release FOLDER (a build writes it; this writes it again, "
+                    "e.g. for a release built before resplit wrote one): one record set per config with its splits "
+                    "typed (cr:TrainingSplit, cr:ValidationSplit, cr:TestSplit) and its fields' types, every data "
+                    "file with its sha256, prov:wasDerivedFrom / prov:wasGeneratedBy from the card's provenance, and "
+                    "the leakage audit's numbers as rai:dataLimitations. A croissant.json there that resplit did not "
+                    "write is refused.")
+    croissant.add_argument("folder", metavar="FOLDER", help="a release folder (a build's --out)")
+    croissant.set_defaults(func=run_croissant)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -57,6 +57,7 @@ def run_release(args) -> int:
     if recipe.kind == "metric":
         return _release_metric(recipe, args, repo_id)
     _declared_overrides(recipe, {"scores": args.scores})  # before the source is read: --scores it takes?
+    against = recipe.against_datasets()  # a bad `against:` entry is refused here, not after the whole build
 
     source = Path(args.source) if args.source else recipe.local_source()
     if source is not None:
@@ -80,10 +81,10 @@ def run_release(args) -> int:
     result = build(recipe.method, options, progress=not args.no_progress, **recipe.card_overrides(args.org))
     if result.out is None:
         return 0
-    if recipe.against:  # the recipe's `against:`: the card states what the evaluation splits were checked against
+    if against:  # the recipe's `against:`: the card states what the evaluation splits were checked against
         from split_builders.release.against import record_against
 
-        record_against(result.out, recipe.against_datasets(), progress=not args.no_progress)
+        record_against(result.out, against, progress=not args.no_progress)
     print(f"built {recipe.name}: {len(result.configs)} configs in {result.out}")
     report = verify(str(result.out), load=not args.no_load_check)
     _print_report(report)

@@ -34,7 +34,7 @@ def run_report(args) -> int:
                                     "or a predictions table after the release")
     with tempfile.TemporaryDirectory(prefix="resplit-report-") as work:
         result = report(releases, runs, baseline=args.baseline, n_resamples=args.bootstrap_iters, seed=args.seed,
-                        confidence=args.confidence, work=Path(work))
+                        confidence=args.confidence, iid=args.iid, work=Path(work))
     written = result.write(args.out, overwrite=args.overwrite) if args.out is not None else []
     if args.json:
         print(json.dumps(result.as_dict(), ensure_ascii=False, allow_nan=False, default=str))
@@ -53,11 +53,13 @@ def add_parsers(subparsers) -> None:
         "report", help="evaluation runs on a release as the papers' tables: metric per config with intervals, the gap "
                        "to the baseline config and the relative error increase, paired model comparisons, concurrence",
         description="Read evaluation runs of a release (lm-evaluation-harness --output_path folders written with "
-                    "--log_samples, or predictions tables with columns model, config, split, source_id and one of "
+                    "--log_samples, inspect-ai logs (.eval) or their --log-dir, or predictions tables with columns model, config, split, source_id and one of "
                     "correct, score or prediction), join every sample to its release row by source_id, and print per "
                     "model and config the declared metric with a bootstrap interval, the gap to the method's baseline "
                     "config with the relative error increase, paired comparisons of models (McNemar's exact test), "
-                    "and with three or more models the concurrence (Kendall's tau) of model rankings between configs.")
+                    "with three or more models the concurrence (Kendall's tau) of model rankings between configs, and "
+                    "the tables of a method's paper (CheckList pass rates, CURRICULUM's MCC table, BELUGA's G-scores "
+                    "with --iid).")
     parser.add_argument("inputs", nargs="+", metavar="RELEASE_OR_RUN",
                         help="the release folder (or HUB_ID@REV; several releases may come first), then the runs: "
                              "RUN or RUN=NAME (NAME names the model)")
@@ -65,6 +67,9 @@ def add_parsers(subparsers) -> None:
                                                              "method's declared baseline config, e.g. random)")
     parser.add_argument("--out", metavar="DIR", help="also write report.md, report.json, one CSV per table, report.tex "
                                                      "and the figures (gaps.png, concurrence.png) into DIR")
+    parser.add_argument("--iid", metavar="[RELEASE/]CONFIG",
+                        help="the config of the i.i.d. test set the models were also run on: its hits and each "
+                             "scenario's test cases give BELUGA's G-scores on a behavioural release")
     parser.add_argument("--overwrite", action="store_true", help="replace report files already in --out")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the last line) instead of tables")
     parser.add_argument("--bootstrap-iters", type=int, default=N_RESAMPLES, metavar="N",

@@ -44,7 +44,7 @@ N_RESAMPLES = 10_000
 CONFIDENCE = 0.95
 CONCURRENCE_RESAMPLES = 1000  # the concurrence metric resamples models (a few), one Kendall tau per draw
 BINARY = ("acc", "exact_match", "pass_rate")  # 0/1 per row: McNemar, and 1 - value is an error rate
-TABLES = ("results", "gaps", "comparisons", "concurrence", "behavioural", "curriculum")
+TABLES = ("results", "gaps", "comparisons", "concurrence", "behavioural", "curriculum", "g_scores")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,6 +147,7 @@ class Report:
     concurrence: object
     behavioural: object = None
     curriculum: object = None
+    g_scores: object = None
     notes: list = field(default_factory=list)
     releases: list = field(default_factory=list)
     models: list = field(default_factory=list)
@@ -180,7 +181,7 @@ class Report:
         level = f"{round(self.confidence * 100):g}%"
         lines = [f"resplit report: {len(self.models)} model(s) on {', '.join(self.releases)}", ""]
         for name, frame in self.tables().items():
-            lines += [f"{_TITLES[name]} ({level} intervals)" if name != "curriculum" else _TITLES[name],
+            lines += [f"{_TITLES[name]} ({level} intervals)" if name not in ("curriculum", "g_scores") else _TITLES[name],
                       *_text_table(_display(name, frame)).splitlines(), ""]
         lines += [f"note: {note}" for note in self.notes]
         return lines
@@ -282,7 +283,8 @@ class Report:
 
 _TITLES = {"results": "Results per config", "gaps": "Gap to the baseline config",
            "comparisons": "Models compared (paired)", "concurrence": "Concurrence of model rankings",
-           "behavioural": "Pass rate per functionality and capability", "curriculum": "CURRICULUM zero-shot (MCC)"}
+           "behavioural": "Pass rate per functionality and capability", "curriculum": "CURRICULUM zero-shot (MCC)",
+           "g_scores": "BELUGA G-score per scenario"}
 
 
 def _record(row: dict) -> dict:
@@ -362,7 +364,7 @@ def _text_table(frame, *, markdown: bool = False) -> str:
 
 
 def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_RESAMPLES, seed: int = 0,
-           confidence: float = CONFIDENCE, work=None) -> Report:
+           confidence: float = CONFIDENCE, iid: str | None = None, work=None) -> Report:
     """The report of ``runs`` on ``release``.
 
     ``release``: a release folder, ``HUB_ID@REV``, or a list of them (runs may cover several releases: their
@@ -370,11 +372,14 @@ def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_R
     or a predictions table), ``(path, name)`` pairs, or pandas DataFrames in the predictions-table layout (named
     by their ``model`` column). ``baseline``: the config gaps are measured against (default: the method's
     declared ``baseline_config``). ``n_resamples``: bootstrap resamples (0: no intervals); ``seed``: of every
-    bootstrap (each cell's own generator is derived from it and the cell's names).
+    bootstrap (each cell's own generator is derived from it and the cell's names). ``iid``: the config
+    (``CONFIG`` or ``RELEASE/CONFIG``) of the i.i.d. test set whose hits give BELUGA's G-scores on a behavioural
+    release (:func:`~split_builders.evaluation.paper_tables.g_score_table`).
     """
     import pandas as pd
 
-    from split_builders.evaluation.runs import RunError, parse_run_argument, read_release, read_runs
+    from split_builders.evaluation.inspect_runs import read_any_runs as read_runs
+    from split_builders.evaluation.runs import RunError, parse_run_argument, read_release
 
     from split_builders.splits import check_number
 
@@ -388,7 +393,7 @@ def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_R
 
         with tempfile.TemporaryDirectory(prefix="resplit-report-") as temporary:
             return report(release, runs, baseline=baseline, n_resamples=n_resamples, seed=seed,
-                          confidence=confidence, work=Path(temporary))
+                          confidence=confidence, iid=iid, work=Path(temporary))
     releases = [read_release(t, work) for t in targets]
     names = [r.name for r in releases]
     if len(set(names)) != len(names):
@@ -418,14 +423,18 @@ def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_R
     gaps = _gaps(units, by_name, baseline, n_resamples, seed, confidence, notes)
     comparisons = _comparisons(units, n_resamples, seed, confidence)
     concurrence = _concurrence(results, n_resamples, seed, confidence, notes)
-    behavioural = _behavioural(outcomes, by_name, notes)
-    curriculum = _curriculum(read, by_name, notes)
+    from split_builders.evaluation.paper_tables import behavioural_table, curriculum_table, g_score_table
+
+    behavioural = behavioural_table(outcomes, by_name, notes)
+    curriculum = curriculum_table(read, by_name, notes)
+    g_scores = g_score_table(outcomes, by_name, iid, notes)
     models = list(dict.fromkeys(run.name for run in read))
     for row in results.itertuples():
         if not row.complete:
             notes.append(f"{row.model} on {row.config}/{row.split}: {row.n} of the split's rows were evaluated "
                          "(complete: false); its value is not the split's score")
-    return Report(results, gaps, comparisons, concurrence, behavioural, curriculum, notes=notes, releases=names,
+    return Report(results, gaps, comparisons, concurrence, behavioural, curriculum, g_scores, notes=notes,
+                  releases=names,
                   models=models, confidence=confidence)
 
 
@@ -444,30 +453,37 @@ def _frame_runs(frame, releases):
 
 
 def _unique_names(runs) -> None:
-    """Two runs the user named alike are refused; a name two runs record is made unique by the run's folder."""
+    """Runs of one name are one model where they cover different configs (a model's run on a release and on its
+    i.i.d. test set); where two cover the same config and split, two runs the user named alike are refused and a
+    name two runs record is made unique by the run's folder."""
     from split_builders.evaluation.runs import RunError
 
-    named = [run for run in runs if run.named]
-    seen = {}
-    for run in named:
-        if run.name in seen:
-            raise RunError(f"two runs are named {run.name!r} ({seen[run.name].path} and {run.path}); give each its own "
-                           "NAME")
-        seen[run.name] = run
-    for run in runs:
-        if run.named:
-            continue
-        if run.name in seen:
+    def cells(run) -> set:
+        return set(run.complete) or {tuple(k) for k in run.outcomes[["release", "config", "split"]].drop_duplicates()
+                                     .itertuples(index=False)}
+
+    covered = {}  # name -> (cells so far, the first run)
+
+    def clashes(name, run) -> bool:
+        return name in covered and bool(covered[name][0] & cells(run))
+
+    for run in [r for r in runs if r.named]:
+        if clashes(run.name, run):
+            raise RunError(f"two runs are named {run.name!r} and cover the same config ({covered[run.name][1].path} and "
+                           f"{run.path}); give each its own NAME")
+        covered.setdefault(run.name, (set(), run))[0].update(cells(run))
+    for run in [r for r in runs if not r.named]:
+        if clashes(run.name, run):
             parent = Path(run.path).parent
             for candidate in (f"{run.name} ({parent.name})", f"{run.name} ({parent.parent.name}/{parent.name})"):
-                if candidate not in seen:
+                if not clashes(candidate, run):
                     run.name = candidate
                     break
             else:
-                raise RunError(f"two runs record the model {run.name!r} ({seen[run.name].path} and {run.path}); name "
-                               "them apart (RUN=NAME)")
+                raise RunError(f"two runs record the model {run.name!r} ({covered[run.name][1].path} and {run.path}); "
+                               "name them apart (RUN=NAME)")
             run.outcomes["model"] = run.name
-        seen[run.name] = run
+        covered.setdefault(run.name, (set(), run))[0].update(cells(run))
 
 
 def _units(outcomes, releases: dict):
@@ -696,83 +712,3 @@ def _concurrence(results, n_resamples: int, seed: int, confidence: float, notes:
 
 def _nan(value):
     return math.nan if value is None else float(value)
-
-
-def _behavioural(outcomes, releases: dict, notes: list):
-    """Pass rate per functionality and capability of CheckList releases, per model and config, through the
-    shipped ``pass_rate`` metric: each test case's examples as 0/1 outcomes that must all pass."""
-    import pandas as pd
-
-    cases = outcomes[outcomes["release"].map(lambda r: releases[r].kind == "multiple_choice").astype(bool)]
-    if cases.empty:
-        return None
-    if cases["functionality"].isna().all():
-        notes.append("the behavioural runs' documents name no functionality (tasks exported before resplit kept "
-                     "them): pass rates per functionality need the tasks exported again")
-        return None
-    from split_builders.metric_folders import load_metric
-
-    metric = load_metric("pass_rate")
-    rows = []
-    for (model, release, config, split), cell in cases.groupby(["model", "release", "config", "split"], sort=True):
-        cell = cell.sort_values(["source_id", "example"], kind="stable")
-        ids = cell["source_id"].to_numpy()
-        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])  # the first example of each test case
-        hits = [part.tolist() for part in np.split(cell["value"].to_numpy(dtype=np.int64), starts[1:])]
-        first = {column: [str(v) if v is not None else "" for v in cell[column].to_numpy(dtype=object)[starts]]
-                 for column in ("functionality", "capability", "test_type")}
-        eq = {"fn": "eq"}
-        result = metric.compute(
-            predictions=hits, confidences=[[] for _ in hits], labels=[[1] * len(h) for h in hits],
-            meta=[[[] for _ in h] for h in hits], functionality=first["functionality"],
-            test_type=[t or "MFT" for t in first["test_type"]], capability=first["capability"],
-            expectation=[eq] * len(hits), agg_fn=["all"] * len(hits))
-        base = {"model": model, "release": release, "config": config, "split": split}
-        for name, values in result["functionalities"].items():
-            rows.append({**base, "level": "functionality", "name": name, "pass_rate": values["pass_rate"] / 100.0,
-                         "passed": values["passed"], "failed": values["failed"]})
-        for name, value in result["capabilities"].items():
-            rows.append({**base, "level": "capability", "name": name, "pass_rate": value / 100.0, "passed": None,
-                         "failed": None})
-        rows.append({**base, "level": "suite", "name": "mean over functionalities",
-                     "pass_rate": result["pass_rate"] / 100.0, "passed": result["passed"], "failed": result["failed"]})
-    return pd.DataFrame(rows)
-
-
-def _curriculum(runs, releases: dict, notes: list):
-    """CURRICULUM's zero-shot table (the phenomena's Matthews correlation, per category) from the runs'
-    classification samples of releases that declare the CURRICULUM report."""
-    import pandas as pd
-
-    rows = []
-    for run in runs:
-        for release, config, split, sample in run.samples:
-            scores = [float(r[0]) if isinstance(r, (list, tuple)) else float(r) for r in sample.get("filtered_resps")
-                      or []]
-            if not scores:
-                continue
-            rows.append({"model": run.name, "config": config, "split": split,
-                         "prediction": int(np.argmax(scores)), "label": int(float(sample.get("target")))})
-        if isinstance(run.outcomes, pd.DataFrame) and not len(run.samples):
-            part = run.outcomes
-            part = part[part["release"].map(lambda r: "curriculum" in releases[r].report_tables).astype(bool)
-                        & part["gold"].notna()]
-            part = part.drop_duplicates(["config", "split", "source_id"])
-            rows += [{"model": run.name, "config": r.config, "split": r.split, "prediction": int(r.pred),
-                      "label": int(r.gold)} for r in part.itertuples()]
-    if not rows:
-        return None
-    from split_builders.evaluation.curriculum_report import curriculum_report
-
-    result = curriculum_report(pd.DataFrame(rows))
-    notes += [f"curriculum: {n}" for n in result.notes]
-    table = []
-    for row in result.zero_shot():
-        for model, value in row["mcc"].items():
-            table.append({"model": model, "phenomenon": row["phenomenon"], "category": row["category"], "n": row["n"],
-                          "mcc": value, "accuracy": row["accuracy"].get(model)})
-    for row in result.categories():
-        for model, value in (row.get("mcc") or {}).items():
-            table.append({"model": model, "phenomenon": "(mean)", "category": row["category"], "n": None,
-                          "mcc": value, "accuracy": None})
-    return pd.DataFrame(table) if table else None

@@ -1,6 +1,6 @@
 """Evaluation runs read back as per-row outcomes joined to a release's rows by ``source_id``.
 
-A run is one of:
+A run is one of (inspect-ai logs: :mod:`split_builders.evaluation.inspect_runs`):
 
 - an lm-evaluation-harness ``--output_path`` folder written with ``--log_samples`` (``results_<time>.json`` and
   ``samples_<task>_<time>.jsonl`` beside it, in the model's own sub-folder the harness makes; one results file is
@@ -158,16 +158,19 @@ def parse_run_argument(text: str) -> tuple[str, str | None]:
 
 def read_runs(path: str, releases: list, *, name: str | None = None) -> list[Run]:
     """The runs at ``path``: an lm-evaluation-harness output folder (one run per results file), a predictions
-    table (one run per model in it), or a single results file."""
+    table (one run per model in it), or a single results file (inspect-ai logs:
+    :func:`split_builders.evaluation.inspect_runs.read_any_runs`, which reads them and hands the rest here)."""
     where = Path(path).expanduser()
     if not where.exists():
-        raise RunError(f"{path}: no such file or folder; give an lm_eval --output_path folder or a predictions table")
+        raise RunError(f"{path}: no such file or folder; give an lm_eval --output_path folder, an inspect-ai log "
+                       "(folder) or a predictions table")
     if where.is_dir() or _RESULTS.match(where.name):
         return _harness_runs(where, releases, name=name)
     if where.name.lower().endswith(TABLE_SUFFIXES):
         return _table_runs(where, releases, name=name)
-    raise RunError(f"{path} is not a run: give an lm_eval --output_path folder (written with --log_samples) or a "
-                   f"predictions table ({', '.join(TABLE_SUFFIXES[:4])}, .parquet)")
+    raise RunError(f"{path} is not a run: give an lm_eval --output_path folder (written with --log_samples), an "
+                   f"inspect-ai log or its folder (.eval), or a predictions table ({', '.join(TABLE_SUFFIXES[:4])}, "
+                   ".parquet)")
 
 
 # -- lm-evaluation-harness --------------------------------------------------------------------
@@ -212,7 +215,14 @@ def _task_release(task: str, config: dict, releases: list):
 
 def _check_version(release: ReleaseInfo, task: str, config: str, split: str, task_config: dict, where: Path):
     kwargs = task_config.get("dataset_kwargs") or {}
-    files = kwargs.get("resplit_files") if isinstance(kwargs, dict) else None
+    kwargs = kwargs if isinstance(kwargs, dict) else {}
+    check_version(release, task, config, split, files=kwargs.get("resplit_files"),
+                  revision=kwargs.get("revision") or task_config.get("revision"), where=where)
+
+
+def check_version(release: ReleaseInfo, task, config: str, split: str, *, files, revision, where) -> None:
+    """Refuse, in one line, a task that read a config the release lacks, or another version of it: the sha256 of
+    the ``split`` file it pinned (``files``: ``{split: {path, sha256}}``), else its Hub ``revision``."""
     if config not in release.configs:
         raise RunError(f"{where}: task {task} reads config {config!r}, which the release {release.folder} does not "
                        f"have (its configs: {', '.join(release.configs)}); give the release it was run on")
@@ -224,7 +234,6 @@ def _check_version(release: ReleaseInfo, task: str, config: str, split: str, tas
                            f"{ran[:12]}, {release.folder} has {have[:12]}); give the release it was run on, or run "
                            "this version's tasks")
         return
-    revision = (kwargs.get("revision") if isinstance(kwargs, dict) else None) or task_config.get("revision")
     if revision and release.revision and str(revision).lstrip("v") != str(release.revision).lstrip("v"):
         raise RunError(f"{where}: task {task} was run on revision {revision} of the release, {release.folder} is "
                        f"{release.revision}; give the release it was run on, or run this version's tasks")
@@ -442,7 +451,13 @@ def _table_outcomes(rows, column: str, release: ReleaseInfo, config: str, split:
                         "example": (rows["example"].fillna(0).astype("int64").to_numpy() if "example" in rows
                                     else np.full(len(rows), -1 if release.kind != "multiple_choice" else 0))})
     for extra in ("functionality", "capability", "test_type"):
-        out[extra] = rows[extra].to_numpy() if extra in rows else None
+        if extra in rows:
+            out[extra] = rows[extra].to_numpy()
+        elif release.kind == "multiple_choice" and extra in _column_names(release, config, split):  # the case's own
+            ids, values = release.column(config, split, extra)
+            out[extra] = pd.Series(values, index=ids).reindex(out["source_id"].to_numpy()).to_numpy()
+        else:
+            out[extra] = None
     out["gold"], out["pred"] = np.nan, np.nan
     values = rows[column]
     if column == "correct":
@@ -460,6 +475,12 @@ def _table_outcomes(rows, column: str, release: ReleaseInfo, config: str, split:
         out["value"], out["metric"] = numbers.to_numpy(dtype=float), "score"
         return out
     return _compare_predictions(out, values, release, config, split, path)
+
+
+def _column_names(release: ReleaseInfo, config: str, split: str) -> list:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(release.released.path(config, split)).schema_arrow.names
 
 
 def _truth(value):

@@ -74,13 +74,24 @@ def _parquet_split(dataset: str, split: str, path: Path, record: dict | None = N
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pq.read_schema(path)
+    def unreadable(error) -> InvalidParameterError:  # empty, cut short, a folder, not Parquet: one line
+        detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return InvalidParameterError(f"--against {dataset}: {str(path)!r} ({split}) is not a readable Parquet file "
+                                     f"({detail}); restore it, or name the datasets to check against without it")
+
+    try:
+        schema = pq.read_schema(path)
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise unreadable(error) from None
 
     def batches(columns=None):
-        handle = pq.ParquetFile(path)
         wanted = [c for c in (columns or schema.names) if c in schema.names]
-        for batch in handle.iter_batches(batch_size=CHUNK_ROWS, columns=wanted):
-            yield pa.Table.from_batches([batch])
+        try:
+            handle = pq.ParquetFile(path)
+            for batch in handle.iter_batches(batch_size=CHUNK_ROWS, columns=wanted):
+                yield pa.Table.from_batches([batch])
+        except (pa.ArrowException, OSError, ValueError) as error:
+            raise unreadable(error) from None
 
     return OtherSplit(dataset, split, list(schema.names), batches, _class_names(schema), dict(record or {}))
 
@@ -157,6 +168,7 @@ def _release_splits(name: str, folder: Path) -> list[OtherSplit]:
     from split_builders.release.folder import Released
 
     released = Released(folder)
+    released.check_files()  # a data file missing, a folder, empty or changed: one line, as every reader says it
     single = len(released.configs) == 1
     return [_parquet_split(name, split if single else f"{config}/{split}", released.folder / path, released.record)
             for config, splits in released.files.items() for split, path in splits.items()]

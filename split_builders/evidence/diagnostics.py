@@ -390,18 +390,25 @@ def _chernoff(counts_1: np.ndarray, counts_2: np.ndarray, alpha: float) -> np.nd
 # ---------------------------------------------------------------------------------------------
 
 
+TIE_RTOL, TIE_ATOL = 1e-9, 1e-12  # a statistic within this of a random split's is the same value (a tie)
+
+
 def _number(value):
     value = float(value)
     return None if not math.isfinite(value) else round(value, DIGITS)
 
 
 def _percentile(null: np.ndarray, value: float):
-    """The percentile of ``value`` among the finite ``null`` values (ties count half), 0-100."""
+    """The percentile of ``value`` among the finite ``null`` values (ties count half), 0-100. A null value within
+    floating-point error of ``value`` (``np.isclose``, relative 1e-9) is a tie: the same statistic summed in
+    another order (one split against a block of them) differs in its last bits, and rows that are all alike
+    would otherwise be "lower than in any of N random splits" instead of at the 50th percentile."""
     from scipy.stats import percentileofscore
 
     null = null[np.isfinite(null)]
     if not null.size or not math.isfinite(value):
         return None
+    null = np.where(np.isclose(null, value, rtol=TIE_RTOL, atol=TIE_ATOL), value, null)
     return round(float(percentileofscore(null, value, kind="mean")), 2)
 
 
@@ -429,12 +436,18 @@ class _Config:
         return digest.hexdigest()
 
 
-def _config(pool, rows_of, ids_of, config: str, splits: dict, columns: Columns, parameters: dict) -> _Config:
+def _config(pool, rows_of, ids_of, config: str, splits: dict, columns: Columns, parameters: dict, *,
+            keys: np.ndarray | None = None, seed: int = DEFAULT_SEED) -> _Config:
+    """``keys``: the content keys of the distinct rows (the ``content`` row order rule), else None (``position``)."""
     present = [s for s in ("train", *EVALUATION_SPLITS) if s in splits and len(rows_of[(config, s)])]
     rows = np.concatenate([rows_of[(config, s)] for s in present])
     ids = np.concatenate([ids_of[(config, s)] for s in present])
     assignment = np.concatenate([np.full(len(rows_of[(config, s)]), SPLIT_CODES[s], dtype=np.int8) for s in present])
     order = np.lexsort((assignment, ids))  # source_id order: the same draws for the build and the release
+    if keys is not None:  # the content rule: the rows' content order (rows alike in content are interchangeable)
+        from split_builders.splitters.partition import content_order
+
+        order = order[content_order(keys[rows[order]], seed)]
     rows, assignment = rows[order], assignment[order]
     strata = np.zeros(rows.size, dtype=np.int64)
     if columns.label is not None and columns.task == "classification" and parameters.get("train_size") is None:
@@ -445,14 +458,20 @@ def _config(pool, rows_of, ids_of, config: str, splits: dict, columns: Columns, 
     if group_field and group_field in pool.column_names:
         codes = value_codes(pool.column(group_field))[rows]
         groups = np.unique(codes, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        if keys is not None:  # numbered in order of first appearance along the content order, not the pool's
+            first = np.full(groups.max(initial=-1) + 1, groups.size, dtype=np.int64)
+            np.minimum.at(first, groups, np.arange(groups.size))
+            rank = np.empty_like(first)
+            rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+            groups = rank[groups]
     evaluation = tuple(s for s in EVALUATION_SPLITS if s in present)
     return _Config(rows, assignment[:, None], strata, groups, evaluation)
 
 
 def compute(data, *, null_splits: int = DEFAULT_NULL_SPLITS, seed: int = DEFAULT_SEED, progress: bool = False) -> dict:
     """The diagnostics of ``data`` (an :class:`~split_builders.evidence.inputs.EvidenceInput`)."""
-    return diagnose(data.parts, fields=data.fields, parameters=data.parameters, null_splits=null_splits, seed=seed,
-                    progress=progress, where=data.where)
+    return diagnose(data.parts, fields=data.fields, record=data.record, parameters=data.parameters,
+                    null_splits=null_splits, seed=seed, progress=progress, where=data.where)
 
 
 def diagnose(parts: dict, *, fields=None, record: dict | None = None, parameters: dict | None = None,
@@ -460,7 +479,10 @@ def diagnose(parts: dict, *, fields=None, record: dict | None = None, parameters
              where: str = "the release") -> dict:
     """The diagnostics of ``parts`` (``{config: {split: Part}}``, each config with a ``train`` part);
     ``fields`` the resolved fields (default: resolved from the rows and ``record``, the release's provenance),
-    ``parameters`` ``{config: parameters}`` (``grouped_by``, ``train_size``).
+    ``parameters`` ``{config: parameters}`` (``grouped_by``, ``train_size``). A release built under the ``content``
+    row order rule (``record``'s ``parameters.row_order``) draws its random splits over its rows in their content
+    order (:func:`~split_builders.splitters.partition.content_order` of each distinct row's content key under
+    ``seed``): the same rows in any order give the same figures; otherwise in ``source_id`` order.
 
     Returns ``{"null_splits", "seed", "task", "fields": {query, target, label, signals},
     "configs": {config: {split: {statistic: {"value", "train", "percentile", "null_p05", "null_p95"}}}},
@@ -478,6 +500,7 @@ def diagnose(parts: dict, *, fields=None, record: dict | None = None, parameters
         fields = EvidenceInput(configs, dict(record or {}), where=where).fields
     pool = Pool(configs, candidate_columns(configs, fields, parameters))
     columns = Columns.of(fields, pool.table)
+    keys = _content_keys(pool.table, record)
     stats = row_statistics(pool.table, columns)
     if not stats.order and not stats.categories:
         raise NoTextError(f"{where} has no text, program or signal column to diagnose "
@@ -491,7 +514,8 @@ def diagnose(parts: dict, *, fields=None, record: dict | None = None, parameters
                        enabled=progress and pool.table.num_rows > PROGRESS_ROWS)
     with bar:
         for config, splits in configs.items():
-            setup = _config(pool.table, pool.rows, pool.ids, config, splits, columns, parameters.get(config) or {})
+            setup = _config(pool.table, pool.rows, pool.ids, config, splits, columns, parameters.get(config) or {},
+                            keys=keys, seed=seed)
             mine = select(stats, setup.rows)
             observed = evaluate(mine, setup.assignment, setup.splits)
             key = setup.key()
@@ -508,6 +532,17 @@ def diagnose(parts: dict, *, fields=None, record: dict | None = None, parameters
                 report.setdefault("held_out", {})[config] = _held_out(stats, setup)
             bar.update(1)
     return report
+
+
+def _content_keys(table, record: dict | None) -> np.ndarray | None:
+    """The content key of each row of ``table`` (every column it has) where ``record`` says the release was built
+    under the ``content`` row order rule; None where it was not (``position``, or nothing recorded)."""
+    from loading_scripts.tables import row_keys
+    from split_builders.splitters.partition import CONTENT, recorded_row_order
+
+    if recorded_row_order((record or {}).get("parameters")) != CONTENT:
+        return None
+    return row_keys(table, table.column_names, content=True)
 
 
 def _null(stats: "Selected", setup: _Config, count: int, seed: int) -> dict:

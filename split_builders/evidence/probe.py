@@ -21,7 +21,9 @@ outcomes (``RESAMPLES`` resamples, seeded from the seed, the config and the spli
 increase of a split is ``(err - err_ref) / err_ref`` with ``err = 1 - accuracy`` and ``err_ref`` the
 reference config's on the same split; null for the reference config itself and where there is none.
 
-Every split is read in ``source_id`` order, so the numbers depend only on the rows and the seed:
+Every split is read in ``source_id`` order, so the numbers depend only on the rows and the seed; a release built
+under the ``content`` row order rule is read in its rows' content order instead, so the same rows in any order
+give the same numbers:
 :func:`compute` probes an :class:`~split_builders.evidence.inputs.EvidenceInput` (the card's, and
 ``resplit probe``'s of a release, a dataset folder, a Hub id) through :func:`probe`; :mod:`.probe_card` shows it.
 """
@@ -104,12 +106,21 @@ class ProbeFields:
 # ---------------------------------------------------------------------------------------------
 
 
-def _in_order(table):
-    """``table`` in ``source_id`` order (stable), so that a build and its release agree row for row."""
-    if "source_id" not in table.column_names:
+def _in_order(table, content_seed: int | None = None):
+    """``table`` in ``source_id`` order (stable), so that a build and its release agree row for row; with
+    ``content_seed`` (a release built under the ``content`` row order rule), then in its rows' content order
+    (:func:`~split_builders.splitters.partition.content_order` of each row's content key, every column but
+    ``source_id``, under that seed), so that the same rows in any order train and score alike."""
+    if "source_id" in table.column_names:
+        ids = np.asarray(table.column("source_id").to_numpy(), dtype=np.int64)
+        table = table if np.all(ids[1:] >= ids[:-1]) else table.take(np.argsort(ids, kind="stable"))
+    if content_seed is None:
         return table
-    ids = np.asarray(table.column("source_id").to_numpy(), dtype=np.int64)
-    return table if np.all(ids[1:] >= ids[:-1]) else table.take(np.argsort(ids, kind="stable"))
+    from loading_scripts.tables import row_keys
+    from split_builders.splitters.partition import content_order
+
+    keys = row_keys(table, [n for n in table.column_names if n != "source_id"], content=True)
+    return table.take(content_order(keys, content_seed))
 
 
 def _texts(table, names) -> np.ndarray:
@@ -363,9 +374,12 @@ def probe(tables: dict, *, fields=None, record: dict | None = None, seed: int = 
     if reference in unable:
         reference = report["reference"] = None
     order = usable + ([reference] if reference and reference not in usable else [])
+    from split_builders.splitters.partition import CONTENT, recorded_row_order
+
+    content = seed if recorded_row_order((record or {}).get("parameters")) == CONTENT else None
     results = {}
     for config in progress_bar(order, description="baseline probe", unit="config", enabled=progress):
-        splits = {s: _in_order(t) for s, t in tables[config].items()}
+        splits = {s: _in_order(t, content) for s, t in tables[config].items()}
         results[config] = {}
         for split, outcomes in _config_outcomes(splits, per_config[config], seed).items():
             entry = {"rows": int(len(outcomes["accuracy"]))}

@@ -127,6 +127,10 @@ class BehaviouralMethod(SplitMethod):
     signal_columns = {"functionality_id": "categorical"}
     baseline_config = "seen"
     harness_task = HarnessTask("multiple_choice")
+    # resplit report --iid CONFIG: BELUGA's G-score per scenario (the paper's seen / func / class / type settings)
+    report_tables = ("g_score",)
+    scenarios = {"seen": ("seen",), "func": ("func_<i>",), "class": ("class_<capability>",),
+                 "type": ("type_<MFT|INV|DIR>",)}
 
     # --dedupe does not apply (row_keys stays None): a test case is defined by its functionality and
     # its position in it, and the same text under two functionalities tests two different behaviours.
@@ -219,8 +223,9 @@ class BehaviouralMethod(SplitMethod):
         return configs
 
     def example_arguments(self, data, work) -> list:
-        """CheckList's sentiment suite (JSON)."""
-        return ["--source", str(Path(data) / "data" / "checklist" / "sentiment_suite.json.gz")]
+        """CheckList's sentiment suite (JSON), its first 20 test cases of each functionality: every functionality,
+        capability and test type, in a fraction of the whole suite's build."""
+        return ["--source", str(Path(data) / "data" / "checklist" / "sentiment_suite.json.gz"), "--limit", "20"]
 
 
 # ---------------------------------------------------------------------------------------

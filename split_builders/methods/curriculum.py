@@ -105,7 +105,9 @@ class CurriculumOptions(CommonOptions):
                                      group="split")
     cache_dir: str | None = option(None, "per-fold PVI checkpoints (default: $RESPLIT_CACHE/pvi)",
                                    group="signal", record=False)
-    inoculation: bool = option(True, "skip the <phenomenon>_inoc_<n> inoculation configs", group="split")
+    inoculation: bool = option(True, "skip the <phenomenon>_inoc_<n> inoculation configs", group="split",
+                               conflicts=("inoculation_sizes",),
+                               conflict_note="without the inoculation configs their sizes would be ignored")
     inoculation_sizes: tuple[int, ...] = option(INOCULATION_SIZES, "training rows per label of the inoculation "
                                                 "configs, comma-separated (nested; one config each)", group="split",
                                                 metavar="N,N,...", parse=lambda text: tuple(text.split(",")))
@@ -194,7 +196,7 @@ class CurriculumMethod(SplitMethod):
         bar = progress_bar(loaded.data, description="PVI", unit="phenomenon", enabled=context.progress)
         for p in bar:
             bar.set_postfix_str(f"{p.name} ({len(p.rows)} rows)")
-            premises, hypotheses, labels = p.rows["premise"], p.rows["hypothesis"], np.asarray(p.rows["label"])
+            premises, hypotheses, labels = p.rows["premise"], p.rows["hypothesis"], _labels(p)
             # the row order rule: folds and training draw over row positions, so the rows go in in content order
             order = content_order(phenomenon_keys(p), options.seed) if options.row_order == CONTENT else None
             if order is not None:
@@ -224,7 +226,7 @@ class CurriculumMethod(SplitMethod):
             result = signal.values[p.name]
             parameters = {"phenomenon": p.name, "folds": options.folds, "family": signal.provenance["family"]}
             difficulty = in_row_order(difficulty_configs, keys.get(p.name), options.seed, groups="groups",
-                                      per_row=dict(pvi=result.pvi, labels=np.asarray(p.rows["label"]),
+                                      per_row=dict(pvi=result.pvi, labels=_labels(p),
                                                    groups=None if loaded.groups is None else loaded.groups[p.name]),
                                       parameters=parameters, curriculum_compat=options.curriculum_compat,
                                       random_state=options.seed, prefix=p.name + "_", group_field=options.group_field)
@@ -476,9 +478,16 @@ def inoculation_table(configs) -> str:
     return note + "\n\n" + "\n".join(lines)
 
 
+def _labels(phenomenon) -> np.ndarray:
+    """A phenomenon's label column as one array (the whole column, not row by row)."""
+    from loading_scripts.tables import arrow_column
+
+    return arrow_column(phenomenon.rows, "label").to_numpy(zero_copy_only=False)
+
+
 def _label_share(phenomenon, label: str) -> float:
     """Share of a phenomenon's rows with ``label`` (0 when the label is not in its set)."""
     if label not in phenomenon.label_set:
         return 0.0
-    ids = np.asarray(phenomenon.rows["label"])
+    ids = _labels(phenomenon)
     return float((ids == phenomenon.label_set.index(label)).mean()) if ids.size else 0.0

@@ -28,6 +28,9 @@ from split_builders.api import SPLITS
 from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
 
 SPLIT_COLOURS = {"train": "#4c72b0", "validation": "#dd8452", "test": "#c44e52"}
+# A discrete histogram draws one bin per whole value up to this many; a wider range (one 2 MB text among short ones)
+# gets bins of several whole values each: drawing millions of bins took minutes and showed nothing more.
+MAX_DISCRETE_BINS = 1000
 UNKNOWN_LICENSE = "unknown"  # the Hub's own id for "not stated"; push refuses it
 # The load snippet's dataset before the Hub repository is known (push fills in the one it uploads to).
 REPO_PLACEHOLDER = "ORG/NAME"
@@ -207,7 +210,9 @@ def _draw_panel(ax, panel: Panel) -> None:
         if not everything.size:
             bins = 10
         elif panel.kind == "discrete":
-            bins = np.arange(everything.min(), everything.max() + 2) - 0.5
+            low, high = everything.min(), everything.max()
+            width = max(1, int(np.ceil((high - low + 1) / MAX_DISCRETE_BINS)))  # 1: one bin per value, as always
+            bins = np.arange(low, high + width + 1, width) - 0.5
         else:
             low, high = float(everything.min()), float(everything.max())
             # One value everywhere (a statistic every split shares): one bin around it, not 40 of width zero.

@@ -37,7 +37,7 @@ def write_clean(data, report: dict, rows, out, *, target: str, overwrite: bool =
     import pyarrow.compute as pc
 
     from split_builders.evidence import views
-    from split_builders.release.export import write_lm_eval, written_before
+    from split_builders.release.readers import write_readers, written_files
     from split_builders.release.writer import write_release
     from split_builders.splits import SPLITS, ConfigSplit
 
@@ -97,7 +97,7 @@ def write_clean(data, report: dict, rows, out, *, target: str, overwrite: bool =
     # the build's output policy: a harness task the user changed since resplit wrote it is theirs, never replaced
     return write_release(Path(out).expanduser(), None, configs, provenance=provenance, render_card=render_card,
                          pretty_name=title, overwrite=overwrite, progress=progress,
-                         extras=lambda staging: write_lm_eval(staging), harness_files=written_before,
+                         extras=lambda staging: write_readers(staging), harness_files=written_files,
                          flag="--write-clean")
 
 

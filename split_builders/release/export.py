@@ -351,6 +351,23 @@ def recorded_repo_id(metadata: dict) -> str | None:
     return None
 
 
+# A git ref's characters (git check-ref-format): no space or control character, none of ~^:?*[\ and no "..".
+_REVISION = re.compile(r"^(?!.*\.\.)(?!.*@\{)[^\x00-\x20\x7f~^:?*\[\\]+$")
+
+
+def check_revision(revision) -> None:
+    """Refuse, in one line, a ``--revision`` that no Hub tag, branch or commit can be: empty, or with a space or a
+    character git refuses in a ref name."""
+    if revision is None:
+        return
+    if not str(revision).strip():
+        raise InvalidParameterError("--revision is empty: give the tag or commit the tasks read (e.g. v1.0.0)")
+    text = str(revision)
+    if not _REVISION.match(text) or text.endswith((".", "/", ".lock")) or text.startswith(("/", "-")):
+        raise InvalidParameterError(f"--revision {text!r} is not a tag, branch or commit name (no spaces, none of "
+                                    "~^:?*[\\ and no '..'): give it as the Hub shows it, e.g. v1.0.0")
+
+
 def recorded_revision(metadata: dict) -> str | None:
     """The Hub tag of a published card's version (``resplit.release_version`` 1.2.3 -> ``v1.2.3``), if any."""
     version = str((metadata.get("resplit") or {}).get("release_version") or "")
@@ -717,7 +734,7 @@ def _plan(out: Path, writes: dict, previous: dict) -> tuple[list, list]:
 def _write_files(out: Path, writes: dict, stale: list) -> list:
     """Write every file beside its place first, then move each into place; then remove the stale ones. A full
     disk while writing them is one line (no file in ``out`` replaced)."""
-    from split_builders.errors import disk_full, is_disk_full
+    from split_builders.errors import cannot_write, is_unwritable
 
     temporary = {}
     try:
@@ -728,9 +745,10 @@ def _write_files(out: Path, writes: dict, stale: list) -> list:
         for name, path in temporary.items():
             os.replace(path, out / name)
     except OSError as error:
-        if not is_disk_full(error):
+        if not is_unwritable(error):
             raise
-        raise disk_full(out, "the harness tasks (no file there was replaced)") from None
+        raise cannot_write(error, "the harness tasks", where=out, instead="another --out",
+                           kept="no file there was replaced") from None
     finally:
         for path in temporary.values():
             path.unlink(missing_ok=True)
@@ -758,8 +776,7 @@ def export_lm_eval(folder, out=None, *, repo_id: str | None = None, dataset_path
     record = metadata.get("resplit") or {}
     if repo_id is not None and not _HUB_ID.match(repo_id):
         raise InvalidParameterError(f"repo_id {repo_id!r} is not a Hub id: give it as org/name")
-    if revision is not None and not str(revision).strip():
-        raise InvalidParameterError("--revision is empty: give the tag or commit the tasks read (e.g. v1.0.0)")
+    check_revision(revision)
     if repo_id is None and dataset_path is None and recorded_repo_id(metadata) and recorded_revision(metadata):
         repo_id = recorded_repo_id(metadata)  # a published copy: its tasks read the Hub at its own version
     if repo_id is not None:
@@ -865,7 +882,10 @@ def card_lines(exported: Exported) -> list[str]:
         default = exported.default_tasks
         lines += [f"`lm_eval/` holds one task per config (`{exported.group}_<config>`); the group `{exported.group}`, "
                   f"the one to run, holds {_tasks(default, exported.tasks)} and its row averages each metric over "
-                  f"them. The tasks read {where}.", "", "```bash", f"{run}{exported.group}{bootstrap}", "```", ""]
+                  f"them. The tasks read {where}.", "", "```bash", f"{run}{exported.group}{bootstrap}", "```", "",
+                  "With `--output_path runs/MODEL --log_samples` added, `resplit report . runs/MODEL` reads the run "
+                  "back by `source_id`: per config the metric with its interval, and the gap to the baseline config.",
+                  ""]
         for name, members in exported.groups.items():
             patterns = ", ".join(f"`{p}`" for p in exported.group_configs.get(name, ()))
             lines += [f"The tasks of the configs {patterns} ({len(members)}) are not in `{exported.group}` but in a "
@@ -915,18 +935,27 @@ def _tasks(members: list, tasks: dict) -> str:
 
 
 def _write_card_section(folder: Path, exported: Exported) -> None:
-    """Write the harness section (:func:`card_lines`) into the release's README.md, between its markers:
-    replaced where it is, else placed before "Source and citation" (or at the end)."""
+    """Write the harness section (:func:`card_lines`) into the release's README.md, between its markers."""
+    replace_card_section(folder, CARD_START, CARD_END, card_lines(exported))
+
+
+def replace_card_section(folder: Path, start: str, end: str, lines: list, *, after: str | None = None) -> None:
+    """Write a section of the release's README.md between its markers ``start`` and ``end``: replaced where it is,
+    else placed right after the marker ``after`` where the card has it, else before "Source and citation" (or at
+    the end)."""
     readme = folder / "README.md"
     text = readme.read_text(encoding="utf-8")
-    section = "\n".join([CARD_START, *card_lines(exported), CARD_END]) + "\n\n"
-    if CARD_START in text and CARD_END in text:
-        before, rest = text.split(CARD_START, 1)
-        after = rest.split(CARD_END, 1)[1].lstrip("\n")
-        text = before + section + after
+    section = "\n".join([start, *lines, end]) + "\n\n"
+    if start in text and end in text:
+        before, rest = text.split(start, 1)
+        following = rest.split(end, 1)[1].lstrip("\n")
+        text = before + section + following
+    elif after is not None and after in text:
+        before, following = text.split(after, 1)
+        text = before + after + "\n\n" + section + following.lstrip("\n")
     elif "\n## Source and citation" in text:
-        before, after = text.split("\n## Source and citation", 1)
-        text = before.rstrip("\n") + "\n\n" + section + "## Source and citation" + after
+        before, following = text.split("\n## Source and citation", 1)
+        text = before.rstrip("\n") + "\n\n" + section + "## Source and citation" + following
     else:
         text = text.rstrip("\n") + "\n\n" + section
     staged = readme.with_name(f".README.md.{os.getpid()}.tmp")

@@ -42,8 +42,9 @@ def read_readme(readme: Path) -> str:
 
 
 def front_matter(readme: Path) -> tuple[dict | None, str]:
-    """The YAML block at the top of a README (None when there is none) and the Markdown after it."""
-    parts = read_readme(readme).split("---\n", 2)
+    """The YAML block at the top of a README (None when there is none) and the Markdown after it. Windows line
+    endings (CRLF, a README saved by an editor there) read as plain ones; the file itself is never rewritten."""
+    parts = read_readme(readme).replace("\r\n", "\n").split("---\n", 2)
     if len(parts) != 3:
         return None, parts[-1]
     try:
@@ -107,7 +108,10 @@ def data_files(metadata: dict) -> dict:
 # Files a release holds that its card need not name: what ``push`` adds (the version's CHANGELOG), and
 # folders resplit writes whole (evaluation-harness tasks).
 UNNAMED_FILES = ("CHANGELOG.md",)
-UNNAMED_FOLDERS = ("lm_eval/",)
+# What the readers' export writes beside the card where a config has a task (inspect-ai tasks, Croissant
+# metadata): not extra files, though a card need not name them (the writer tells them from a user's by sha256).
+READER_FILES = ("inspect_tasks.py", "eval.yaml", "croissant.json")
+UNNAMED_FOLDERS = ("lm_eval/", "__pycache__/")  # the byte code of inspect_tasks.py, once run
 _LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|\bsrc=[\"']([^\"']+)[\"']")
 
 
@@ -133,7 +137,7 @@ def extra_files(folder, metadata: dict, body: str) -> list[str]:
         relative = path.relative_to(folder).as_posix()
         if path.is_dir() or any(part.startswith(".") for part in path.relative_to(folder).parts):
             continue
-        if relative not in named and not relative.startswith(UNNAMED_FOLDERS):
+        if relative not in named and relative not in READER_FILES and not relative.startswith(UNNAMED_FOLDERS):
             extra.append(relative)
     return extra
 

@@ -29,7 +29,9 @@ from pathlib import Path
 
 import yaml
 
-from split_builders.errors import InvalidReleaseError, PublishError
+from split_builders.errors import InvalidParameterError, InvalidReleaseError, PublishError
+from split_builders.options import check_license as check_hub_license
+from split_builders.options import check_repo_id, looks_like_path
 from split_builders.release.folder import front_matter, data_files, read_card, row_ids
 from split_builders.release.diff import count_moves
 from split_builders.api import SPLITS
@@ -126,13 +128,34 @@ def validate_release(folder, *, allow_extra: bool = False) -> dict:
     return {c: {s: released.source_ids(c, s).tolist() for s in released.files[c]} for c in released.configs}
 
 
+def check_destination(repo_id, *, space: bool = False) -> str:
+    """Where push sends a folder: a Hub id ``ORG/NAME`` (:func:`~split_builders.options.check_repo_id`, the Hub's
+    rules); a local path (``./out``, ``/data/x``, a folder here) is refused in one line saying that push needs a
+    Hub id, and a name the Hub refuses (``'bad repo id'``) naming its rules, before anything is read or sent."""
+    text = str(repo_id)
+    local = (f"push needs a Hub id ORG/NAME as the {'Space' if space else 'dataset repository'} to publish to; "
+             f"{text!r} is a local path (a built folder already is a release: load it with "
+             "datasets.load_dataset(FOLDER, CONFIG), or copy the folder)")
+    if looks_like_path(text):
+        raise InvalidParameterError(local)
+    try:
+        return check_repo_id(text, "push's destination")
+    except InvalidParameterError:
+        if Path(text).expanduser().exists():
+            raise InvalidParameterError(local) from None
+        raise
+
+
 def check_license(folder, license: str | None = None) -> str:
     """The license the published card states: ``license`` (``--license``) where given, else the card's;
     refuses a card without one or with ``unknown`` (a build that could not tell the license)."""
     if license is not None:
-        if not str(license).strip() or str(license).strip() == "unknown":
+        if not str(license).strip() or str(license).strip().lower() == "unknown":
             raise InvalidReleaseError(f"--license {license!r} is not a license; give a Hub license id (e.g. cc-by-4.0)")
-        return str(license).strip()
+        try:  # one of the Hub's license ids, as a build's --license (not-a-license would be published as stated)
+            return check_hub_license(license, "--license")
+        except InvalidParameterError as error:
+            raise InvalidReleaseError(str(error)) from None
     stated = (read_card(Path(folder))[0] or {}).get("license")
     if not stated or stated == "unknown" or stated == ["unknown"]:
         raise InvalidReleaseError(f"{folder}: the card's license is unknown; give it with --license ID (e.g. "
@@ -271,10 +294,10 @@ def stage_release(folder: Path, staging: Path, version: str, section: str, old_c
     previous = old_changelog.split("\n", 2)[2] if old_changelog.startswith("# Changelog\n") else old_changelog
     (staging / "CHANGELOG.md").write_text(f"# Changelog\n\n{section}\n{previous.lstrip()}".rstrip() + "\n",
                                           encoding="utf-8")
-    if repo_id is not None and metadata.get("resplit"):  # harness tasks that read this version on the Hub
-        from split_builders.release.export import write_lm_eval
+    if repo_id is not None and metadata.get("resplit"):  # tasks that read this version on the Hub
+        from split_builders.release.readers import write_readers
 
-        write_lm_eval(staging, repo_id=repo_id, revision=f"v{'.'.join(map(str, parse_version(version)))}")
+        write_readers(staging, repo_id=repo_id, revision=f"v{'.'.join(map(str, parse_version(version)))}")
     return staging
 
 
@@ -355,6 +378,7 @@ def push_release(folder, repo_id: str, version: str, *, message: str | None = No
     -------
     PushResult
     """
+    repo_id = check_destination(repo_id)
     folder = Path(folder)
     tag = f"v{'.'.join(map(str, parse_version(version)))}"
     current = validate_release(folder, allow_extra=allow_extra)
@@ -403,6 +427,7 @@ def push_metric(folder, repo_id: str, version: str, *, message: str | None = Non
     The module file is renamed after the Space (``evaluate`` downloads ``<space name>.py``).
     Parameters are those of :func:`push_release`.
     """
+    repo_id = check_destination(repo_id, space=True)
     folder = Path(folder)
     tag = f"v{'.'.join(map(str, parse_version(version)))}"
     space_name = repo_id.split("/")[-1]

@@ -79,20 +79,24 @@ class Recipe:
     against: tuple = ()  # ({dataset, revision, splits, fields}, ...): what the evaluation splits are checked against
 
     def repo_id(self, org: str | None = None) -> str:
-        """The Hub repository, with the organisation filled in (``--org`` or ``$RESPLIT_ORG``)."""
-        org = org or os.environ.get(ORG_ENV)
+        """The Hub repository, with the organisation filled in (``--org`` or ``$RESPLIT_ORG``), by the Hub's rules."""
+        from split_builders.options import check_repo_id
+
+        given, org = org, org or os.environ.get(ORG_ENV)
         if "{org}" in self.repo and not org:
             raise InvalidParameterError(f"recipe {self.name}: repo {self.repo!r} needs an organisation: pass --org "
                                         f"or set ${ORG_ENV}")
-        return self.repo.replace("{org}", org or "")
+        if "{org}" in self.repo:  # a Hub organisation, or one line before its name is printed in the card
+            check_repo_id(org, "--org" if org == given else f"${ORG_ENV}", namespace=True)
+        return check_repo_id(self.repo.replace("{org}", org or ""), f"recipe {self.name}: repo")
 
     def known_repo_id(self, org: str | None = None) -> str | None:
         """The Hub repository where it can be told (:meth:`repo_id`), else None (no organisation given):
-        what a build's card names in its load snippet."""
-        try:
-            return self.repo_id(org)
-        except InvalidParameterError:
+        what a build's card names in its load snippet; an organisation or repository the Hub would refuse is
+        one line."""
+        if "{org}" in self.repo and not (org or os.environ.get(ORG_ENV)):
             return None
+        return self.repo_id(org)
 
     def card_overrides(self, org: str | None = None) -> dict:
         """What a build of this recipe passes to :func:`split_builders.builder.build` for its card:
@@ -114,14 +118,13 @@ class Recipe:
 
     def against_datasets(self) -> list[dict]:
         """The ``against`` entries with each local dataset's path made absolute (relative to the repository
-        root, the folder holding ``releases/``); a Hub id is kept as it is."""
+        root, the folder holding ``releases/``); a Hub id is kept as it is. Checked here, before a build (cheap
+        checks, no download): a local file or folder exists, can be read and, a file, is a table the audit reads
+        (without a ``revision``, which a local copy has not); anything else is a Hub id ``ORG/NAME[@REVISION]`` by
+        the Hub's rules. A bad entry is one line naming it (was: refused after the whole build)."""
         root = self.path.resolve().parent.parent
-        out = []
-        for entry in self.against:
-            path = Path(entry["dataset"]).expanduser()
-            local = path if path.is_absolute() else root / path
-            out.append({**entry, "path": str(local) if local.exists() else entry["dataset"]})
-        return out
+        return [{**entry, "path": _against_path(self.name, number, entry, root)}
+                for number, entry in enumerate(self.against, 1)]
 
     def pinned(self) -> bool:
         """Whether the source (and the model, if any) is pinned to an exact revision."""
@@ -185,6 +188,38 @@ def _against(name: str, value) -> tuple:
                                         f"tag or commit), got {entry['revision']!r}")
         entries.append({key: entry.get(key) for key in AGAINST_KEYS})
     return tuple(entries)
+
+
+def _against_path(name: str, number: int, entry: dict, root: Path) -> str:
+    """The local path (absolute) or Hub id of a recipe's ``against`` entry, checked as
+    :meth:`Recipe.against_datasets` says."""
+    from loading_scripts.files import table_format
+    from split_builders.options import check_repo_id, looks_like_path
+
+    text = entry["dataset"]
+    where = f"recipe {name}: against entry {number} ({text!r})"
+    path = Path(text).expanduser()
+    local = path if path.is_absolute() else root / path
+    if local.exists():
+        kind = "folder" if local.is_dir() else "file"
+        if entry.get("revision"):
+            raise InvalidParameterError(f"{where} is a {kind} here, which has no revisions: drop its revision, or "
+                                        "name the dataset by its Hub id")
+        if not os.access(local, os.R_OK | (os.X_OK if kind == "folder" else 0)):
+            raise InvalidParameterError(f"{where}: {local} cannot be read (permissions); make it readable")
+        if kind == "file" and table_format(local) is None:
+            raise InvalidParameterError(f"{where} is not a CSV, TSV, JSONL, JSON or Parquet file; give a table file, "
+                                        "a dataset or release folder, or a Hub id ORG/NAME")
+        return str(local)
+    repo_id, _, at = text.partition("@")
+    if looks_like_path(text) or table_format(Path(repo_id)) is not None:
+        raise InvalidParameterError(f"{where} does not exist (looked for {local}; a path is relative to {root}, the "
+                                    "folder holding releases/); give an existing file or folder, or a Hub id "
+                                    "ORG/NAME")
+    check_repo_id(repo_id, f"{where} is no file or folder here (under {root}), and")
+    if "@" in text and not at.strip():
+        raise InvalidParameterError(f"{where}: nothing after '@'; give ORG/NAME@REVISION (a branch, tag or commit)")
+    return text
 
 
 def parse_settings(settings: list[str] | None) -> dict:

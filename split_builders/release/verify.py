@@ -4,7 +4,8 @@ Three levels, each reported per config and split as identical or differs (with t
 
 1. integrity: every data file's sha256 equals the card's, every config loads with ``datasets``, no
    ``source_id`` is in two splits of one config, the row counts equal the card's, and the folder holds
-   no file the card does not name (``--allow-extra`` accepts them);
+   no file the card does not name (``--allow-extra`` accepts them), and ``croissant.json`` lists every data file with
+   its sha256 and has a record set per config (a release built before it existed: a note);
 2. rebuild from the release alone: each method re-derives its configs from the per-row signal the
    released rows carry, the parameters and the seed the card records (``SplitMethod.rederive``);
    no source, no model, no GPU;
@@ -119,6 +120,65 @@ def check_integrity(released: Released, report: Report, *, load: bool = True, al
                 report.add(1, config, split, not problems, "; ".join(problems))
             if load:
                 _check_loads(released.folder, config, cache, report, plan)
+    check_croissant(released, report)
+    check_task_files(released, report)
+
+
+def check_task_files(released: Released, report: Report) -> None:
+    """The harness and inspect-ai task files resplit wrote (``lm_eval/``, ``inspect_tasks.py``) against the sha256
+    their export recorded: a file changed since (a task edited by hand) differs, since ``push`` would publish it as
+    the release's own task; a file listed and missing differs too."""
+    from split_builders.release import export, inspect_export
+
+    folder = released.folder
+    harness = folder / export.FOLDER
+    listed = {}
+    if harness.is_dir():
+        listed.update({f"{export.FOLDER}/{name}": digest for name, digest in export.written_before(harness).items()})
+    listed.update(inspect_export.written_before(folder))
+    checked = {name: digest for name, digest in listed.items() if digest is not None}
+    if not checked:
+        return
+    from split_builders.release.writer import _file_sha256
+
+    for name, digest in sorted(checked.items()):
+        path = folder / name
+        if not path.is_file():
+            report.add(1, name, None, False, "listed by the export but missing; `resplit export "
+                       f"{'inspect' if name == inspect_export.TASKS_FILE else 'lm-eval'} {folder}` writes it again")
+        elif _file_sha256(path) != digest:
+            report.add(1, name, None, False, "changed since resplit wrote it (a task edited by hand would be "
+                       "published as the release's own); keep your task under another name and run `resplit export "
+                       f"{'inspect' if name == inspect_export.TASKS_FILE else 'lm-eval'} {folder}`")
+    if all((folder / n).is_file() and _file_sha256(folder / n) == d for n, d in checked.items()):
+        report.add(1, "(tasks)", None, True, f"{len(checked)} task file(s) as resplit wrote them")
+
+
+def check_croissant(released: Released, report: Report) -> None:
+    """``croissant.json`` against the card and its files: every data file listed with its sha256 (the card's, which
+    level 1 checks against the file), every config a record set, nothing else listed. A release without one
+    (built before resplit wrote it) is a note, not a difference."""
+    from split_builders.release.croissant import FILE, croissant_problems, read_croissant
+
+    document, problem = read_croissant(released.folder)
+    if document is None and not (released.folder / FILE).exists():
+        report.skip(1, FILE, f"the release has no {FILE} (built before resplit wrote one); `resplit export croissant "
+                             f"{released.folder}` writes it")
+        return
+    if document is None:
+        report.add(1, FILE, None, False, f"{problem}; `resplit export croissant {released.folder}` writes it again")
+        return
+
+    def sha256(config, split):
+        return released.recorded_sha256(config, split) or (
+            None if released.file_problem(config, split) else released.sha256(config, split))
+
+    problems = croissant_problems(document, released.files, sha256)
+    for config, split, detail in problems:
+        report.add(1, config, split or FILE, False, f"{detail}; `resplit export croissant {released.folder}` writes "
+                                                    "it again")
+    if not problems:
+        report.add(1, FILE, None, True)
 
 
 def _short(problem: str, relative: str) -> str:

@@ -46,8 +46,8 @@ from split_builders._version import __version__
 from split_builders.api import ConfigSplit
 from split_builders.overlap import in_threads
 from split_builders.progress import progress_bar
-from split_builders.errors import (InvalidParameterError, OutputExistsError, OutputLockedError, disk_full,
-                                   is_disk_full)
+from split_builders.errors import (InvalidParameterError, OutputExistsError, OutputLockedError, ResplitError,
+                                   cannot_write, disk_full, is_disk_full, is_unwritable)
 
 
 @dataclass
@@ -158,9 +158,10 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
         ``extras(staging_dir)`` writes what is derived from the written data files and card (the build's harness
         tasks, ``lm_eval/``) before the folder moves into place.
     harness_files : callable, optional
-        ``harness_files(lm_eval_folder, configs=...)``: the files the harness export wrote there
-        (:func:`split_builders.release.export.written_before`), which an ``overwrite`` may replace; without
-        it, ``utils.py``, ``_*.yaml`` and ``<config>.yaml``. Anything else in ``out_dir`` that resplit did not
+        ``harness_files(release_folder, configs=...)``: ``{relative path: sha256 or None}`` of the files the
+        readers' export wrote there (``lm_eval/``, the inspect-ai tasks, ``croissant.json``:
+        :func:`split_builders.release.readers.written_files`), which an ``overwrite`` may replace; without
+        it, ``lm_eval/utils.py``, ``lm_eval/_*.yaml`` and ``lm_eval/<config>.yaml``. Anything else in ``out_dir`` that resplit did not
         write is never replaced: the build is refused (:func:`check_replaceable`).
     hub : dict, optional
         The card's Hub metadata (:func:`split_builders.release.card.hub_metadata`): license, language,
@@ -184,9 +185,10 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
 
     step = "the release folder"
     staging = None
+    place = through_link(out_dir)  # --out a link to a release: the release replaced where it points, the link kept
     try:
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging = new_staging(out_dir)  # marked as resplit's before anything is written into it
+        place.parent.mkdir(parents=True, exist_ok=True)
+        staging = new_staging(place)  # marked as resplit's before anything is written into it
         # Writing is the slow step of releases with many configs (66 for a CheckList suite): configs are written a
         # few at a time in threads (Arrow's Parquet writer and sha256 release the GIL); each file's bytes are the
         # same as written alone.
@@ -211,10 +213,14 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
             step = "the harness tasks (lm_eval/)"
             extras(staging)
         os.chmod(staging, _folder_mode())  # mkdtemp's folder is private (0700)
-        _move_into_place(staging, out_dir, harness_files=harness_files, flag=flag)
+        step = "the release into place"
+        _move_into_place(staging, place, harness_files=harness_files, flag=flag)
     except OSError as error:
-        if not is_disk_full(error):
+        if not is_unwritable(error):
             raise
+        if not is_disk_full(error):  # no permission, a read-only file system: the old release (if any) is as it was
+            raise cannot_write(error, f"{step} of {flag} {str(out_dir)!r}", where=place.parent,
+                               instead=f"another {flag}", kept=f"nothing was changed at {flag}") from None
         done = sum(f.stat().st_size for f in staging.rglob("*") if f.is_file()) if staging and staging.exists() else 0
         raise disk_full(out_dir.parent, f"{step} of {flag} {str(out_dir)!r} ({done / 2**20:.1f} MB written before "
                                         f"the disk filled; nothing was left at {flag})") from None
@@ -304,12 +310,16 @@ def write_file(path, write, *, overwrite: bool = False, flag: str = "--out") -> 
     """Write the file ``path`` as every resplit writer does: ``write(temporary)`` writes it beside its place
     (``.<name>.<random>.tmp``), which is then renamed into place, so ``path`` is never half written. Without
     ``overwrite`` the rename never replaces a file that appeared meanwhile (refused in one line). The file gets
-    the permissions the umask gives. A full disk is one line (nothing is left but what was there)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
+    the permissions the umask gives. A place the system refuses to write (no permission, a read-only file system,
+    a full disk: :func:`~split_builders.errors.is_unwritable`) is one line (nothing is left but what was there).
+    A ``path`` that is a symbolic link to a file is written through: the file it points to is replaced, the link
+    kept."""
+    path = through_link(Path(path))
+    staging = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(handle)
         write(staging)
         os.chmod(staging, 0o666 & _folder_mode())  # mkstemp's file is private (0600)
         if overwrite:
@@ -325,13 +335,20 @@ def write_file(path, write, *, overwrite: bool = False, flag: str = "--out") -> 
                     raise
                 os.replace(staging, path)  # a file system without hard links
     except OSError as error:
-        if not is_disk_full(error):
+        if not is_unwritable(error):
             raise
-        raise disk_full(path.parent, f"{flag} {str(path)!r} (nothing was left there)") from None
+        raise cannot_write(error, f"{flag} {str(path)!r}", where=path.parent, instead=f"another {flag}",
+                           kept="nothing was left there") from None
     finally:
-        if os.path.exists(staging):
+        if staging is not None and os.path.exists(staging):
             os.remove(staging)
     return path
+
+
+def through_link(path: Path) -> Path:
+    """Where writing ``path`` goes: the place a symbolic link ``path`` points to (replaced there, the link kept),
+    else ``path``."""
+    return path.resolve() if path.is_symlink() and path.exists() else path
 
 
 # The marker resplit writes into every staging folder (a release being written, ``.<name>.tmp-*``; an old one
@@ -346,7 +363,11 @@ def new_staging(out_dir, kind: str = "tmp") -> Path:
     resplit's (:data:`STAGING_MARKER`) before anything else is written into it."""
     out_dir = Path(out_dir)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.{kind}-", dir=out_dir.parent))
-    mark_staging(staging)
+    try:
+        mark_staging(staging)
+    except BaseException:  # an unmarked folder would be nobody's: it is not left behind
+        staging.rmdir()
+        raise
     return staging
 
 
@@ -426,36 +447,105 @@ class OutputLock:
     build left behind (``.<name>.tmp-*``, ``.<name>.old-*`` that hold resplit's marker: :func:`is_staging`) are
     removed on acquiring it; folders of those names without the marker are someone else's and left alone.
     ``flag`` names the output in messages (``--out``, ``--write-clean``).
+
+    The lock file is removed when the lock is released (the command succeeded, was refused or failed) where this
+    lock created it; one that was there before (a killed build's, say) is left as it is. Removing it is safe: it is
+    removed while still locked, and a command that locked a file meanwhile removed finds the name no longer its
+    file and locks again. A lock path that is a folder, a link or someone's file, or a place that cannot be
+    written, is refused in one line.
     """
 
     def __init__(self, out_dir, *, harness_files=None, flag: str = "--out"):
-        self.out_dir = Path(out_dir)
+        self.out_dir = through_link(Path(out_dir))  # a link to a release: locked (and written) where it points
         self.flag = flag
         self.harness_files = harness_files  # what the harness export wrote (as in :func:`staged_problem`)
         self.path = self.out_dir.parent / f".{self.out_dir.name}.lock"
-        self._handle = None
+        self._handle = None  # the lock file's descriptor while it is held
+        self._created = False  # whether this lock made the lock file (then it removes it)
         self.notes: list[str] = []  # what recovering an interrupted build did (lines for the terminal)
 
     def __enter__(self) -> "OutputLock":
         import fcntl
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+")
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            owner = handle.read().strip() or "unknown"
-            handle.close()
-            raise OutputLockedError(f"another build (pid {owner}) is writing {str(self.out_dir)!r}; wait for it "
-                                    f"to finish or choose another {self.flag}") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        self._handle = handle
-        self.remove_stale_staging()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            while self._handle is None:
+                handle, created = self._open()
+                if handle is None:  # removed between the look and the open: again
+                    continue
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    owner = os.pread(handle, 64, 0).decode("utf-8", "replace").strip() or "unknown"
+                    os.close(handle)
+                    raise OutputLockedError(f"another build (pid {owner}) is writing {str(self.out_dir)!r}; wait "
+                                            f"for it to finish or choose another {self.flag}") from None
+                except OSError:  # no lock on this file system: nothing of ours is left
+                    os.close(handle)
+                    if created:
+                        self.path.unlink(missing_ok=True)
+                    raise
+                if not self._is_ours(handle):  # its holder removed it before we locked it: lock the file there now
+                    os.close(handle)
+                    continue
+                self._handle, self._created = handle, created
+            if not self._created and not _is_pid(os.pread(self._handle, 64, 0)):
+                self.__exit__(None, None, None)
+                raise InvalidParameterError(f"{self.flag} {str(self.out_dir)!r}: {str(self.path)!r} is not resplit's "
+                                            "lock file (it holds other text), and resplit writes its lock there; move "
+                                            f"it elsewhere or choose another {self.flag} (nothing was changed)")
+            os.ftruncate(self._handle, 0)
+            os.pwrite(self._handle, str(os.getpid()).encode(), 0)
+        except OSError as error:
+            self.__exit__(None, None, None)
+            raise self._refusal(error) from None
+        try:
+            self.remove_stale_staging()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
+
+    def _open(self) -> tuple:
+        """``(descriptor, created)`` of the lock file, made here where there is none (``(None, False)`` where it
+        went away meanwhile); never through a symbolic link."""
+        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            return os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o666), True
+        except FileExistsError:
+            pass
+        try:
+            return os.open(self.path, flags), False
+        except FileNotFoundError:
+            return None, False
+
+    def _is_ours(self, handle) -> bool:
+        """Whether the lock path still names the file open as ``handle``."""
+        try:
+            there, held = os.stat(self.path, follow_symlinks=False), os.fstat(handle)
+        except FileNotFoundError:
+            return False
+        return (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino)
+
+    def _refusal(self, error: OSError) -> Exception:
+        """The one line of a lock file that cannot be made or opened (``error``); an error of another kind as it
+        is."""
+        import errno
+
+        if isinstance(error, ResplitError):
+            return error
+        if error.errno == errno.EISDIR:
+            kind = "a folder"
+        elif error.errno == errno.ELOOP:
+            kind = "a symbolic link"
+        elif is_unwritable(error):
+            return cannot_write(error, f"the lock file of {self.flag} {str(self.out_dir)!r}", where=self.path.parent,
+                                instead=f"another {self.flag}")
+        else:
+            return error
+        return InvalidParameterError(f"{self.flag} {str(self.out_dir)!r}: {str(self.path)!r} is {kind}, where resplit "
+                                     f"keeps a lock file while it writes; move it elsewhere or choose another "
+                                     f"{self.flag} (nothing was changed)")
 
     def remove_stale_staging(self) -> list[Path]:
         """Recover what an interrupted build left beside the output folder, then remove the rest.
@@ -497,12 +587,22 @@ class OutputLock:
     def __exit__(self, *exc) -> None:
         import fcntl
 
-        if self._handle is not None:
-            # The lock file stays (a few bytes): removing it would let two builds lock two different
-            # files of the same name.
-            fcntl.flock(self._handle, fcntl.LOCK_UN)
-            self._handle.close()
-            self._handle = None
+        if self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        try:
+            if self._created and self._is_ours(handle):
+                os.unlink(self.path)  # while still locked (see the class): a lock file this lock made
+        except OSError:  # it stays: the next command locks it as it is
+            pass
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            os.close(handle)
+
+
+def _is_pid(text: bytes) -> bool:
+    """Whether ``text`` (a lock file's first bytes) is what resplit writes there: a process id, or nothing."""
+    return text.strip().isdigit() or not text.strip()
 
 
 def _move_into_place(staging: Path, out_dir: Path, *, harness_files=None, flag: str = "--out") -> None:
@@ -525,8 +625,19 @@ def _move_into_place(staging: Path, out_dir: Path, *, harness_files=None, flag: 
     try:
         if out_dir.exists():
             trash = new_staging(out_dir, "old")
-            os.replace(out_dir, trash / "old")
-            os.replace(staging, out_dir)
+            try:
+                os.replace(out_dir, trash / "old")
+            except OSError:  # refused (permissions): the old release stays where it is
+                shutil.rmtree(trash, ignore_errors=True)  # empty but for its marker
+                raise
+            try:
+                os.replace(staging, out_dir)
+            except OSError:
+                # The old release back in its place (where even that fails, it stays parked in its marked folder,
+                # which the next command writing here puts back).
+                os.replace(trash / "old", out_dir)
+                shutil.rmtree(trash, ignore_errors=True)
+                raise
             shutil.rmtree(trash, ignore_errors=True)
         else:
             os.replace(staging, out_dir)
@@ -544,39 +655,43 @@ def _remove_marker(folder: Path) -> None:
 # -- what resplit wrote in a release folder, and whether a staged one is complete ------------------------
 
 # In ``lm_eval/`` the harness export writes one task file per config, its group file (``_<group>.yaml``) and
-# ``utils.py`` (whose byte code Python may cache beside it when the harness runs the tasks).
+# ``utils.py`` (whose byte code Python may cache beside it when the harness runs the tasks); at the root, the
+# inspect-ai tasks (``inspect_tasks.py``, byte code beside it too) and ``eval.yaml``.
 _HARNESS_FOLDER = "lm_eval"
+_BYTE_CODE = {"lm_eval/__pycache__/": "utils.", "__pycache__/": "inspect_tasks."}
 
 
 def _harness_files_ours(relative: str, configs, listed) -> bool:
-    """Whether ``lm_eval/...`` at ``relative`` is one of the harness export's files: one ``listed``
-    (``{name: sha256 or None}``, what the export says it wrote), or without such a list, ``utils.py``, a group
-    file ``_*.yaml`` or a ``<config>.yaml``; and the byte code of ``utils.py``."""
-    parts = relative.split("/")
-    if parts[0] != _HARNESS_FOLDER or len(parts) < 2:
-        return False
-    if len(parts) == 3 and parts[1] == "__pycache__":
-        return parts[2].startswith("utils.") and parts[2].endswith(".pyc")
-    if len(parts) != 2:
-        return False
+    """Whether the file at ``relative`` is one the readers' export wrote: one ``listed`` (``{relative path: sha256
+    or None}``, what the export says it wrote), or without such a list, ``lm_eval/utils.py``, a group file
+    ``lm_eval/_*.yaml`` or an ``lm_eval/<config>.yaml``; and the byte code Python caches of the task modules."""
+    for folder, stem in _BYTE_CODE.items():
+        name = relative.removeprefix(folder)
+        if name != relative and "/" not in name:
+            return name.startswith(stem) and name.endswith(".pyc")
     if listed is not None:
-        return parts[1] in listed
+        return relative in listed
+    parts = relative.split("/")
+    if parts[0] != _HARNESS_FOLDER or len(parts) != 2:
+        return False
     name = parts[1]
     return name == "utils.py" or (name.endswith(".yaml") and (name.startswith("_") or name[: -len(".yaml")] in configs))
 
 
+def _written_files(folder: Path, configs, harness_files) -> dict:
+    """``{relative path: sha256 or None}``: what the readers' export says it wrote in ``folder``."""
+    return dict(harness_files(folder, configs=sorted(configs))) if harness_files is not None else {}
+
+
 def _listed_harness_files(folder: Path, configs, harness_files) -> dict | None:
-    """``{name: sha256 or None}`` of the files of ``folder/lm_eval`` that the harness export wrote and that are
-    unchanged since, by ``harness_files(lm_eval, configs=...)``
-    (:func:`split_builders.release.export.written_before`); None without it."""
+    """``{relative path: sha256 or None}`` of the files of ``folder`` that the readers' export wrote and that are
+    unchanged since, by ``harness_files(folder, configs=...)``
+    (:func:`split_builders.release.readers.written_files`); None without it."""
     if harness_files is None:
         return None
-    harness = folder / _HARNESS_FOLDER
-    if not harness.is_dir():
-        return {}
     listed = {}
-    for name, digest in harness_files(harness, configs=sorted(configs)).items():
-        path = harness / name
+    for name, digest in _written_files(folder, configs, harness_files).items():
+        path = folder / name
         if path.is_file() and not path.is_symlink() and (digest is None or _file_sha256(path) == digest):
             listed[name] = digest
     return listed
@@ -646,13 +761,10 @@ def check_replaceable(folder, *, harness_files=None, flag: str = "--out") -> Non
 
 
 def _changed_harness_files(folder: Path, harness_files) -> set:
-    """The harness tasks of ``folder/lm_eval`` that the export lists with a sha256 they no longer have (edited since
-    resplit wrote them: the user's now), as relative paths."""
-    harness = folder / _HARNESS_FOLDER
-    if harness_files is None or not harness.is_dir():
-        return set()
-    return {f"{_HARNESS_FOLDER}/{name}" for name, digest in harness_files(harness).items()
-            if digest is not None and (harness / name).is_file() and _file_sha256(harness / name) != digest}
+    """The files of the readers' export that it lists with a sha256 they no longer have (edited since resplit wrote
+    them: the user's now), as relative paths."""
+    return {name for name, digest in _written_files(folder, (), harness_files).items()
+            if digest is not None and (folder / name).is_file() and _file_sha256(folder / name) != digest}
 
 
 def staged_problem(staged, *, harness_files=None) -> str | None:
@@ -688,9 +800,8 @@ def staged_problem(staged, *, harness_files=None) -> str | None:
     harness = record["fields"].get("harness") if isinstance(record.get("fields"), dict) else None
     if harness and not (staged / _HARNESS_FOLDER).is_dir():
         return f"{_HARNESS_FOLDER}/ (its harness tasks) is missing"
-    if harness_files is not None and (staged / _HARNESS_FOLDER).is_dir():
-        for name, digest in sorted(harness_files(staged / _HARNESS_FOLDER).items()):
-            path = staged / _HARNESS_FOLDER / name
-            if not path.is_file() or (digest is not None and _file_sha256(path) != digest):
-                return f"{_HARNESS_FOLDER}/{name} is missing or not the file the export wrote"
+    for name, digest in sorted(_written_files(staged, files, harness_files).items()):
+        path = staged / name
+        if not path.is_file() or (digest is not None and _file_sha256(path) != digest):
+            return f"{name} is missing or not the file the export wrote"
     return None

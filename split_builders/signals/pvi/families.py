@@ -304,18 +304,21 @@ class TransformersFamily:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         path = Path(self.model).expanduser()
-        if not path.is_dir() and (path.exists() or self.model.startswith((".", "/", "~"))):
+        if (path.is_dir() and not (path / "config.json").is_file()) or (
+                not path.is_dir() and (path.exists() or self.model.startswith((".", "/", "~")))):
             # a path (as the language models' --lm reads one), not a Hub id: said as such, not by the Hub's id rule
+            what = ("a folder without config.json" if path.is_dir() else "a file" if path.exists()
+                    else "nothing is there")
             raise ModelLoadError(f"cannot load sequence classifier {self.model!r} (--model): not a folder with a "
-                                 f"transformers model ({'a file' if path.exists() else 'nothing is there'}); give a "
-                                 "model folder or a Hub id (org/name)")
+                                 f"transformers model ({what}); give a model folder or a Hub id (org/name)")
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.model, revision=self.revision, trust_remote_code=False)
             model = AutoModelForSequenceClassification.from_pretrained(
                 self.model, revision=self.revision, num_labels=n_classes, ignore_mismatched_sizes=True,
                 trust_remote_code=False)
         except (OSError, ValueError) as error:
-            raise ModelLoadError(f"cannot load sequence classifier {self.model!r}: {error}") from None
+            detail = " ".join(str(error).split())  # transformers' message runs over several lines: one line
+            raise ModelLoadError(f"cannot load sequence classifier {self.model!r}: {detail}") from None
         return tokenizer, model
 
     def _encode(self, tokenizer, records, labels=None):
