@@ -5,7 +5,6 @@ checker that refuses a value of the wrong kind before any work."""
 from __future__ import annotations
 
 import dataclasses
-import re
 import types
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -316,25 +315,19 @@ def check_license(value, where: str = "license") -> str:
                                 "https://huggingface.co/docs/hub/repositories-licenses)")
 
 
-# The Hub's rules for a repository's organisation and name (huggingface_hub's ``validate_repo_id``): 1 to 96
-# letters, digits, '-', '_' or '.', not starting or ending with '-' or '.', without '--' or '..', not ending '.git'.
-_HUB_NAME = re.compile(r"(?!.*(--|\.\.))(?!.*\.git$)[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?")
-
-
-def looks_like_path(text: str) -> bool:
-    """Whether ``text`` reads as a local path, never a Hub id: it starts with ``.``, ``/`` or ``~``, or has more
-    than one ``/`` or a backslash."""
-    return text.startswith((".", "/", "~")) or text.count("/") > 1 or "\\" in text
-
-
 def check_repo_id(value, where: str = "repo id", *, namespace: bool = False) -> str:
-    """A Hub repository id ``ORG/NAME`` (with ``namespace``: an organisation ``ORG`` alone) by the Hub's rules
-    (:data:`_HUB_NAME`, as ``huggingface_hub.utils.validate_repo_id``); anything else (``'bad repo id'``,
-    ``'bad org/x'``) is refused in one line naming ``where`` before it is used or printed."""
+    """A Hub repository id ``ORG/NAME`` (with ``namespace``: an organisation ``ORG`` alone) by the Hub's own rules
+    (``huggingface_hub.utils.validate_repo_id``); anything else (``'bad repo id'``, ``'bad org/x'``) is refused in
+    one line naming ``where`` before it is used or printed."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
     text = value.strip() if isinstance(value, str) else None
-    parts = text.split("/") if text else []
-    if parts and len(parts) == (1 if namespace else 2) and all(_HUB_NAME.fullmatch(part) for part in parts):
-        return text
+    if text and text.count("/") == (0 if namespace else 1):
+        try:
+            validate_repo_id(text)
+            return text
+        except HFValidationError:
+            pass
     wanted = "a Hub organisation or user name" if namespace else "a Hub id ORG/NAME"
     raise InvalidParameterError(f"{where} {value!r} is not {wanted}: letters, digits, '-', '_' and '.' only (no "
                                 "spaces), at most 96, not starting or ending with '-' or '.'"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
+from split_builders.evaluation.runs import test_case_hits
 
 
 def behavioural_table(outcomes, releases: dict, notes: list):
@@ -96,14 +97,6 @@ def curriculum_table(runs, releases: dict, notes: list):
     return pd.DataFrame(table) if table else None
 
 
-def test_case_hits(outcomes):
-    """One row per test case (model, release, config, split, source_id) with its functionality and ``hit``: 1 when
-    every one of its scored examples passes, as CheckList scores a test case."""
-    return (outcomes.sort_values(["source_id", "example"], kind="stable")
-            .groupby(["model", "release", "config", "split", "source_id"], sort=True)
-            .agg(hit=("value", "min"), functionality=("functionality", "first")).reset_index())
-
-
 def g_score_table(outcomes, releases: dict, iid: str | None, notes: list):
     """BELUGA's G-score per model and scenario (``scenario`` ``mean``: the mean G over them), from the models'
     hits on the ``iid`` config (``CONFIG`` or ``RELEASE/CONFIG``) and their test cases in each scenario of the
@@ -154,7 +147,7 @@ def g_score_table(outcomes, releases: dict, iid: str | None, notes: list):
             iid_hits = hits.drop_duplicates("source_id")["value"].astype(float).tolist()
             suite = {}
             for scenario, cells in part.dropna(subset=["scenario"]).groupby("scenario", sort=False):
-                suite[scenario] = {str(name): cell["hit"].astype(float).tolist()
+                suite[scenario] = {str(name): cell["value"].astype(float).tolist()
                                    for name, cell in cells.groupby("functionality", sort=True)}
             if not suite:
                 continue

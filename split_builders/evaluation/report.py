@@ -496,8 +496,9 @@ def _units(outcomes, releases: dict):
     plain = outcomes[~behavioural]
     cases = outcomes[behavioural]
     if len(cases):
-        cases = (cases.groupby(["model", "release", "config", "split", "source_id"], sort=True)
-                 .agg(value=("value", "min")).reset_index())
+        from split_builders.evaluation.runs import test_case_hits
+
+        cases = test_case_hits(cases)
         cases["metric"], cases["gold"], cases["pred"] = "pass_rate", np.nan, np.nan
     frame = pd.concat([plain, cases], ignore_index=True)
     frame = frame.drop_duplicates(["model", "release", "config", "split", "metric", "source_id"], keep="last")

@@ -360,6 +360,14 @@ def _check_ids(frame, release: ReleaseInfo, config: str, split: str, where: str)
                        "the run was made on other rows: give the release it was run on")
 
 
+def test_case_hits(outcomes):
+    """One row per CheckList test case (model, release, config, split, source_id), its ``value`` 1 when every one
+    of its scored examples passes (as CheckList scores a test case), with its functionality."""
+    return (outcomes.sort_values(["source_id", "example"], kind="stable")
+            .groupby(["model", "release", "config", "split", "source_id"], sort=True)
+            .agg(value=("value", "min"), functionality=("functionality", "first")).reset_index())
+
+
 def _empty():
     import pandas as pd
 

@@ -19,7 +19,6 @@ The same release gives the same bytes (the card's order, no time stamps), and no
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path, PurePosixPath
@@ -162,6 +161,7 @@ def croissant(folder) -> dict:
     """The Croissant 1.1 JSON-LD document of the release ``folder`` (a complete or staged release)."""
     from split_builders.errors import InvalidReleaseError
     from split_builders.release.folder import data_files, read_card
+    from split_builders.release.provenance import file_sha256
 
     folder = Path(folder)
     metadata, body = read_card(folder)
@@ -182,8 +182,7 @@ def croissant(folder) -> dict:
                                           "inside the release folder; restore README.md or rebuild the release")
             digest = hashes.get(split)
             if not isinstance(digest, str):
-                with open(folder / path, "rb") as handle:
-                    digest = hashlib.file_digest(handle, "sha256").hexdigest()
+                digest = file_sha256(folder / path)
             distribution.append({"@type": "cr:FileObject", "@id": path, "name": path, "contentUrl": path,
                                  "encodingFormat": PARQUET, "sha256": digest})
             used_splits += [split] if split not in used_splits else []

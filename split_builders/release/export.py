@@ -63,6 +63,8 @@ import yaml
 
 from split_builders.api import Fields
 from split_builders.errors import InvalidParameterError, InvalidReleaseError, OutputExistsError
+from split_builders.options import check_repo_id
+from split_builders.release.provenance import file_sha256 as _file_sha256
 
 FOLDER = "lm_eval"
 UTILS = "utils.py"
@@ -88,7 +90,6 @@ DOC_FIELDS = ("text", "answer", "expectation", "ruled_out", "source_id", "exampl
 HEADER = "# Written by resplit (resplit export lm-eval); exporting again replaces it. Your own tasks: other file names.\n"
 CARD_START, CARD_END = "<!-- resplit:lm-eval -->", "<!-- /resplit:lm-eval -->"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _VERSION = re.compile(r"^v?\d+\.\d+\.\d+$")
 
 
@@ -346,7 +347,7 @@ def recorded_repo_id(metadata: dict) -> str | None:
     record = metadata.get("resplit") or {}
     for value in (record.get("repo_id"), (record.get("hub") or {}).get("repo_id")
                   if isinstance(record.get("hub"), dict) else None):
-        if isinstance(value, str) and _HUB_ID.match(value):
+        if isinstance(value, str) and is_hub_id(value):
             return value
     return None
 
@@ -366,6 +367,15 @@ def check_revision(revision) -> None:
     if not _REVISION.match(text) or text.endswith((".", "/", ".lock")) or text.startswith(("/", "-")):
         raise InvalidParameterError(f"--revision {text!r} is not a tag, branch or commit name (no spaces, none of "
                                     "~^:?*[\\ and no '..'): give it as the Hub shows it, e.g. v1.0.0")
+
+
+def is_hub_id(text: str) -> bool:
+    """Whether ``text`` is a Hub id ``ORG/NAME`` by the Hub's rules (:func:`~split_builders.options.check_repo_id`)."""
+    try:
+        check_repo_id(text)
+    except InvalidParameterError:
+        return False
+    return True
 
 
 def recorded_revision(metadata: dict) -> str | None:
@@ -636,11 +646,6 @@ def _expected(path: Path) -> list:
 # ---------------------------------------------------------------------------------------------
 
 
-def _file_sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
 def _pinned(folder: Path, config: _Config) -> dict:
     """``{split: {path, sha256}}`` of a config's data files as they are now, each checked against the sha256
     the card records (where it records one)."""
@@ -709,7 +714,7 @@ def _legacy_group(path: Path, configs) -> bool:
                                       for t in data["task"])
 
 
-def _plan(out: Path, writes: dict, previous: dict) -> tuple[list, list]:
+def _plan(out: Path, writes: dict, previous: dict, *, what: str = "the tasks") -> tuple[list, list]:
     """``(stale, kept)``: files of an earlier export that this one does not write again (removed), and files
     that are not the export's (left as they are). Refuses, naming them, files in the way that resplit did not
     write or that were changed since."""
@@ -719,19 +724,22 @@ def _plan(out: Path, writes: dict, previous: dict) -> tuple[list, list]:
         ours = name in previous and path.is_file() and not path.is_symlink() and (
             previous[name] is None or _file_sha256(path) == previous[name])
         if name in writes and not ours:
-            in_the_way.append(name + ("" if name not in previous else " (changed since resplit wrote it)"))
+            in_the_way.append(name + (" (not written by resplit)" if name not in previous
+                                      else " (changed since resplit wrote it)"))
         elif name not in writes and ours:
             stale.append(path)
         elif name not in writes and not name.startswith(".") and name != "__pycache__":
             kept.append(name)
     if in_the_way:
         shown = ", ".join(in_the_way[:5]) + (f" and {len(in_the_way) - 5} more" if len(in_the_way) > 5 else "")
-        raise OutputExistsError(f"{str(out)!r} holds {len(in_the_way)} file(s) that resplit did not write where the "
-                                f"tasks go ({shown}); move them elsewhere or choose another --out (nothing was changed)")
+        raise OutputExistsError(f"{str(out)!r} holds {len(in_the_way)} file(s) that resplit did not write where "
+                                f"{what} go ({shown}); move them elsewhere (keep your own tasks under another name) or "
+                                "choose another --out (nothing was changed)")
     return stale, kept
 
 
-def _write_files(out: Path, writes: dict, stale: list) -> list:
+def _write_files(out: Path, writes: dict, stale: list, *, what: str = "the harness tasks",
+                 instead: str = "another --out") -> list:
     """Write every file beside its place first, then move each into place; then remove the stale ones. A full
     disk while writing them is one line (no file in ``out`` replaced)."""
     from split_builders.errors import cannot_write, is_unwritable
@@ -747,14 +755,57 @@ def _write_files(out: Path, writes: dict, stale: list) -> list:
     except OSError as error:
         if not is_unwritable(error):
             raise
-        raise cannot_write(error, "the harness tasks", where=out, instead="another --out",
-                           kept="no file there was replaced") from None
+        raise cannot_write(error, what, where=out, instead=instead, kept="no file there was replaced") from None
     finally:
         for path in temporary.values():
             path.unlink(missing_ok=True)
     for path in stale:
         path.unlink(missing_ok=True)
     return [out / name for name in writes]
+
+
+def where_tasks_read(folder: Path, metadata: dict, *, repo_id: str | None, revision: str | None,
+                     dataset_path: str | None = None) -> tuple[str | None, str | None]:
+    """``(repo_id, revision)`` the tasks of a release read, checked: a Hub id given (``repo_id``), else the one a
+    published card records (with ``dataset_path``: that path as given), at ``revision`` or the card's version (a Hub
+    id without either is refused: tasks are pinned); ``(None, revision)`` for the folder itself, where a
+    ``revision`` must be the card's version if it records one."""
+    if repo_id is not None:
+        check_repo_id(repo_id, "--dataset-path")
+    check_revision(revision)
+    if repo_id is None and dataset_path is None and recorded_repo_id(metadata) and recorded_revision(metadata):
+        repo_id = recorded_repo_id(metadata)  # a published copy: its tasks read the Hub at its own version
+    if repo_id is not None:
+        revision = revision or recorded_revision(metadata)
+        if revision is None:
+            raise InvalidParameterError(f"tasks reading {repo_id} need the version they read: give --revision (the tag "
+                                        "or commit, e.g. v1.0.0)")
+    elif dataset_path is None and revision is not None and recorded_revision(metadata) not in (None, revision,
+                                                                                               f"v{revision}"):
+        raise InvalidParameterError(f"--revision {revision}: the folder {str(folder)!r} holds version "
+                                    f"{recorded_revision(metadata)} of the release; give that, or read the Hub with "
+                                    "--dataset-path ORG/NAME")
+    return repo_id, revision
+
+
+def plan_tasks(folder: Path, metadata: dict) -> tuple:
+    """``(configs, fields, group, tasks, skipped)``: the release's configs and :class:`Fields`, its group name, the
+    harness task of every config that has one (``{config: task}``, :func:`task_config`: the one decision per
+    config both harnesses' exports follow) and the others with the reason (``{config: reason}``)."""
+    record = metadata.get("resplit") or {}
+    configs = _configs(folder, metadata)
+    fields = release_fields(folder, record, configs)
+    group = group_name(metadata)
+    tasks, skipped = {}, {}
+    for config in configs:
+        if fields is None or fields.task == "text":
+            skipped[config.name] = "the release's rows carry no label or target to score"
+            continue
+        try:
+            tasks[config.name] = task_config(folder, config, fields, group=group, record=record)
+        except _Skip as reason:
+            skipped[config.name] = str(reason)
+    return configs, fields, group, tasks, skipped
 
 
 def export_lm_eval(folder, out=None, *, repo_id: str | None = None, dataset_path: str | None = None,
@@ -774,40 +825,16 @@ def export_lm_eval(folder, out=None, *, repo_id: str | None = None, dataset_path
     folder = Path(folder)
     metadata, _ = read_card(folder)
     record = metadata.get("resplit") or {}
-    if repo_id is not None and not _HUB_ID.match(repo_id):
-        raise InvalidParameterError(f"repo_id {repo_id!r} is not a Hub id: give it as org/name")
-    check_revision(revision)
-    if repo_id is None and dataset_path is None and recorded_repo_id(metadata) and recorded_revision(metadata):
-        repo_id = recorded_repo_id(metadata)  # a published copy: its tasks read the Hub at its own version
-    if repo_id is not None:
-        revision = revision or recorded_revision(metadata)
-        if revision is None:
-            raise InvalidParameterError(f"tasks reading {repo_id} need the version they read: give --revision (the tag "
-                                        "or commit, e.g. v1.0.0)")
-    elif dataset_path is None and revision is not None and recorded_revision(metadata) not in (None, revision,
-                                                                                               f"v{revision}"):
-        raise InvalidParameterError(f"--revision {revision}: the folder {str(folder)!r} holds version "
-                                    f"{recorded_revision(metadata)} of the release; give that, or read the Hub with "
-                                    "--dataset-path ORG/NAME")
+    repo_id, revision = where_tasks_read(folder, metadata, repo_id=repo_id, revision=revision,
+                                         dataset_path=dataset_path)
     from split_builders.release.writer import check_output_place
 
     # the one output policy: not '', the root or the home folder, not a file, a writable place
     out = check_output_place(out if out is not None else folder / FOLDER, "--out", kind="files")
     own = out.resolve() == (folder / FOLDER).resolve()
-    configs = _configs(folder, metadata)
-    group = group_name(metadata)
-    exported = Exported(out, group, dataset_path=dataset_path or repo_id, revision=revision)
-    fields = release_fields(folder, record, configs)
+    configs, fields, group, tasks, skipped = plan_tasks(folder, metadata)
+    exported = Exported(out, group, dataset_path=dataset_path or repo_id, revision=revision, skipped=skipped)
     exported.harness = fields.harness.kind if fields is not None and fields.harness is not None else None
-    tasks = {}
-    for config in configs:
-        if fields is None or fields.task == "text":
-            exported.skipped[config.name] = "the release's rows carry no label or target to score"
-            continue
-        try:
-            tasks[config.name] = task_config(folder, config, fields, group=group, record=record)
-        except _Skip as reason:
-            exported.skipped[config.name] = str(reason)
     if not tasks:
         if own:
             _write_card_section(folder, exported)
@@ -856,11 +883,18 @@ def _group(name: str, tasks: list, metrics: list, *, files: dict | None = None) 
 def write_lm_eval(folder: Path, *, repo_id: str | None = None, revision: str | None = None) -> list[Path]:
     """Write ``folder/lm_eval`` (:func:`export_lm_eval`) for a complete or staged release; the paths written.
     ``repo_id`` without a ``revision`` (a build with ``--org``, not yet published) reads the folder itself."""
+    repo_id = tasks_repo(folder, repo_id, revision)
+    return export_lm_eval(folder, repo_id=repo_id, revision=revision).paths
+
+
+def tasks_repo(folder: Path, repo_id: str | None, revision: str | None) -> str | None:
+    """The Hub id a build's tasks read: ``repo_id`` where a ``revision`` is given or the card records one, else None
+    (a build with ``--org``, not yet published: its tasks read the folder itself)."""
     from split_builders.release.folder import read_card
 
     if repo_id is not None and revision is None and recorded_revision(read_card(Path(folder))[0]) is None:
-        repo_id = None
-    return export_lm_eval(folder, repo_id=repo_id, revision=revision).paths
+        return None
+    return repo_id
 
 
 # ---------------------------------------------------------------------------------------------

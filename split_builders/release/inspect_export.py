@@ -27,13 +27,11 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-
-from split_builders.errors import OutputExistsError
 
 TASKS_FILE = "inspect_tasks.py"
 EVAL_FILE = "eval.yaml"
@@ -259,7 +257,7 @@ def _helpers() -> str:
     return text.replace("resplit export lm-eval", "resplit export inspect")
 
 
-def _spec(task: dict, config, fields, names: dict) -> dict:
+def _spec(task: dict, config, fields, pinned: dict | None) -> dict:
     """A config's inspect task from its harness task (``export.task_config``): its kind, split and fields."""
     spec = {"task": task["task"], "config": config.name, "split": task["test_split"],
             "text": [name for name in fields.text if name in config.features]}
@@ -284,7 +282,7 @@ def _spec(task: dict, config, fields, names: dict) -> dict:
             spec["target"] = task["doc_to_target"]
         if task.get("num_fewshot") and task.get("fewshot_split"):
             spec.update(fewshot_split=task["fewshot_split"], fewshot=int(task["num_fewshot"]))
-    spec["files"] = names.get(config.name)
+    spec["files"] = pinned
     return spec
 
 
@@ -331,79 +329,25 @@ def written_before(folder: Path) -> dict:
     return {EVAL_FILE: None, **{str(name): str(digest) for name, digest in files.items() if name == TASKS_FILE}}
 
 
-def _check_place(folder: Path, writes: dict) -> list:
-    """The files of an earlier export this one does not write again; refuses files in the way that resplit did not
-    write or that were changed since (by name, nothing changed)."""
-    previous = written_before(folder)
-    in_the_way, stale = [], []
-    for name in (TASKS_FILE, EVAL_FILE):
-        path = folder / name
-        if not path.exists() and not path.is_symlink():
-            continue
-        ours = name in previous and path.is_file() and not path.is_symlink() and (
-            previous[name] is None or _file_sha256(path) == previous[name])
-        if name in writes and not ours:
-            in_the_way.append(name + (" (changed since resplit wrote it)" if name in previous else " (not written "
-                                                                                                  "by resplit)"))
-        elif name not in writes and ours:
-            stale.append(path)
-    if in_the_way:
-        raise OutputExistsError(f"{str(folder)!r} holds file(s) in the way of the inspect-ai tasks that are not "
-                                f"resplit's as it wrote them: {', '.join(in_the_way)}; move them elsewhere (keep your "
-                                "own tasks under another name) and export again (nothing was changed)")
-    return stale
-
-
-def _file_sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
 def export_inspect(folder, *, repo_id: str | None = None, revision: str | None = None) -> InspectExported:
     """Write ``inspect_tasks.py`` and ``eval.yaml`` into the release ``folder`` (its root) and the card's inspect
     section; the tasks read the Hub repository ``repo_id`` at ``revision`` (default: the Hub id and version a
-    published card records), else the folder itself, each data file pinned by its sha256."""
-    from split_builders.errors import InvalidParameterError
+    published card records), else the folder itself, each data file pinned by its sha256 (as the harness tasks:
+    :func:`~split_builders.release.export.where_tasks_read`, :func:`~split_builders.release.export.plan_tasks`)."""
     from split_builders.release import export as lm
     from split_builders.release.folder import read_card
 
     folder = Path(folder)
     metadata, _ = read_card(folder)
-    record = metadata.get("resplit") or {}
-    if repo_id is not None and not lm._HUB_ID.match(repo_id):
-        raise InvalidParameterError(f"repo_id {repo_id!r} is not a Hub id: give it as org/name")
-    lm.check_revision(revision)
-    if repo_id is None and revision is not None and lm.recorded_revision(metadata) not in (None, revision,
-                                                                                          f"v{revision}"):
-        raise InvalidParameterError(f"--revision {revision}: the folder {str(folder)!r} holds version "
-                                    f"{lm.recorded_revision(metadata)} of the release; give that, or read the Hub with "
-                                    "--dataset-path ORG/NAME")
-    if repo_id is None and lm.recorded_repo_id(metadata) and lm.recorded_revision(metadata):
-        repo_id = lm.recorded_repo_id(metadata)
-    if repo_id is not None:
-        revision = revision or lm.recorded_revision(metadata)
-        if revision is None:
-            raise InvalidParameterError(f"tasks reading {repo_id} need the version they read: give --revision (the tag "
-                                        "or commit, e.g. v1.0.0)")
-    exported = InspectExported(folder, dataset_path=repo_id, revision=revision,
+    repo_id, revision = lm.where_tasks_read(folder, metadata, repo_id=repo_id, revision=revision)
+    configs, fields, group, tasks, skipped = lm.plan_tasks(folder, metadata)
+    exported = InspectExported(folder, dataset_path=repo_id, revision=revision, skipped=skipped,
                                hub_id=repo_id or lm.recorded_repo_id(metadata),
                                hub_revision=revision if repo_id else lm.recorded_revision(metadata))
-    configs = lm._configs(folder, metadata)
-    fields = lm.release_fields(folder, record, configs)
-    group = lm.group_name(metadata)
-    specs = {}
-    for config in configs:
-        if fields is None or fields.task == "text":
-            exported.skipped[config.name] = "the release's rows carry no label or target to score"
-            continue
-        try:
-            task = lm.task_config(folder, config, fields, group=group, record=record)
-        except lm._Skip as reason:
-            exported.skipped[config.name] = str(reason)
-            continue
-        pinned = {} if repo_id else {config.name: lm._pinned(folder, config)}
-        specs[config.name] = _spec(task, config, fields, pinned)
-        exported.tasks[config.name] = _identifier(config.name)
+    by_name = {config.name: config for config in configs}
+    specs = {name: _spec(task, by_name[name], fields, None if repo_id else lm._pinned(folder, by_name[name]))
+             for name, task in tasks.items()}
+    exported.tasks = {name: _identifier(name) for name in specs}
     writes = {}
     if specs:
         writes[TASKS_FILE] = _tasks_source(specs, repo_id, revision)
@@ -417,53 +361,27 @@ def export_inspect(folder, *, repo_id: str | None = None, revision: str | None =
                 entries.append(entry)
                 exported.hub[config] = entry["id"]
         exported.mcc = any(spec.get("mcc") for spec in specs.values())
-        if entries:
-            writes[EVAL_FILE] = _eval_yaml(metadata, group, entries, writes[TASKS_FILE])
-        else:  # eval.yaml still records the task file, so that it is known as resplit's
-            writes[EVAL_FILE] = _eval_yaml(metadata, group, [], writes[TASKS_FILE])
-    stale = _check_place(folder, writes)
-    paths = _write(folder, writes)
-    for path in stale:
-        path.unlink(missing_ok=True)
-    exported.paths = paths
+        # written even without entries: it records the task file, so that both are known as resplit's
+        writes[EVAL_FILE] = _eval_yaml(metadata, group, entries, writes[TASKS_FILE])
+    # the harness export's policy: only what resplit wrote (unchanged since) is replaced, a file in the way refused
+    stale, _ = lm._plan(folder, writes, written_before(folder), what="the inspect-ai tasks")
+    exported.paths = lm._write_files(folder, writes, stale, what="the inspect-ai tasks",
+                                     instead="a writable copy of the release")
     write_card_section(folder, exported)
     return exported
 
 
-def _write(folder: Path, writes: dict) -> list:
-    """Each file beside its place first, then moved; a place the system refuses to write is one line."""
-    from split_builders.errors import cannot_write, is_unwritable
-
-    staged = {name: folder / f".{name}.{os.getpid()}.tmp" for name in writes}
-    try:
-        for name, text in writes.items():
-            staged[name].write_text(text, encoding="utf-8")
-        for name in writes:
-            os.replace(staged[name], folder / name)
-    except OSError as error:
-        if not is_unwritable(error):
-            raise
-        raise cannot_write(error, "the inspect-ai tasks", where=folder, instead="a writable copy of the release",
-                           kept="no file there was replaced") from None
-    finally:
-        for path in staged.values():
-            path.unlink(missing_ok=True)
-    return [folder / name for name in writes]
-
-
 def _identifier(config: str) -> str:
-    import re
-
     name = re.sub(r"\W", "_", config)
     return name if name and not name[0].isdigit() and name.isidentifier() else f"config_{name}"
 
 
 def _tasks_source(specs: dict, repo_id: str | None, revision: str | None) -> str:
-    from split_builders.release.export import LABEL_EXPECTATIONS
+    from split_builders.release.export import FIRST_LINE, LABEL_EXPECTATIONS
 
     tasks = json.dumps(specs, indent=1, sort_keys=True, ensure_ascii=False)
     source = (TASKS_SOURCE.replace("__EXPECTATIONS__", repr(LABEL_EXPECTATIONS))
-              .replace("__FIRST_LINE__", repr(r"^\s*(\S[^\n]*)"))
+              .replace("__FIRST_LINE__", repr(FIRST_LINE))
               .replace("__RELEASE__", repr({"path": repo_id, "revision": revision}))
               .replace("__TASKS__", f"json.loads({tasks!r})")
               .replace("__HELPERS__", _helpers()))
@@ -480,17 +398,6 @@ def _eval_yaml(metadata: dict, group: str, entries: list, tasks_source: str) -> 
     header = ("# Written by resplit (resplit export inspect); exporting again replaces it. "
               "Run: inspect eval hf/ORG/NAME@REVISION\n")
     return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
-
-
-def write_inspect(folder: Path, *, repo_id: str | None = None, revision: str | None = None) -> list[Path]:
-    """Write the inspect-ai tasks of a complete or staged release (:func:`export_inspect`); the paths written.
-    ``repo_id`` without a ``revision`` (a build with ``--org``, not yet published) reads the folder itself."""
-    from split_builders.release.export import recorded_revision
-    from split_builders.release.folder import read_card
-
-    if repo_id is not None and revision is None and recorded_revision(read_card(Path(folder))[0]) is None:
-        repo_id = None
-    return export_inspect(folder, repo_id=repo_id, revision=revision).paths
 
 
 def card_lines(exported: InspectExported) -> list[str]:

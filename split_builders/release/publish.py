@@ -31,7 +31,7 @@ import yaml
 
 from split_builders.errors import InvalidParameterError, InvalidReleaseError, PublishError
 from split_builders.options import check_license as check_hub_license
-from split_builders.options import check_repo_id, looks_like_path
+from split_builders.options import check_repo_id
 from split_builders.release.folder import front_matter, data_files, read_card, row_ids
 from split_builders.release.diff import count_moves
 from split_builders.api import SPLITS
@@ -132,6 +132,8 @@ def check_destination(repo_id, *, space: bool = False) -> str:
     """Where push sends a folder: a Hub id ``ORG/NAME`` (:func:`~split_builders.options.check_repo_id`, the Hub's
     rules); a local path (``./out``, ``/data/x``, a folder here) is refused in one line saying that push needs a
     Hub id, and a name the Hub refuses (``'bad repo id'``) naming its rules, before anything is read or sent."""
+    from loading_scripts.files import looks_like_path
+
     text = str(repo_id)
     local = (f"push needs a Hub id ORG/NAME as the {'Space' if space else 'dataset repository'} to publish to; "
              f"{text!r} is a local path (a built folder already is a release: load it with "

@@ -14,14 +14,16 @@ from pathlib import Path
 
 def write_readers(folder: Path, *, repo_id: str | None = None, revision: str | None = None) -> list[Path]:
     """Write every reader's files of the release ``folder`` (complete or staged); the paths written. ``repo_id``
-    and ``revision``: where the tasks read the release once published (see :func:`export.write_lm_eval`)."""
+    and ``revision``: where the tasks read the release once published (:func:`export.tasks_repo`: a Hub id without a
+    version, a build with ``--org`` not yet published, reads the folder itself)."""
     from split_builders.release.croissant import write_croissant
-    from split_builders.release.export import write_lm_eval
-    from split_builders.release.inspect_export import write_inspect
+    from split_builders.release.export import export_lm_eval, tasks_repo
+    from split_builders.release.inspect_export import export_inspect
 
     folder = Path(folder)
-    paths = write_lm_eval(folder, repo_id=repo_id, revision=revision)
-    paths += write_inspect(folder, repo_id=repo_id, revision=revision)
+    repo_id = tasks_repo(folder, repo_id, revision)
+    paths = export_lm_eval(folder, repo_id=repo_id, revision=revision).paths
+    paths += export_inspect(folder, repo_id=repo_id, revision=revision).paths
     paths += write_croissant(folder)
     return paths
 

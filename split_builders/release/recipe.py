@@ -193,8 +193,8 @@ def _against(name: str, value) -> tuple:
 def _against_path(name: str, number: int, entry: dict, root: Path) -> str:
     """The local path (absolute) or Hub id of a recipe's ``against`` entry, checked as
     :meth:`Recipe.against_datasets` says."""
-    from loading_scripts.files import table_format
-    from split_builders.options import check_repo_id, looks_like_path
+    from loading_scripts.files import looks_like_path, table_format
+    from split_builders.options import check_repo_id
 
     text = entry["dataset"]
     where = f"recipe {name}: against entry {number} ({text!r})"

@@ -128,29 +128,27 @@ def check_task_files(released: Released, report: Report) -> None:
     """The harness and inspect-ai task files resplit wrote (``lm_eval/``, ``inspect_tasks.py``) against the sha256
     their export recorded: a file changed since (a task edited by hand) differs, since ``push`` would publish it as
     the release's own task; a file listed and missing differs too."""
-    from split_builders.release import export, inspect_export
+    from split_builders.release.inspect_export import TASKS_FILE
+    from split_builders.release.provenance import file_sha256
+    from split_builders.release.readers import written_files
 
     folder = released.folder
-    harness = folder / export.FOLDER
-    listed = {}
-    if harness.is_dir():
-        listed.update({f"{export.FOLDER}/{name}": digest for name, digest in export.written_before(harness).items()})
-    listed.update(inspect_export.written_before(folder))
-    checked = {name: digest for name, digest in listed.items() if digest is not None}
+    checked = {name: digest for name, digest in written_files(folder).items() if digest is not None}
     if not checked:
         return
-    from split_builders.release.writer import _file_sha256
-
+    problems = 0
     for name, digest in sorted(checked.items()):
         path = folder / name
+        again = f"`resplit export {'inspect' if name == TASKS_FILE else 'lm-eval'} {folder}`"
         if not path.is_file():
-            report.add(1, name, None, False, "listed by the export but missing; `resplit export "
-                       f"{'inspect' if name == inspect_export.TASKS_FILE else 'lm-eval'} {folder}` writes it again")
-        elif _file_sha256(path) != digest:
+            report.add(1, name, None, False, f"listed by the export but missing; {again} writes it again")
+        elif file_sha256(path) != digest:
             report.add(1, name, None, False, "changed since resplit wrote it (a task edited by hand would be "
-                       "published as the release's own); keep your task under another name and run `resplit export "
-                       f"{'inspect' if name == inspect_export.TASKS_FILE else 'lm-eval'} {folder}`")
-    if all((folder / n).is_file() and _file_sha256(folder / n) == d for n, d in checked.items()):
+                       f"published as the release's own); keep your task under another name and run {again}")
+        else:
+            continue
+        problems += 1
+    if not problems:
         report.add(1, "(tasks)", None, True, f"{len(checked)} task file(s) as resplit wrote them")
 
 

@@ -46,6 +46,7 @@ from split_builders._version import __version__
 from split_builders.api import ConfigSplit
 from split_builders.overlap import in_threads
 from split_builders.progress import progress_bar
+from split_builders.release.provenance import file_sha256 as _file_sha256
 from split_builders.errors import (InvalidParameterError, OutputExistsError, OutputLockedError, ResplitError,
                                    cannot_write, disk_full, is_disk_full, is_unwritable)
 
@@ -695,11 +696,6 @@ def _listed_harness_files(folder: Path, configs, harness_files) -> dict | None:
         if path.is_file() and not path.is_symlink() and (digest is None or _file_sha256(path) == digest):
             listed[name] = digest
     return listed
-
-
-def _file_sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def release_files(folder, *, harness_files=None) -> tuple[set, list[str]]:
