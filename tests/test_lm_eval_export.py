@@ -556,11 +556,11 @@ def test_cards_name_the_metrics_their_tasks_report(releases):
     assert "Classification tasks" not in beh and "--bootstrap_iters" not in beh
 
 
-def test_the_readme_says_what_the_tasks_report_and_which_splits_mcd_releases():
+def test_the_docs_say_what_the_tasks_report_and_which_splits_mcd_releases():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    harness = readme.split("### Evaluation harness tasks: `lm_eval/`", 1)[1].split("\n### ", 1)[0]
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "releases.md").read_text()  # moved from README.md
+    harness = readme.split("## Evaluation harness tasks: `lm_eval/`", 1)[1].split("\n## ", 1)[0]
     assert "`acc`, `acc_norm` and Matthews correlation" not in harness
     # mcc is aggregated by the release's utils.matthews_corrcoef: no --bootstrap_iters (lm-eval 0.4.13's CLI refuses it)
     assert "CURRICULUM's also by Matthews correlation (`mcc`" in harness and "utils.matthews_corrcoef" in harness

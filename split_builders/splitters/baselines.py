@@ -66,6 +66,8 @@ class RandomSplitter(_BalancedBaseline):
         Seed of the shuffle of the rows (drawn as ``DataFrame.sample(frac=1)`` draws it in the
         reference) and of the validation/test division.
 
+    Notes
+    -----
     With ``groups``, whole groups in a seeded random order are held out (label balance as close as
     whole groups allow).
     """
@@ -94,6 +96,8 @@ class LengthSplitter(_BalancedBaseline):
     random_state : int, optional
         Seed of the validation/test division of the held-out rows.
 
+    Notes
+    -----
     With ``groups``, the groups of the longest mean length are held out whole.
     """
 
