@@ -26,8 +26,8 @@ This module gathers the contracts for their users; each lives in a module of one
 
 from __future__ import annotations
 
-from split_builders.contracts import (HOOKS, SIGNAL_KINDS, TASKS, Context, Fields, HarnessTask, Loaded, Signal,
-                                      SourceInfo, SplitMethod)
+from split_builders.contracts import (HOOKS, REQUIRED_HOOKS, SIGNAL_KINDS, TASKS, Context, Fields, HarnessTask, Loaded,
+                                      MethodInfo, Signal, SourceInfo, SplitMethod)
 from split_builders.options import (DEFAULT_NULL_SPLITS, MAX_NULL_SPLITS, NULL_SPLITS_ENV, CommonOptions, check_type,
                                     default_null_splits, option)
 from split_builders.registry import get_method, register, registry, unregister
@@ -35,7 +35,7 @@ from split_builders.splits import (SPLITS, BaseSplitter, ConfigSplit, Split, che
                                    check_size, parse_size, resolve_size)
 
 __all__ = ["BaseSplitter", "CommonOptions", "ConfigSplit", "Context", "DEFAULT_NULL_SPLITS", "Fields", "HOOKS",
-           "HarnessTask", "Loaded", "MAX_NULL_SPLITS", "NULL_SPLITS_ENV", "SIGNAL_KINDS", "SPLITS", "Signal",
+           "HarnessTask", "Loaded", "MAX_NULL_SPLITS", "MethodInfo", "REQUIRED_HOOKS", "NULL_SPLITS_ENV", "SIGNAL_KINDS", "SPLITS", "Signal",
            "SourceInfo", "Split", "SplitMethod", "TASKS", "check_number", "check_random_state", "check_size",
            "check_type", "default_null_splits", "get_method", "option", "parse_size", "register", "registry",
            "resolve_size", "unregister"]

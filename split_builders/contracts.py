@@ -4,6 +4,8 @@ about its released columns (:class:`Fields`)."""
 
 from __future__ import annotations
 
+import abc
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -254,74 +256,175 @@ class Context:
 # ---------------------------------------------------------------------------------------------
 
 
-class SplitMethod:
-    """Base class of a split family. Subclasses set the class attributes and implement ``load``,
-    ``signal``, ``configs``, ``rows`` and ``card`` (the others have defaults); the shared build calls
-    them in the order of :data:`HOOKS`.
+_NAME_PATTERN = r"[a-z0-9]+(_[a-z0-9]+)*"
+SOURCE_KIND = "a CSV / TSV / JSONL / JSON / Parquet file, a bundled sample or a Hub id"
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """Everything a split method declares about itself, in one object (as an ``evaluate`` module returns its
+    ``EvaluationModuleInfo``): who it is, and what shared code would otherwise have to guess. Checked when it is
+    made, so a method whose declarations shared code cannot read fails at its class definition, in one line that
+    names the declaration. A method sets ``info = MethodInfo(...)`` in its class body; its attributes are then
+    also readable as the class attributes of the same names (``Options`` for ``options``).
 
     Attributes
     ----------
     name : str
-        Registry key and CLI subcommand.
+        Registry key and CLI subcommand (any name: it need not be a module's).
     paper : str
-        The paper it implements (shown by ``resplit list`` and recorded in provenance).
+        The paper it implements (``resplit list``, provenance).
     summary : str
         One line for ``resplit list`` and the CLI help.
     config_names : tuple of str
-        The configs it can build (for ``resplit list``; a method may add variants).
-    Options : type
-        Its options dataclass (a subclass of :class:`CommonOptions`).
+        The configs it can build; ``<...>`` in a name stands for any text (``func_<i>``).
+    options : type
+        Its options dataclass (a subclass of :class:`CommonOptions`): CLI flags, recipe keys, provenance.
+    signal_columns : dict
+        ``{column: kind}`` of the per-row signal its released rows carry, each kind in :data:`SIGNAL_KINDS`.
+    baseline_config : str or None
+        The config evidence compares the others with (one of ``config_names``); None: none.
+    harness_task : HarnessTask or None
+        What an evaluation harness scores on its configs; None: no harness task.
+    evaluation_splits : tuple of str
+        The splits a config is evaluated on, in order of preference, each in ``SPLITS``.
+    harness_groups, scenarios : dict
+        ``{name: (config pattern, ...)}``: auxiliary harness groups; the scenarios a report table scores.
+    report_tables : tuple of str
+        Tables of its paper ``resplit report`` adds, each in :data:`REPORT_TABLES` (``g_score`` needs ``scenarios``).
+    table_columns : tuple of str or None
+        What it reads from a table held in memory: ``()`` any table, the columns a table must have, None none.
+    source_kind : str
+        What its source is, in words (the one line that refuses a table it cannot read).
     default_source : str or None
         The source used when none is given (None: ``--source`` is required).
     source_aliases : tuple of str
-        Older spellings of ``--source`` that keep working (``--data``, ``--suite``; as keywords ``data=``,
-        ``suite=``).
-    table_columns : tuple of str or None
-        What it reads from a table held in memory (a pandas ``DataFrame``, a ``datasets.Dataset``:
-        ``split_builders.split`` and ``build(source=...)``), written as a Parquet file its reader reads as
-        ``--source FILE``: ``()`` any table (its field options name the columns), a tuple the columns the table
-        must have (TMCD and MCD: ``input`` and ``target``, what their readers produce), None no table at all.
-    source_kind : str
-        What its source is, in words, for the one line that refuses a table it cannot read (``table_columns``
-        None or a column missing): "a CheckList suite file (JSON)".
-    signal_columns : dict
-        ``{column: kind}`` of the per-row signal columns its released rows carry (``score``, ``pvi``, ...),
-        each kind in :data:`SIGNAL_KINDS` (``continuous`` or ``categorical``): ``verify --rescore`` compares
-        them row by row with a rebuild; ``diff``, the diagnostics and the card compare their train / test
-        distributions as the kind says. Every released row also carries ``source_id``, the row identity
-        shared code uses.
-    baseline_config : str or None
-        The config the evidence compares the others with (the probe's relative error increase): a random
-        or standard split of the same rows. None: there is none.
-    harness_task : HarnessTask or None
-        What an evaluation harness scores on its configs (None: no harness task).
-    supports_groups : bool
-        Whether its configs keep ``--group-field`` groups whole (it implements :meth:`groups`); the CLI
-        offers ``--group-field`` only then.
-    evaluation_splits : tuple of str
-        The splits a config is evaluated on, in order of preference, each one of ``SPLITS``: a config's
-        evaluation split is the first of them it releases (:meth:`evaluation_split`). ``("test",)`` by
-        default; CURRICULUM's phenomenon configs release no test split and are evaluated on
-        ``validation`` (the paper's test set). The card's "How to load it" and the harness tasks read it.
-    harness_groups : dict
-        ``{name: (config pattern, ...)}``: auxiliary configs whose harness tasks go into a group of their own,
-        ``<group>_<name>``, instead of the release's default group (the one a user runs). A pattern is one of
-        :attr:`config_names` (``<...>`` standing for any text: ``<phenomenon>_inoc_<n>``). ``{}`` by default:
-        every task is in the default group. CURRICULUM's inoculation configs are evaluated on their
-        phenomenon's validation split: in the default group, a zero-shot run would score it once per size.
-    report_tables : tuple of str
-        Tables of its paper that ``resplit report`` adds to the shared ones (results, gaps, comparisons,
-        concurrence), each one of :data:`REPORT_TABLES`: ``curriculum`` (CURRICULUM's zero-shot table of Matthews
-        correlations per phenomenon and category), ``g_score`` (BELUGA's G-score per model and scenario: the
-        harmonic mean of a model's i.i.d. score, ``resplit report --iid CONFIG``, and its suite score on each
-        scenario's configs, :attr:`scenarios`). ``()`` by default. CheckList releases (harness kind
-        ``multiple_choice``) get pass rates per functionality and capability from their kind alone.
-    scenarios : dict
-        ``{scenario: (config pattern, ...)}``: the configs of each scenario of its paper that a report table
-        scores together (BELUGA: ``seen``, ``func``, ``class``, ``type``); patterns as in :attr:`harness_groups`.
-        ``{}`` by default.
+        Older spellings of ``--source`` that keep working.
+
+    Whether it keeps ``--group-field`` groups whole is not declared: it does exactly when it implements
+    :meth:`SplitMethod.groups`.
     """
 
+    name: str
+    paper: str
+    summary: str
+    config_names: tuple
+    options: type = CommonOptions
+    signal_columns: dict = field(default_factory=dict)
+    baseline_config: str | None = None
+    harness_task: HarnessTask | None = None
+    evaluation_splits: tuple = ("test",)
+    harness_groups: dict = field(default_factory=dict)
+    report_tables: tuple = ()
+    scenarios: dict = field(default_factory=dict)
+    table_columns: tuple | None = ()
+    source_kind: str = SOURCE_KIND
+    default_source: str | None = None
+    source_aliases: tuple = ()
+
+    def __post_init__(self):
+        self.check()
+
+    def check(self) -> None:
+        """Raise :class:`InvalidParameterError`, in one line naming the declaration, where shared code could not
+        read one: a name that is empty or not a string, ``options`` not derived from :class:`CommonOptions`, a
+        signal kind outside :data:`SIGNAL_KINDS`, a harness task that is not a :class:`HarnessTask`, a baseline
+        that is not one of ``config_names``, an evaluation split outside ``SPLITS``, harness groups or scenarios
+        whose patterns are not among ``config_names``, an unknown report table (or ``g_score`` without scenarios)."""
+        import re
+
+        name = self.name
+        if not name or not isinstance(name, str):
+            raise InvalidParameterError(f"a split method has no name (a non-empty string); got {name!r}")
+        if not isinstance(self.config_names, tuple) or not all(isinstance(c, str) for c in self.config_names):
+            raise InvalidParameterError(f"{name}: config_names must be a tuple of config names; got "
+                                        f"{self.config_names!r}")
+        if not (isinstance(self.options, type) and issubclass(self.options, CommonOptions)):
+            raise InvalidParameterError(f"{name}: Options must be a dataclass derived from CommonOptions")
+        columns = self.signal_columns
+        if not isinstance(columns, dict) or any(kind not in SIGNAL_KINDS for kind in columns.values()):
+            raise InvalidParameterError(f"{name}: signal_columns must map each signal column to one of "
+                                        f"{', '.join(SIGNAL_KINDS)}; got {columns!r}")
+        if self.harness_task is not None and not isinstance(self.harness_task, HarnessTask):
+            raise InvalidParameterError(f"{name}: harness_task must be a HarnessTask or None; got "
+                                        f"{self.harness_task!r}")
+        if self.baseline_config is not None and self.baseline_config not in self.config_names:
+            raise InvalidParameterError(f"{name}: baseline_config {self.baseline_config!r} is not one of its "
+                                        f"config_names ({', '.join(self.config_names)})")
+        splits = self.evaluation_splits
+        if not isinstance(splits, tuple) or not splits or any(split not in SPLITS for split in splits):
+            raise InvalidParameterError(f"{name}: evaluation_splits must be a non-empty tuple of {', '.join(SPLITS)}; "
+                                        f"got {splits!r}")
+        for attribute in ("harness_groups", "scenarios"):
+            groups = getattr(self, attribute)
+            if not isinstance(groups, dict) or any(
+                    not isinstance(group, str) or not re.fullmatch(_NAME_PATTERN, group)
+                    or not isinstance(patterns, tuple) or not patterns
+                    or any(pattern not in self.config_names for pattern in patterns)
+                    for group, patterns in groups.items()):
+                raise InvalidParameterError(f"{name}: {attribute} must map a name ([a-z0-9_]) to a non-empty tuple of "
+                                            f"its config_names ({', '.join(self.config_names)}); got {groups!r}")
+        tables = self.report_tables
+        if not isinstance(tables, tuple) or any(table not in REPORT_TABLES for table in tables):
+            raise InvalidParameterError(f"{name}: report_tables must be a tuple of {', '.join(REPORT_TABLES)}; got "
+                                        f"{tables!r}")
+        if "g_score" in tables and not self.scenarios:
+            raise InvalidParameterError(f"{name}: report_tables names g_score, which scores each of its scenarios: "
+                                        "declare them (scenarios = {scenario: (config pattern, ...)})")
+        if self.table_columns is not None and not isinstance(self.table_columns, tuple):
+            raise InvalidParameterError(f"{name}: table_columns must be a tuple of column names or None; got "
+                                        f"{self.table_columns!r}")
+
+    @classmethod
+    def of_attributes(cls, method: type) -> "MethodInfo":
+        """The info a class that declares its parts as class attributes (``name = ...``, ``Options = ...``; the
+        style before :class:`MethodInfo`) stands for, checked."""
+        values = {f.name: getattr(method, INFO_ATTRIBUTES[f.name]) for f in dataclasses.fields(cls)}
+        return cls(**values)
+
+
+INFO_ATTRIBUTES = {"name": "name", "paper": "paper", "summary": "summary", "config_names": "config_names",
+                   "options": "Options", "signal_columns": "signal_columns", "baseline_config": "baseline_config",
+                   "harness_task": "harness_task", "evaluation_splits": "evaluation_splits",
+                   "harness_groups": "harness_groups", "report_tables": "report_tables", "scenarios": "scenarios",
+                   "table_columns": "table_columns", "source_kind": "source_kind", "default_source": "default_source",
+                   "source_aliases": "source_aliases"}
+"""Each :class:`MethodInfo` field and the class attribute of a :class:`SplitMethod` that reads it (shared code written
+before the info object reads the attributes)."""
+
+
+class _InfoOfAttributes:
+    """``SplitMethod.info`` of a class that declares class attributes instead of ``info``: made from them (and
+    checked) when first read, per class."""
+
+    def __get__(self, instance, owner):
+        cached = owner.__dict__.get("_info_of_attributes")
+        if cached is None:
+            cached = MethodInfo.of_attributes(owner)
+            owner._info_of_attributes = cached
+        return cached
+
+
+REQUIRED_HOOKS = ("load", "signal", "configs", "rows", "card")
+"""The hooks every method implements (abstract in :class:`SplitMethod`: a class without one of them cannot be
+registered, and :func:`~split_builders.registry.register` names it); the others have defaults."""
+
+
+class SplitMethod(abc.ABC):
+    """Base class of a split family: a :class:`MethodInfo` (``info = MethodInfo(...)`` in the class body) and the
+    hooks shared code calls, in the order of :data:`HOOKS`. ``load``, ``signal``, ``configs``, ``rows`` and ``card``
+    (:data:`REQUIRED_HOOKS`) are abstract: :func:`~split_builders.registry.register` refuses a class that leaves one
+    out, naming it, before anything is built. The others have defaults. Each hook's docstring says what it receives
+    and returns. :func:`split_builders.testing.check_method` runs the conformance checks on a method.
+
+    The info's fields are also readable as class attributes of the same names (``Options`` for ``options``), and
+    a class may still declare those attributes instead of ``info`` (the info is then made from them, and checked,
+    when first read). ``supports_groups`` is not declared: it is true exactly when the class implements
+    :meth:`groups`.
+    """
+
+    info = _InfoOfAttributes()
+    # The info's fields as class attributes (a class that declares ``info`` has them copied from it).
     name: str = ""
     paper: str = ""
     summary: str = ""
@@ -330,15 +433,29 @@ class SplitMethod:
     default_source: str | None = None
     source_aliases: tuple = ()
     table_columns: tuple | None = ()
-    source_kind: str = "a CSV / TSV / JSONL / JSON / Parquet file, a bundled sample or a Hub id"
+    source_kind: str = SOURCE_KIND
     signal_columns: dict = {}
     baseline_config: str | None = None
     harness_task: HarnessTask | None = None
-    supports_groups: bool = False
     evaluation_splits: tuple = ("test",)
     harness_groups: dict = {}
     report_tables: tuple = ()
     scenarios: dict = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("info")
+        if isinstance(declared, MethodInfo):  # its fields as the class attributes shared code reads
+            for field_name, attribute in INFO_ATTRIBUTES.items():
+                setattr(cls, attribute, getattr(declared, field_name))
+        elif declared is None and any(attribute in cls.__dict__ for attribute in INFO_ATTRIBUTES.values()):
+            cls.info = _InfoOfAttributes()  # declared (or overridden) as attributes: the info follows them
+
+    @property
+    def supports_groups(self) -> bool:
+        """Whether its configs keep ``--group-field`` groups whole: exactly when it implements :meth:`groups` (the
+        CLI offers ``--group-field`` only then)."""
+        return type(self).groups is not SplitMethod.groups
 
     def evaluation_split(self, splits) -> str | None:
         """The split a config that releases ``splits`` is evaluated on: the first of :attr:`evaluation_splits`
@@ -376,8 +493,12 @@ class SplitMethod:
         """Checks that read little or nothing (a file exists, a field list is well formed); run
         with the output location check, before ``load``."""
 
+    @abc.abstractmethod
     def load(self, options) -> Loaded:
-        raise NotImplementedError
+        """Read the source. Receives the validated options (``options.source``, ``options.limit``, its field options);
+        returns a :class:`Loaded`: the method's own object of canonical rows (``data``) and a :class:`SourceInfo`
+        (name, rows, a content hash or revision, what was filtered). Raises in one line for a missing file or
+        field (:class:`~split_builders.errors.FieldError`)."""
 
     def row_keys(self, loaded: Loaded):
         """One string per loaded row; rows with equal keys are exact duplicates (the fields the
@@ -402,16 +523,27 @@ class SplitMethod:
         cannot keep groups whole refuses, saying why (the default)."""
         raise InvalidParameterError(f"{self.name} does not support --group-field")
 
+    @abc.abstractmethod
     def signal(self, loaded: Loaded, options, context: Context) -> Signal:
-        raise NotImplementedError
+        """The expensive step: what the method computes per row (scores, PVI, atoms, overlaps), cached and resumable
+        where it is costly. Receives the loaded rows (``loaded.groups`` set with ``--group-field``), the options and
+        a :class:`Context` (progress, log). Returns a :class:`Signal`: ``values`` (its own object), ``provenance``
+        (recorded as ``resplit.signal``; a given file as ``provenance["given"] = {file, sha256}``) and a one-line
+        ``summary``."""
 
+    @abc.abstractmethod
     def configs(self, loaded: Loaded, signal: Signal, options) -> list:
-        raise NotImplementedError
+        """Every config: a list of :class:`~split_builders.splits.ConfigSplit` (name, sorted ``train`` /
+        ``validation`` / ``test`` row numbers of the rows :meth:`rows` releases, ``method``, ``parameters`` that
+        :meth:`rederive` reads back, a description), from the family's config builder in ``splitters/`` run
+        through :func:`~split_builders.splitters.partition.in_row_order` (the row order rule). Grouped configs
+        record ``grouped_by`` (:func:`~split_builders.splitters.groups.group_parameters`)."""
 
+    @abc.abstractmethod
     def rows(self, loaded: Loaded, signal: Signal, configs: list):
         """The release's rows (canonical fields plus signal columns), or None when every config
-        brings its own rows."""
-        raise NotImplementedError
+        brings its own rows. Receives what :meth:`load`, :meth:`signal` and :meth:`configs` returned; returns a
+        ``datasets.Dataset`` of the canonical fields, ``source_id`` and the declared ``signal_columns``."""
 
     def fields(self, loaded: Loaded, signal: Signal, options) -> Fields | None:
         """What the released rows' columns are (:class:`Fields`: text, query, label and its names,
@@ -419,9 +551,11 @@ class SplitMethod:
         tasks and Hub metadata. None: shared code infers them from the column types."""
         return None
 
+    @abc.abstractmethod
     def card(self, loaded: Loaded, signal: Signal, configs: list, options):
-        """A :class:`split_builders.release.cardspec.CardSpec`: text and figure specifications."""
-        raise NotImplementedError
+        """The method's part of the card: a :class:`split_builders.release.cardspec.CardSpec` (title, intro, how the
+        splits were built, one section per config with figure specifications), plain data with no I/O; the shared
+        skeleton, the evidence views' sections and the figures' drawing are added by the build."""
 
     def pretty_name(self, loaded: Loaded) -> str:
         return f"{self.name} splits of {loaded.info.name}"
@@ -459,6 +593,13 @@ class SplitMethod:
         example (the contract tests refuse such a method)."""
         return None
 
+    def group_example(self, data, work, values) -> tuple | None:
+        """Where the method implements :meth:`groups`: ``(arguments, field)``, command-line arguments (as
+        :meth:`example_arguments`, with ``--group-field``) that build a small real release whose source has a
+        group column ``field`` holding ``values`` (one per row; None or NaN: no value). The group checks of
+        :func:`split_builders.testing.check_method` build it with groups of several shapes. None: no example."""
+        return None
+
 
 def config_pattern(name: str):
     """A compiled pattern of config names from one of a method's ``config_names``: each ``<...>`` placeholder
@@ -469,8 +610,8 @@ def config_pattern(name: str):
                               for part in re.split(r"(<[^<>]*>)", name) if part))
 
 
-HOOKS = ("check", "load", "row_keys", "select_rows", "check_loaded", "groups", "signal", "configs", "rows", "fields", "card",
-         "pretty_name", "report", "rederive", "config_statistics", "example_arguments")
+HOOKS = ("check", "load", "row_keys", "select_rows", "check_loaded", "groups", "signal", "configs", "rows", "fields",
+         "card", "pretty_name", "report", "rederive", "config_statistics", "example_arguments", "group_example")
 """A method's hooks in the order :func:`split_builders.build` calls them (``row_keys`` and
 ``select_rows`` for ``--dedupe``, before the sizes are checked), then those ``verify`` and ``diff``
 call, and the contract tests' example; every method module defines the ones it implements in this order."""

@@ -1,83 +1,208 @@
-"""The registry of split methods: refuses a second entry of a name. The built-in methods are named in the
-table of :mod:`split_builders.methods` and imported by name on first use, so importing the registry
-imports no method."""
+"""One registry for what resplit is extended with: split methods (``methods``), evidence views (``views``) and room
+for report readers (``readers``).
+
+Every entry is a name and, until it is first used, a lazy ``"module:attribute"`` string, so importing the registry
+imports no method or view. The entries come from three places, in this order:
+
+1. the built-in tables (:data:`split_builders.methods.BUILTIN`, :data:`split_builders.evidence.BUILTIN`);
+2. Python entry points of installed distributions, groups :data:`ENTRY_POINT_GROUPS` (``resplit.methods``,
+   ``resplit.views``): a package adds a method or a view by declaring one in its metadata, without touching
+   resplit::
+
+       [project.entry-points."resplit.methods"]
+       my-method = "my_package.module:MyMethod"
+
+   A third-party method is registered under its entry point's name (which must be its ``info.name``). A
+   third-party *view* is off until it is enabled by name in the environment variable :data:`VIEWS_ENV`
+   (``RESPLIT_VIEWS=name1,name2``): a view runs in every build, so an installed package must not change what a
+   release holds unless asked to;
+3. :func:`register` (a method) and ``evidence.register_view`` (a view) from your own code.
+
+A second entry of a name is refused, whichever place it comes from. A method's name need not be a module name.
+"""
 
 from __future__ import annotations
 
 import importlib
-import re
+import os
 import sys
 import types
 
-from split_builders.contracts import REPORT_TABLES, SIGNAL_KINDS, SPLITS, HarnessTask, SplitMethod
+from split_builders.contracts import REQUIRED_HOOKS, SplitMethod
 from split_builders.errors import InvalidParameterError
-from split_builders.options import CommonOptions
 
-_REGISTRY: dict[str, SplitMethod] = {}
+KINDS = ("methods", "views", "readers")
+ENTRY_POINT_GROUPS = {"methods": "resplit.methods", "views": "resplit.views", "readers": "resplit.readers"}
+BUILTIN_TABLES = {"methods": "split_builders.methods", "views": "split_builders.evidence"}
+"""The module whose ``BUILTIN`` (``{name: "module:attribute"}``) lists a kind's built-in entries (imported by name)."""
+VIEWS_ENV = "RESPLIT_VIEWS"
+"""Comma-separated names of the third-party (entry point) views to enable; none by default."""
+
+
+def load_target(target: str):
+    """The object a ``"module:attribute"`` string names (``attribute`` may be dotted)."""
+    module, _, attribute = target.partition(":")
+    if not module or not attribute:
+        raise InvalidParameterError(f"{target!r} is not a 'module:attribute' reference")
+    found = importlib.import_module(module)
+    for part in attribute.split("."):
+        found = getattr(found, part)
+    return found
+
+
+class Registry:
+    """Entries of every kind in :data:`KINDS`, each a name mapped to a lazy ``"module:attribute"`` or a loaded
+    object, in order (built-in, entry points, registered). ``make`` turns what a reference names into the
+    registered object and checks it (a method class into its checked instance), per kind."""
+
+    def __init__(self, *, entry_points: bool = True):
+        self._entries = {kind: {} for kind in KINDS}   # name -> object, or the "module:attribute" not yet loaded
+        self._origins = {kind: {} for kind in KINDS}   # name -> "built-in", "entry point <dist>" or "registered"
+        self._disabled = {kind: {} for kind in KINDS}  # third-party views not enabled: name -> reference
+        self._started = set()
+        self._entry_points = entry_points
+        self.makers = {"methods": _make_method, "views": _make_view, "readers": lambda obj, name: obj}
+
+    # -- filling -------------------------------------------------------------------------------------------
+    def _start(self, kind: str) -> None:
+        """Fill ``kind`` once: its built-in table, then its entry points."""
+        if kind in self._started:
+            return
+        self._started.add(kind)
+        table = BUILTIN_TABLES.get(kind)
+        if table is not None:
+            for name, target in importlib.import_module(table).BUILTIN.items():
+                self._declare(kind, name, target, "built-in")
+        if self._entry_points:
+            self._discover(kind)
+
+    def _discover(self, kind: str) -> None:
+        from importlib.metadata import entry_points
+
+        enabled = {name.strip() for name in os.environ.get(VIEWS_ENV, "").split(",") if name.strip()}
+        for point in entry_points(group=ENTRY_POINT_GROUPS[kind]):
+            origin = f"entry point of {point.dist.name if point.dist is not None else 'an installed package'}"
+            if kind == "views" and point.name not in enabled:
+                self._disabled[kind][point.name] = point.value
+                continue
+            self._declare(kind, point.name, point.value, origin)
+
+    def _declare(self, kind: str, name: str, entry, origin: str) -> None:
+        if name in self._entries[kind]:
+            raise InvalidParameterError(f"{origin} declares a {kind[:-1]} named {name!r}, which is registered already "
+                                        f"({self._origins[kind][name]})")
+        self._entries[kind][name] = entry
+        self._origins[kind][name] = origin
+
+    def add(self, kind: str, name: str, obj, origin: str = "registered") -> None:
+        """Add a loaded object; a second name is refused."""
+        self._start(kind)
+        self._declare(kind, name, obj, origin)
+
+    def remove(self, kind: str, name: str) -> None:
+        self._start(kind)
+        self._entries[kind].pop(name, None)
+        self._origins[kind].pop(name, None)
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def names(self, kind: str) -> list:
+        """The names of ``kind``, in order, without loading any entry."""
+        self._start(kind)
+        return list(self._entries[kind])
+
+    def disabled(self, kind: str) -> dict:
+        """``{name: reference}`` of the entry points of ``kind`` left off (third-party views not enabled)."""
+        self._start(kind)
+        return dict(self._disabled[kind])
+
+    def origin(self, kind: str, name: str) -> str:
+        self._start(kind)
+        return self._origins[kind][name]
+
+    def get(self, kind: str, name: str):
+        """The entry ``name`` of ``kind``, loaded (and checked) on first use; KeyError where there is none."""
+        self._start(kind)
+        entry = self._entries[kind][name]
+        if isinstance(entry, str):
+            made = self.makers[kind](load_target(entry), name)
+            if self._entries[kind].get(name) is entry:  # not replaced while loading
+                self._entries[kind][name] = made
+            entry = made
+        return entry
+
+    def items(self, kind: str) -> dict:
+        """``{name: object}`` of ``kind``, every entry loaded, in order."""
+        return {name: self.get(kind, name) for name in self.names(kind)}
+
+
+def _make_method(found, name: str) -> SplitMethod:
+    method = instantiate(found)
+    check_declarations(method)
+    if method.info.name != name:
+        raise InvalidParameterError(f"{type(method).__module__}.{type(method).__name__} is named "
+                                    f"{method.info.name!r}, not {name!r}")
+    return method
+
+
+def _make_view(found, name: str):
+    view = found() if isinstance(found, type) else found
+    if not isinstance(view, load_target("split_builders.evidence.view:View")):  # by name: evidence is a layer above
+        raise InvalidParameterError(f"the evidence view {name!r} is {view!r}, not a View")
+    if view.name != name:
+        raise InvalidParameterError(f"the evidence view {found!r} is named {view.name!r}, not {name!r}")
+    return view
+
+
+REGISTRY = Registry()
+"""The registry every part of resplit reads."""
 
 
 def register(method):
     """Add a split method (a :class:`SplitMethod` subclass, or an instance of one) to the registry.
 
-    Refuses an object that is not a SplitMethod, a method without a name or ``Options`` that do not
-    derive from :class:`CommonOptions`, and a second method of a registered name (unregister the
-    first one to replace it). Returns its argument, so it also works as a class decorator.
+    Refuses, in one line: an object that is not a SplitMethod, a class that leaves a required hook abstract (naming
+    it), a method whose :class:`~split_builders.contracts.MethodInfo` shared code cannot read (no name, ``Options``
+    not derived from :class:`CommonOptions`, a signal kind, baseline, split or pattern it does not know), and a
+    second method of a registered name (unregister the first one to replace it). Returns its argument, so it also
+    works as a class decorator.
     """
-    instance = method() if isinstance(method, type) and issubclass(method, SplitMethod) else method
-    if not isinstance(instance, SplitMethod):
-        raise InvalidParameterError(f"{method!r} is not a split method (a subclass of SplitMethod)")
-    if not instance.name:
-        raise InvalidParameterError(f"{type(instance).__name__} has no name")
-    if not (isinstance(instance.Options, type) and issubclass(instance.Options, CommonOptions)):
-        raise InvalidParameterError(f"{instance.name}: Options must be a dataclass derived from CommonOptions")
+    instance = instantiate(method)
     check_declarations(instance)
-    _load_builtin()
-    if instance.name in _REGISTRY:
-        raise InvalidParameterError(f"a split method named {instance.name!r} is already registered "
-                                    f"({type(_REGISTRY[instance.name]).__name__}); unregister it first to replace it")
-    _REGISTRY[instance.name] = instance
+    name = instance.info.name
+    if name in REGISTRY.names("methods"):
+        existing = REGISTRY.get("methods", name)
+        raise InvalidParameterError(f"a split method named {name!r} is already registered "
+                                    f"({type(existing).__name__}); unregister it first to replace it")
+    REGISTRY.add("methods", name, instance)
+    return method
+
+
+def instantiate(method) -> SplitMethod:
+    """The instance of a split method class (or the instance itself); a class that leaves required hooks abstract is
+    refused in one line that names them."""
+    if isinstance(method, type) and issubclass(method, SplitMethod):
+        missing = sorted(getattr(method, "__abstractmethods__", ()))
+        if missing:
+            raise InvalidParameterError(f"{method.__name__} does not implement the required hook(s) "
+                                        f"{', '.join(missing)} (every split method implements "
+                                        f"{', '.join(REQUIRED_HOOKS)})")
+        method = method()
+    if not isinstance(method, SplitMethod):
+        raise InvalidParameterError(f"{method!r} is not a split method (a subclass of SplitMethod)")
     return method
 
 
 def check_declarations(method: SplitMethod) -> None:
-    """Refuse a method whose declarations shared code could not read: ``signal_columns`` a mapping of column
-    to a kind in :data:`~split_builders.contracts.SIGNAL_KINDS`, ``harness_task`` a
-    :class:`~split_builders.contracts.HarnessTask` or None, ``baseline_config`` one of its ``config_names``,
-    ``evaluation_splits`` splits it can release, ``harness_groups`` group names mapped to some of its
-    ``config_names``, and ``supports_groups`` exactly when it implements ``groups``."""
-    name = method.name
-    columns = method.signal_columns
-    if not isinstance(columns, dict) or any(kind not in SIGNAL_KINDS for kind in columns.values()):
-        raise InvalidParameterError(f"{name}: signal_columns must map each signal column to one of "
-                                    f"{', '.join(SIGNAL_KINDS)}; got {columns!r}")
-    if method.harness_task is not None and not isinstance(method.harness_task, HarnessTask):
-        raise InvalidParameterError(f"{name}: harness_task must be a HarnessTask or None; got {method.harness_task!r}")
-    if method.baseline_config is not None and method.baseline_config not in method.config_names:
-        raise InvalidParameterError(f"{name}: baseline_config {method.baseline_config!r} is not one of its "
-                                    f"config_names ({', '.join(method.config_names)})")
-    splits = method.evaluation_splits
-    if not isinstance(splits, tuple) or not splits or any(split not in SPLITS for split in splits):
-        raise InvalidParameterError(f"{name}: evaluation_splits must be a non-empty tuple of {', '.join(SPLITS)}; "
-                                    f"got {splits!r}")
-    for attribute in ("harness_groups", "scenarios"):
-        groups = getattr(method, attribute)
-        if not isinstance(groups, dict) or any(
-                not isinstance(group, str) or not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)*", group)
-                or not isinstance(patterns, tuple) or not patterns
-                or any(pattern not in method.config_names for pattern in patterns)
-                for group, patterns in groups.items()):
-            raise InvalidParameterError(f"{name}: {attribute} must map a name ([a-z0-9_]) to a non-empty tuple of its "
-                                        f"config_names ({', '.join(method.config_names)}); got {groups!r}")
-    tables = method.report_tables
-    if not isinstance(tables, tuple) or any(table not in REPORT_TABLES for table in tables):
-        raise InvalidParameterError(f"{name}: report_tables must be a tuple of {', '.join(REPORT_TABLES)}; got "
-                                    f"{tables!r}")
-    if "g_score" in tables and not method.scenarios:
-        raise InvalidParameterError(f"{name}: report_tables names g_score, which scores each of its scenarios: "
-                                    "declare them (scenarios = {scenario: (config pattern, ...)})")
+    """Refuse a method whose declarations shared code could not read: its :class:`MethodInfo` (checked as it is
+    made: :meth:`MethodInfo.check`), ``supports_groups`` where a class still declares it (it must say whether it
+    implements ``groups``) and its options' declarations (:func:`check_option_declarations`)."""
+    info = method.info
+    if not info.name:
+        raise InvalidParameterError(f"{type(method).__name__} has no name")
+    info.check()
     implements_groups = type(method).groups is not SplitMethod.groups
     if bool(method.supports_groups) != implements_groups:
-        raise InvalidParameterError(f"{name}: supports_groups is {method.supports_groups} but it "
+        raise InvalidParameterError(f"{info.name}: supports_groups is {method.supports_groups} but it "
                                     f"{'implements' if implements_groups else 'does not implement'} groups()")
     check_option_declarations(method)
 
@@ -99,41 +224,21 @@ def check_option_declarations(method: SplitMethod) -> None:
 
 
 def unregister(name: str) -> None:
-    _REGISTRY.pop(name, None)
-
-
-_LOADED_BUILTIN = False
-
-
-def _load_builtin() -> None:
-    """Register the built-in methods (the table in :mod:`split_builders.methods`) once, first."""
-    global _LOADED_BUILTIN
-    if _LOADED_BUILTIN:
-        return
-    _LOADED_BUILTIN = True
-    # By name: the registry imports no method module until a method is asked for.
-    builtin = importlib.import_module("split_builders.methods").BUILTIN
-    for name, (module, cls) in builtin.items():
-        method = getattr(importlib.import_module(module), cls)()
-        if method.name != name:
-            raise InvalidParameterError(f"{module}.{cls} is named {method.name!r}, not {name!r}")
-        check_declarations(method)
-        _REGISTRY[name] = method
+    REGISTRY.remove("methods", name)
 
 
 def registry() -> dict[str, SplitMethod]:
-    """Every registered method by name (the built-in ones first)."""
-    _load_builtin()
-    return dict(_REGISTRY)
+    """Every registered method by name (the built-in ones first, then those of entry points, then registered ones)."""
+    return REGISTRY.items("methods")
 
 
 def get_method(name) -> SplitMethod:
+    """The registered method ``name`` (only its own module is imported), or a method instance as it is."""
     if isinstance(name, SplitMethod):
         return name
-    methods = registry()
-    if name not in methods:
-        raise InvalidParameterError(f"unknown split method {name!r}; known: {', '.join(methods)}")
-    return methods[name]
+    if name not in REGISTRY.names("methods"):
+        raise InvalidParameterError(f"unknown split method {name!r}; known: {', '.join(REGISTRY.names('methods'))}")
+    return REGISTRY.get("methods", name)
 
 
 class _CallableModule(types.ModuleType):

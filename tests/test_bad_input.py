@@ -90,72 +90,12 @@ def test_a_valid_source_builds(builder, family_releases):
     assert (family_releases[builder] / "README.md").is_file()
 
 
-@pytest.mark.parametrize("builder", BUILDERS)
-def test_a_missing_source(builder, family_args, tmp_path, capsys):
-    _, extra = example(family_args, builder)
-    missing = tmp_path / "no-such-source.csv"
-    refused(*run(builder, missing, extra, tmp_path / "out", capsys), tmp_path / "out", "no-such-source")
+# A missing source and bad common options (--seed -1, --seed 2**32, --limit 0), for every registered method: the
+# ``bad_input`` check of split_builders.testing (tests/test_registered_methods.py).
 
 
-def _file_sources() -> list:
-    """The builders whose example source is one file (not a folder), read from their example arguments."""
-    import tempfile
-
-    from conftest import SHARED
-
-    if not (SHARED / "data").is_dir():
-        return list(BUILDERS)  # the shared fixture then fails (CI) or skips each case
-    found = []
-    with tempfile.TemporaryDirectory() as work:
-        for builder in BUILDERS:
-            (Path(work) / builder).mkdir()
-            args = registry()[builder].example_arguments(SHARED, Path(work) / builder) or []
-            if "--source" in args and Path(args[args.index("--source") + 1]).is_file():
-                found.append(builder)
-    return found
-
-
-FILE_SOURCES = _file_sources()
-
-
-def test_the_file_source_cases_cover_every_builder_whose_example_is_a_file():
-    assert {"likelihood", "tmcd", "pvi", "behavioural", "cluster"} <= set(FILE_SOURCES)
-
-
-@pytest.mark.parametrize("builder", FILE_SOURCES)
-def test_an_empty_source_file(builder, family_args, shared, tmp_path, capsys):
-    source, extra = example(family_args, builder)
-    empty = tmp_path / f"empty{_plain_source(source)[1]}"
-    empty.write_bytes(b"")
-    refused(*run(builder, empty, extra, tmp_path / "out", capsys), tmp_path / "out", "empty")
-
-
-@pytest.mark.parametrize("builder", FILE_SOURCES)
-def test_a_source_that_is_not_utf8(builder, family_args, shared, tmp_path, capsys):
-    source, extra = example(family_args, builder)
-    data, suffix = _plain_source(source)
-    newline = data.find(b"\n", len(data) // 2)  # a byte that is not UTF-8 on a line in the middle
-    cut = newline + 1 if newline >= 0 else data.index(b" ", len(data) // 2) + 1
-    latin = tmp_path / f"latin1{suffix}"
-    latin.write_bytes(data[:cut] + b"caf\xe9 " + data[cut:])
-    line = data[:cut].count(b"\n") + 1
-    refused(*run(builder, latin, extra, tmp_path / "out", capsys), tmp_path / "out", "not UTF-8", f"line {line}")
-
-
-@pytest.mark.parametrize("builder", BUILDERS)
-@pytest.mark.parametrize("flag, value, expected", [("--seed", "-1", "seed"), ("--seed", str(2**32), "seed"),
-                                                   ("--limit", "0", "limit")])
-def test_bad_common_options(builder, flag, value, expected, family_args, tmp_path, capsys):
-    source, extra = example(family_args, builder)
-    refused(*run(builder, source, [*extra, flag, value], tmp_path / "out", capsys), tmp_path / "out", expected)
-
-
-@pytest.mark.parametrize("builder", BUILDERS)
-def test_an_output_parent_that_is_a_file(builder, family_args, tmp_path, capsys):
-    source, extra = example(family_args, builder)
-    (tmp_path / "file").write_text("x")
-    code, err = run(builder, source, extra, tmp_path / "file" / "out", capsys)
-    assert code != 0 and "is a file" in err and "Traceback" not in err
+# An empty source file and one that is not UTF-8 (where a method's example source is one file), and an output parent
+# that is a file, for every registered method: the ``bad_input`` and ``existing_out`` checks of split_builders.testing.
 
 
 @pytest.mark.parametrize("builder", ["likelihood", "tmcd"])

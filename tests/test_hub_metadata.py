@@ -7,7 +7,6 @@ through ``huggingface_hub``'s ``DatasetCardData`` and carry the keys the Hub's s
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
@@ -15,7 +14,6 @@ import datasets
 import pytest
 import yaml
 
-from conftest import FAMILIES
 from split_builders.api import SourceInfo
 from split_builders.cli import main
 from split_builders.release import card as cards
@@ -25,7 +23,7 @@ from split_builders.release.provenance import locate_source
 REPO = Path(__file__).resolve().parents[1]
 # What each built-in family's example release is, in the Hub's vocabulary (huggingface.js tasks:
 # text-classification with its subtasks; text-generation with its subtask text2text-generation). Every registered
-# family, these and any other, is checked against its declared task by test_the_card_metadata_round_trips...
+# family, these and any other, is checked against its declared task by the metadata check of split_builders.testing.
 EXPECTED_TASKS = {
     "likelihood": (["text-classification"], ["natural-language-inference", "multi-input-text-classification"]),
     "pvi": (["text-classification"], ["natural-language-inference", "multi-input-text-classification"]),
@@ -37,9 +35,6 @@ EXPECTED_TASKS = {
 EXPECTED_LICENSE = {"likelihood": "unknown", "pvi": "unknown", "tmcd": "unknown", "curriculum": "mit",
                     "behavioural": "mit"}
 EXPECTED_LANGUAGE = {"likelihood": None, "pvi": None, "tmcd": ["en"], "curriculum": ["en"], "behavioural": ["en"]}
-# The Hub task category of each declared task (resplit.fields.task).
-CATEGORY = {"classification": "text-classification", "behavioural": "text-classification",
-            "semantic_parsing": "text-generation"}
 
 
 def _front(folder: Path) -> tuple[dict, str]:
@@ -59,52 +54,9 @@ def _source_argument(family_args, family) -> Path:
     return Path(args[args.index("--source") + 1])
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_no_file_of_a_release_holds_a_local_path(family, releases, family_args, shared, tmp_path_factory):
-    needles = {str(tmp_path_factory.getbasetemp()), str(_source_argument(family_args, family).parent), str(Path.home()),
-               str(REPO), str(shared), str(shared.resolve())}
-    files = [p for p in releases[family].rglob("*") if p.is_file()]
-    assert files
-    for path in files:
-        data = path.read_bytes()
-        for needle in needles:
-            assert needle.encode() not in data, (path.relative_to(releases[family]), needle)
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_the_source_is_named_by_its_file_name_and_sha256(family, releases, family_args):
-    source = _front(releases[family])[0]["resplit"]["source"]
-    given = _source_argument(family_args, family)
-    assert source["location"] == given.name
-    assert given.name in source["name"] and "/" not in source["name"]
-    if given.is_file():
-        assert source["sha256"] == hashlib.sha256(given.read_bytes()).hexdigest()
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_the_card_metadata_round_trips_through_dataset_card_data(family, releases):
-    from huggingface_hub import DatasetCard, DatasetCardData
-
-    metadata, body = _front(releases[family])
-    card = DatasetCard.load(releases[family] / "README.md")
-    assert isinstance(card.data, DatasetCardData)
-    assert card.data.to_dict() == metadata  # nothing lost or renamed on the way through huggingface_hub
-    again = DatasetCardData(**metadata)
-    assert yaml.safe_load(again.to_yaml()) == metadata
-    task = metadata["resplit"]["fields"]["task"]
-    assert metadata["task_categories"] == [CATEGORY[task]], (task, metadata["task_categories"])
-    assert isinstance(metadata["task_ids"], list) and all(isinstance(i, str) for i in metadata["task_ids"])
-    assert isinstance(metadata["license"], str) and metadata["license"]
-    language = metadata.get("language")
-    assert language is None or (language and all(isinstance(code, str) and len(code) == 2 for code in language))
-    assert metadata["tags"][:2] == ["resplit", family]
-    assert metadata["source_datasets"] and all(s.startswith("extended|") for s in metadata["source_datasets"])
-    assert metadata["pretty_name"] and "/" not in metadata["pretty_name"]
-    # the Hub's size buckets of the largest config, counted from the recorded rows
-    largest = max(sum(entry["rows"].values()) for entry in metadata["resplit"]["configs"].values())
-    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")]
-    assert metadata["size_categories"] == [next(name for bound, name in bounds if largest < bound)]
-    assert "github.com/resplit" not in body and "PATH_OR_HUB_ID" not in body
+# Every registered method's card metadata round-trips through DatasetCardData, names its task's category, and no file
+# holds a local path; the source is named by its file name and sha256: the ``metadata`` check of
+# split_builders.testing (tests/test_registered_methods.py).
 
 
 @pytest.mark.parametrize("family", sorted(EXPECTED_TASKS))

@@ -18,7 +18,6 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import FAMILIES
 from loading_scripts.labels import LABEL, check_label_name, label_column, label_names, release_rows
 from split_builders.api import Fields
 from split_builders.cli import main
@@ -163,24 +162,8 @@ def _expected_label_names(family, family_args):
     raise AssertionError(family)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_text_columns_are_string_and_a_declared_label_is_a_class_label_in_its_declared_order(family, releases):
-    """Every registered family: no ``large_string`` column; a label its fields declare with class names is the int64
-    ``ClassLabel`` ``label`` with those names, the source's label column gone; no ``ClassLabel`` where no class names
-    are declared (no label, or behavioural test cases' ``labels`` kept as JSON text)."""
-    declared = Fields.from_record(_record(releases[family]))
-    assert declared is not None, f"{family} records no fields"
-    for path in _parquet_files(releases[family]):
-        schema = pq.read_schema(path)
-        assert not [f.name for f in schema if pa.types.is_large_string(f.type)], path
-        features = _features(path)
-        if declared.label_names is None:
-            assert not any(isinstance(f, datasets.ClassLabel) for f in features.values()), path
-            continue
-        assert declared.label == LABEL and "gold_label" not in schema.names
-        assert isinstance(features[LABEL], datasets.ClassLabel), path
-        assert features[LABEL].names == list(declared.label_names), path
-        assert schema.field(LABEL).type == pa.int64()
+# Every registered method's text columns are string and a declared label a ClassLabel in its declared order: the
+# ``labels`` check of split_builders.testing (tests/test_registered_methods.py).
 
 
 @pytest.mark.parametrize("family", ["likelihood", "pvi", "curriculum"])

@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from split_builders.api import (HOOKS, BaseSplitter, CommonOptions, ConfigSplit, Fields, HarnessTask, Loaded, Signal,
-                                SourceInfo, Split, SplitMethod, check_number, check_random_state, check_size, option,
-                                register, registry, resolve_size)
+from split_builders.api import (HOOKS, BaseSplitter, CommonOptions, ConfigSplit, Fields, HarnessTask, Loaded, MethodInfo,
+                                Signal, SourceInfo, Split, SplitMethod, check_number, check_random_state, check_size,
+                                option, register, registry, resolve_size)
 from split_builders.cli import main
 from split_builders.errors import InvalidParameterError
 from split_builders.methods import BUILTIN
@@ -96,15 +96,10 @@ class ClusterMethod(SplitMethod):
     test session by ``tests/conftest.py``). Its signal is categorical (a cluster id), its baseline is
     ``iid`` (not ``random``), and it cannot keep ``--group-field`` groups whole."""
 
-    name = "cluster"
-    paper = "nobody (a test of the spine)"
-    summary = "hold out whole TF-IDF k-means clusters"
-    config_names = ("held_out_clusters", "iid")
-    Options = ClusterOptions
-    signal_columns = {"cluster": "categorical"}
-    baseline_config = "iid"
-    harness_task = HarnessTask("classification")
-    supports_groups = False
+    info = MethodInfo(name="cluster", paper="nobody (a test of the spine)",
+                      summary="hold out whole TF-IDF k-means clusters", config_names=("held_out_clusters", "iid"),
+                      options=ClusterOptions, signal_columns={"cluster": "categorical"}, baseline_config="iid",
+                      harness_task=HarnessTask("classification"))
 
     def load(self, options):
         from loading_scripts.files import read_table
@@ -307,15 +302,13 @@ def test_the_sixth_method_is_registered_for_the_session_and_declares_what_shared
     """The contract, label, metadata and bad-input tests parametrize over ``registry()``: the sixth
     method is in it (registered by conftest), with its declarations read from the class."""
     import test_bad_input
-    import test_hub_metadata
-    import test_label_policy
     import test_registered_methods
 
     method = registry()["cluster"]
     assert isinstance(method, ClusterMethod)
     assert method.signal_columns == {"cluster": "categorical"} and method.baseline_config == "iid"
     assert not method.supports_groups
-    for module in (test_registered_methods, test_label_policy, test_hub_metadata, test_bad_input):
+    for module in (test_registered_methods, test_bad_input):  # the label and metadata checks: split_builders.testing
         assert "cluster" in module.FAMILIES, module.__name__
 
 
@@ -388,7 +381,8 @@ def test_register_refuses_what_is_not_a_split_method():
 
 def test_the_builtin_methods_are_listed_once_and_registered_in_that_order():
     assert list(registry())[:len(BUILTIN)] == list(BUILTIN)
-    for name, (module, _) in BUILTIN.items():
+    for name, target in BUILTIN.items():
+        module = target.partition(":")[0]
         source = inspect.getsource(importlib.import_module(module))
         calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
                  and getattr(n.func, "id", getattr(n.func, "attr", None)) == "register"]
@@ -399,10 +393,10 @@ def test_the_builtin_methods_are_listed_once_and_registered_in_that_order():
 
 
 @pytest.mark.parametrize("name", list(BUILTIN))
-def test_a_method_module_is_named_as_its_method_and_laid_out_options_method_helpers(name):
+def test_a_method_module_is_in_the_methods_package_and_laid_out_options_method_helpers(name):
     method = registry()[name]
     module = importlib.import_module(type(method).__module__)
-    assert module.__name__ == f"split_builders.methods.{name}"
+    assert module.__name__ == BUILTIN[name].partition(":")[0] and module.__name__.startswith("split_builders.methods.")
     assert method.signal_columns, f"{name} declares no signal columns"
     tree = ast.parse(inspect.getsource(module))
     top = {n.name: n.lineno for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}

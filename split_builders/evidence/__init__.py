@@ -4,23 +4,22 @@ splits of the same sizes (:mod:`.diagnostics`) and a quick baseline probe (:mod:
 :class:`~split_builders.evidence.inputs.EvidenceInput` (a build, a release folder, a dataset folder or a Hub id)
 whose fields come from one resolver (:mod:`.fields`).
 
-A new view is one module (a ``View`` subclass) plus one line in :data:`BUILTIN`, or one :func:`register_view`
-call from your own code: it then appears in every card and YAML header its build enables it in, and as a
-``resplit`` subcommand with ``--json``.
+A new view is one module (a ``View`` subclass) plus one line in :data:`BUILTIN`, one :func:`register_view` call
+from your own code, or an entry point of an installed package (group ``resplit.views``, enabled by name in
+``RESPLIT_VIEWS``: see :mod:`split_builders.registry`): it then appears in every card and YAML header its build
+enables it in, and as a ``resplit`` subcommand with ``--json``. Views live in the one registry of
+:mod:`split_builders.registry` (kind ``views``), beside the methods.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-
 from split_builders.evidence.view import Setting, View
+from split_builders.registry import REGISTRY
 
-# The built-in views, in the order of the card: each module defines ``VIEW``.
-BUILTIN = ("split_builders.evidence.audit_card", "split_builders.evidence.diagnostics_card",
-           "split_builders.evidence.probe_card")
-
-_VIEWS: dict = {}
-_LOADED = False
+# The built-in views, in the order of the card: name -> "module:attribute" (each module defines ``VIEW``).
+BUILTIN = {"audit": "split_builders.evidence.audit_card:VIEW",
+           "diagnostics": "split_builders.evidence.diagnostics_card:VIEW",
+           "probe": "split_builders.evidence.probe_card:VIEW"}
 
 
 def register_view(view: View) -> View:
@@ -34,32 +33,25 @@ def register_view(view: View) -> View:
         raise ValueError(f"an evidence view named {view.name!r} is registered already")
     if any(other.subcommand == view.subcommand for other in known.values()):
         raise ValueError(f"an evidence view with the subcommand {view.subcommand!r} is registered already")
-    _VIEWS[view.name] = view
+    REGISTRY.add("views", view.name, view)
     return view
 
 
 def unregister_view(name: str) -> None:
     """Remove the view ``name`` (tests that register a view of their own)."""
-    views().pop(name, None)
+    REGISTRY.remove("views", name)
 
 
 def views() -> dict:
     """``{name: View}`` of every registered view, in order (the built-in ones first)."""
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        for module in BUILTIN:
-            view = import_module(module).VIEW
-            _VIEWS.setdefault(view.name, view)
-    return _VIEWS
+    return REGISTRY.items("views")
 
 
 def get_view(name: str) -> View:
     """The registered view ``name``."""
-    try:
-        return views()[name]
-    except KeyError:
-        raise ValueError(f"unknown evidence view {name!r}; known: {', '.join(views())}") from None
+    if name not in REGISTRY.names("views"):
+        raise ValueError(f"unknown evidence view {name!r}; known: {', '.join(REGISTRY.names('views'))}")
+    return REGISTRY.get("views", name)
 
 
 __all__ = ["BUILTIN", "Setting", "View", "get_view", "register_view", "unregister_view", "views"]

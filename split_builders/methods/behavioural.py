@@ -48,8 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (SPLITS, CommonOptions, Fields, HarnessTask, Loaded, Signal, SourceInfo, SplitMethod,
-                                option)
+from split_builders.api import (SPLITS, CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo,
+                                SplitMethod, option)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.behavioural import BELUGA_SEED, behavioural_configs, resolve_names
 from split_builders.splitters.partition import CONTENT, POSITION, recorded_row_order
@@ -110,27 +110,28 @@ class BehaviouralOptions(CommonOptions):
 class BehaviouralMethod(SplitMethod):
     """BELUGA splits of a CheckList suite (see the module docstring)."""
 
-    name = "behavioural"
-    paper = PAPER
-    summary = ("BELUGA splits of a CheckList suite: seen, func_<i>, class_<capability>, type_<MFT|INV|DIR> "
-               "(BELUGA's own draw: --seed 123 --row-order position; --limit N keeps the first N test cases of each "
-               "functionality)")
-    config_names = ("seen", "func_<i>", "class_<capability>", "type_<MFT|INV|DIR>")
-    Options = BehaviouralOptions
-    default_source = None
-    source_aliases = ("--suite",)
-    # A suite is its tests (functionality, capability, type, expectation), not a table of test cases.
-    table_columns = None
-    source_kind = "a CheckList suite file (JSON, optionally gzipped: see SPEC.md beside the released suites)"
-    # The signal is each row's functionality, capability and type; verify and diff compare numbers:
-    # the functionality's position in the suite.
-    signal_columns = {"functionality_id": "categorical"}
-    baseline_config = "seen"
-    harness_task = HarnessTask("multiple_choice")
-    # resplit report --iid CONFIG: BELUGA's G-score per scenario (the paper's seen / func / class / type settings)
-    report_tables = ("g_score",)
-    scenarios = {"seen": ("seen",), "func": ("func_<i>",), "class": ("class_<capability>",),
-                 "type": ("type_<MFT|INV|DIR>",)}
+    info = MethodInfo(
+        name="behavioural",
+        paper=PAPER,
+        summary=("BELUGA splits of a CheckList suite: seen, func_<i>, class_<capability>, type_<MFT|INV|DIR> "
+                 "(BELUGA's own draw: --seed 123 --row-order position; --limit N keeps the first N test cases of each "
+                 "functionality)"),
+        config_names=("seen", "func_<i>", "class_<capability>", "type_<MFT|INV|DIR>"),
+        options=BehaviouralOptions,
+        # The signal is each row's functionality, capability and type; verify and diff compare numbers:
+        # the functionality's position in the suite.
+        signal_columns={"functionality_id": "categorical"},
+        baseline_config="seen",
+        harness_task=HarnessTask("multiple_choice"),
+        # resplit report --iid CONFIG: BELUGA's G-score per scenario (the paper's seen / func / class / type settings)
+        report_tables=("g_score",),
+        scenarios={"seen": ("seen",), "func": ("func_<i>",), "class": ("class_<capability>",),
+                   "type": ("type_<MFT|INV|DIR>",)},
+        # A suite is its tests (functionality, capability, type, expectation), not a table of test cases.
+        table_columns=None,
+        source_kind="a CheckList suite file (JSON, optionally gzipped: see SPEC.md beside the released suites)",
+        default_source=None,
+        source_aliases=("--suite",))
 
     # --dedupe does not apply (row_keys stays None): a test case is defined by its functionality and
     # its position in it, and the same text under two functionalities tests two different behaviours.

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from split_builders.api import (CommonOptions, ConfigSplit, Fields, HarnessTask, Loaded, Signal, SourceInfo,
-                                SplitMethod, option)
+from split_builders.api import (CommonOptions, ConfigSplit, Fields, HarnessTask, Loaded, MethodInfo, Signal,
+                                SourceInfo, SplitMethod, option)
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.pvi.columns import pvi_figure, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir
@@ -120,29 +120,29 @@ class CurriculumOptions(CommonOptions):
 class CurriculumMethod(SplitMethod):
     """CURRICULUM's phenomena as loadable configs (``resplit curriculum``)."""
 
-    name = "curriculum"
-    paper = PAPER
-    summary = ("CURRICULUM's 36 NLI phenomena as loadable configs (+ hypothesis-only, inoculation and PVI "
-               "difficulty variants)")
-    config_names = ("<phenomenon>", "<phenomenon>_hypothesis_only", "<phenomenon>_inoc_<n>",
-                    *(f"<phenomenon>_{c}" for c in DIFFICULTY_CONFIGS))
-    Options = CurriculumOptions
-    default_source = None
-    source_aliases = ("--data",)
-    # The phenomena are read from their released zips (a table is not a phenomenon's train and validation files).
-    table_columns = None
-    source_kind = "a folder of CURRICULUM's released zips (<phenomenon>.zip), or a URL prefix holding them"
-    signal_columns = {"pvi": "continuous"}
-    harness_task = HarnessTask("classification", "mcc")  # the paper's zero-shot metric, beside accuracy
-    supports_groups = True
-    # A phenomenon config has the released train and validation splits only: its validation split is the
-    # paper's test set (the zero-shot diagnostic and inoculation evaluate on it); a difficulty config's
-    # test split is the cross-distribution test.
-    evaluation_splits = ("test", "validation")
-    # An inoculation config's evaluation split is its phenomenon's validation split: its tasks are a group of their
-    # own (curriculum_inoculation), so that the default group scores each validation split once.
-    harness_groups = {"inoculation": ("<phenomenon>_inoc_<n>",)}
-    report_tables = ("curriculum",)  # resplit report: the paper's zero-shot table of Matthews correlations
+    info = MethodInfo(
+        name="curriculum",
+        paper=PAPER,
+        summary=("CURRICULUM's 36 NLI phenomena as loadable configs (+ hypothesis-only, inoculation and PVI "
+                 "difficulty variants)"),
+        config_names=("<phenomenon>", "<phenomenon>_hypothesis_only", "<phenomenon>_inoc_<n>",
+                      *(f"<phenomenon>_{c}" for c in DIFFICULTY_CONFIGS)),
+        options=CurriculumOptions,
+        signal_columns={"pvi": "continuous"},
+        harness_task=HarnessTask("classification", "mcc"),  # the paper's zero-shot metric, beside accuracy
+        # A phenomenon config has the released train and validation splits only: its validation split is the
+        # paper's test set (the zero-shot diagnostic and inoculation evaluate on it); a difficulty config's
+        # test split is the cross-distribution test.
+        evaluation_splits=("test", "validation"),
+        # An inoculation config's evaluation split is its phenomenon's validation split: its tasks are a group of their
+        # own (curriculum_inoculation), so that the default group scores each validation split once.
+        harness_groups={"inoculation": ("<phenomenon>_inoc_<n>",)},
+        report_tables=("curriculum",),  # resplit report: the paper's zero-shot table of Matthews correlations
+        # The phenomena are read from their released zips (a table is not a phenomenon's train and validation files).
+        table_columns=None,
+        source_kind="a folder of CURRICULUM's released zips (<phenomenon>.zip), or a URL prefix holding them",
+        default_source=None,
+        source_aliases=("--data",))
 
     # --dedupe does not apply (row_keys stays None): every config is a phenomenon's *released*
     # train / validation split, which --dedupe would change; the card's leakage report counts the
@@ -335,6 +335,27 @@ class CurriculumMethod(SplitMethod):
     def example_arguments(self, data, work) -> list:
         """One phenomenon (verbnet) of the released zips."""
         return ["--source", str(Path(data) / "data" / "curriculum"), "--phenomena", "verbnet"]
+
+    def group_example(self, data, work, values) -> tuple:
+        """One phenomenon (verbnet's rows, half train, half validation) whose premise is the group value (empty where
+        ``values`` has none), with PVI configs: ``(arguments, "premise")``."""
+        import json
+        import zipfile
+
+        half = len(values) // 2
+        with zipfile.ZipFile(Path(data) / "data" / "curriculum" / "tasks" / "verbnet.zip") as archive:
+            rows = [json.loads(line) for part in ("train", "val")
+                    for line in archive.read(f"verbnet/{part}.jsonl").decode().splitlines()[:half]]
+        folder = Path(work) / "curriculum"
+        folder.mkdir(exist_ok=True)
+        premises = ["" if v is None or v != v else f"premise {v}" for v in values]  # None, NaN: no premise
+        with zipfile.ZipFile(folder / "toy.zip", "w") as archive:
+            for part, chunk in (("train", slice(0, half)), ("val", slice(half, 2 * half))):
+                archive.writestr(f"toy/{part}.jsonl", "".join(json.dumps({**row, "premise": premise}) + "\n"
+                                                              for row, premise in zip(rows[chunk], premises[chunk])))
+        return (["--source", str(folder), "--phenomena", "toy", "--pvi", "--folds", "2", "--no-hypothesis-only",
+                 "--no-inoculation", "--cache-dir", str(Path(work) / "pvi-cache"), "--group-field", "premise"],
+                "premise")
 
 
 def content_sha256(phenomena) -> str:

@@ -22,14 +22,17 @@ import numpy as np
 
 from loading_scripts import TASKS
 from loading_scripts.labels import encode_labels
-from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, Signal, SourceInfo, SplitMethod,
-                                check_number, check_size, option, parse_size)
+from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo,
+                                SplitMethod, check_number, check_size, option, parse_size)
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.given import given_scores_record
 from split_builders.signals.lm.prompts import NAMED_TEMPLATES
 from split_builders.signals.programs.atoms import ATOM_FUNCTIONS, atom_function
-from split_builders.splitters.likelihood import CONFIG_NAMES, LikelihoodSplitter, class_groups, likelihood_configs
+from split_builders.splitters.likelihood import LikelihoodSplitter, class_groups, likelihood_configs
 from split_builders.splitters.partition import CONTENT, in_row_order, recorded_row_order
+
+from split_builders.methods.likelihood_card import (atom_lines, compare_signals, describe_run, finetune_lines,
+                                                   per_split, score_warnings, signal_paragraph, summaries)
 
 DEFAULT_LENGTH_BUCKETS = 4
 # The fine-tuned setting's template per task: no label in the prompt (the paper's ll_split).
@@ -247,17 +250,17 @@ class LikelihoodScores:
 class LikelihoodMethod(SplitMethod):
     """Likelihood Splits: hold out the examples a language model finds least likely."""
 
-    name = "likelihood"
-    paper = PAPER
-    summary = "build Likelihood Splits (Godbole & Jia, 2023): the least likely examples held out"
-    config_names = ("ll_split_pt", "ll_split_pt_len", "ll_split_pt_reverse", "ll_split", "ll_split_len",
-                    "ll_split_reverse", "random", "length")
-    Options = LikelihoodOptions
-    default_source = "snli-sample"
-    signal_columns = {"score": "continuous", "score_finetuned": "continuous"}
-    baseline_config = "random"
-    harness_task = HarnessTask("classification")  # fields() says generation where the source has a target
-    supports_groups = True
+    info = MethodInfo(
+        name="likelihood",
+        paper=PAPER,
+        summary="build Likelihood Splits (Godbole & Jia, 2023): the least likely examples held out",
+        config_names=("ll_split_pt", "ll_split_pt_len", "ll_split_pt_reverse", "ll_split", "ll_split_len",
+                      "ll_split_reverse", "random", "length"),
+        options=LikelihoodOptions,
+        signal_columns={"score": "continuous", "score_finetuned": "continuous"},
+        baseline_config="random",
+        harness_task=HarnessTask("classification"),  # fields() says generation where the source has a target
+        default_source="snli-sample")
 
     def check(self, options: LikelihoodOptions) -> None:
         if options.scores is not None:  # missing, a folder, a FIFO: said as what it is
@@ -348,7 +351,7 @@ class LikelihoodMethod(SplitMethod):
                                             verbose=context.verbose)
                 values.finetuned = run
                 provenance = {"prompted": provenance, "finetuned": tuned}
-                scored += f"; fine-tuned {options.folds}-fold ({_describe_run(run)})"
+                scored += f"; fine-tuned {options.folds}-fold ({describe_run(run)})"
         # The columns the splits read (verify's level 2 re-derives them from these).
         provenance["fields"] = {"prompt": src.prompt_field, "query": src.query_field, "label": src.label_field,
                                 "target": src.target_field}
@@ -384,7 +387,7 @@ class LikelihoodMethod(SplitMethod):
         # The baselines (classification mode) stay last.
         configs = [*configs[:-2], *tuned, *configs[-2:]] if options.train_size is None else [*configs, *tuned]
         # How far the two signals agree needs both sets of configs: recorded with the signal.
-        signal.provenance["comparison"] = _compare_signals(values.scores, values.finetuned_scores, configs)
+        signal.provenance["comparison"] = compare_signals(values.scores, values.finetuned_scores, configs)
         return configs
 
     def rows(self, loaded: Loaded, signal: Signal, configs: list):
@@ -419,8 +422,8 @@ class LikelihoodMethod(SplitMethod):
         stats = summaries(loaded, signal, configs)
         sections = []
         for config in configs:
-            per_split = _per_split(config, signal.values.of(config), data)
-            figure = split_histograms(per_split, title=config.name, signal_label=SIGNAL_LABEL,
+            parts = per_split(config, signal.values.of(config), data)
+            figure = split_histograms(parts, title=config.name, signal_label=SIGNAL_LABEL,
                                       path=f"figures/{config.name}.png")
             # config_section's own heading and description are the Section's title and first line.
             text = config_section(config.name, config.description, stats[config.name], signal="score", figure=None)
@@ -429,15 +432,15 @@ class LikelihoodMethod(SplitMethod):
         balanced = (f"balanced over {label}" if src.label_field and options.train_size is None
                     else "not label-balanced" + (" (no label field)" if not src.label_field else ""))
         how_built = [
-            _signal_paragraph(src, signal.provenance),
+            signal_paragraph(src, signal.provenance),
             f"Every row also carries `score` (s(x)), `length` (NLTK word tokens of the query) and `length_bucket` "
             f"(the row's word-length quantile bucket within its class). Evaluation sets are {balanced}. "
             "`length` is also the column transformers' `Trainer` reads with `group_by_length=True` (the default "
             "`length_column_name`): it would group batches by these word counts rather than by token counts; drop "
             "the column (`ds.remove_columns(\"length\")`) or set `length_column_name` to group by tokens.",
-            *_atom_lines(src, configs, options.atoms, data.unparseable),
-            *_finetune_lines(signal.provenance),
-            *(f"**Warning:** {line}." for line in _score_warnings(signal.values)),
+            *atom_lines(src, configs, options.atoms, data.unparseable),
+            *finetune_lines(signal.provenance),
+            *(f"**Warning:** {line}." for line in score_warnings(signal.values)),
         ]
         intro = ("Train/validation/test splits that test generalisation to the long tail: the examples a "
                  "language model finds least likely are held out for evaluation (Godbole & Jia, 2023).")
@@ -453,7 +456,7 @@ class LikelihoodMethod(SplitMethod):
             shown = ", ".join(str(sid) for sid, _ in data.unparseable[:20])
             lines.append(f"excluded {len(data.unparseable)} row(s) whose target program does not parse: source_id "
                          f"{shown}" + (" ..." if len(data.unparseable) > 20 else "") + " (reasons in the card)")
-        lines += [f"warning: {line}" for line in _score_warnings(result.signal.values)]
+        lines += [f"warning: {line}" for line in score_warnings(result.signal.values)]
         stats = summaries(result.loaded, result.signal, result.configs)
         lines.append(f"{'config':<28}{'KS score':>10}{'KS length':>11}   (train vs test)")
         for name, summary in stats.items():
@@ -516,6 +519,22 @@ class LikelihoodMethod(SplitMethod):
                 "--label-field", "gold_label", "--scores", str(snli / "all_examples__False_loglikelihoods.npy"),
                 "--dev-size", "200", "--test-size", "200", "--length-buckets", "4"]
 
+    def group_example(self, data, work, values) -> tuple:
+        """The reference SNLI rows with a ``grp`` column holding ``values`` (one per row) and their given scores:
+        ``(arguments, "grp")``."""
+        import json
+
+        import pandas as pd
+
+        snli = Path(data) / "reference" / "likelihood" / "inputs" / "snli"
+        rows = pd.read_csv(snli / "all_examples.csv").head(len(values)).to_dict("records")
+        source, scores = Path(work) / "nli.jsonl", Path(work) / "scores.npy"
+        source.write_text("".join(json.dumps({**row, "grp": value}) + "\n" for row, value in zip(rows, values)))
+        np.save(scores, np.load(snli / "all_examples__False_loglikelihoods.npy")[:len(values)])
+        return (["--source", str(source), "--prompt-field", "premise", "--query-field", "hypothesis", "--label-field",
+                 "gold_label", "--scores", str(scores), "--dev-size", "30", "--test-size", "30", "--group-field", "grp"],
+                "grp")
+
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
@@ -531,16 +550,6 @@ def content_keys(src) -> np.ndarray:
 
     return source_content_keys(src.dataset, (src.prompt_field, src.query_field, src.target_field),
                                label_field=src.label_field)
-
-
-def _score_warnings(values: LikelihoodScores) -> list[str]:
-    """Scores that cannot order the rows (all equal, or mostly one value), said on the terminal and in the card."""
-    from split_builders.signals.given import score_warnings
-
-    lines = score_warnings(values.scores)
-    if values.finetuned is not None:
-        lines += score_warnings(values.finetuned_scores, what="fine-tuned scores")
-    return lines
 
 
 def resolve_dtype(dtype: str, device: str | None) -> str:
@@ -673,96 +682,3 @@ def _finetuned_run(src, options: LikelihoodOptions, *, ref, dtype, progress, ver
         "fold_reports": [{key: report[key] for key in ("fold", "rows", "train_rows", "eval_rows", "steps",
                                                        "best_step", "best_eval_loss")} for report in run.fold_reports]}
     return run, provenance
-
-
-def _describe_run(run) -> str:
-    steps = ", ".join(str(r["steps"]) for r in run.fold_reports)
-    resumed = f", {run.resumed_folds} fold(s) resumed" if run.resumed_folds else ""
-    return f"steps per fold {steps}{resumed}"
-
-
-def _compare_signals(prompted: np.ndarray, tuned: np.ndarray, configs) -> dict:
-    """Pearson correlation of the two signals and, per variant, the overlap of the evaluation sets
-    (validation + test) their configs hold out: |both| / |eval|."""
-
-    by_name = {c.name: c for c in configs}
-    overlaps = {}
-    for variant, tuned_name in CONFIG_NAMES["finetuned"].items():
-        prompted_name = CONFIG_NAMES["prompted"][variant]
-        if tuned_name in by_name and prompted_name in by_name:
-            held = [set(np.concatenate([by_name[n].indices[s] for s in by_name[n].splits if s != "train"]).tolist())
-                    for n in (prompted_name, tuned_name)]
-            overlaps[f"{prompted_name} vs {tuned_name}"] = len(held[0] & held[1]) / max(len(held[1]), 1)
-    return {"pearson": float(np.corrcoef(prompted, tuned)[0, 1]), "eval_overlap": overlaps}
-
-
-def _per_split(config, values: np.ndarray, data: LikelihoodSource) -> dict:
-    """Per split of a config: its signal, lengths and labels (empty arrays for a split it lacks)."""
-    from split_builders.api import SPLITS
-
-    codes, classes = data.label_codes()
-    parts = {}
-    for split in SPLITS:
-        rows = np.asarray(config.indices.get(split, ()), dtype=np.int64)
-        parts[split] = {"signal": values[rows], "length": data.lengths[rows],
-                        "labels": None if classes is None else classes[codes[rows]].tolist()}
-    return parts
-
-
-def summaries(loaded: Loaded, signal: Signal, configs) -> dict:
-    """Per config: rows, label shares, mean score and length per split, and the train-vs-test
-    Kolmogorov-Smirnov statistics of score and length (:func:`split_builders.summaries.split_summary`).
-    Computed once per build (the card and the terminal report both show them)."""
-    from split_builders.summaries import split_summary
-
-    data = loaded.data
-    key = tuple(id(c) for c in configs)
-    if data.summaries_of != key:
-        data.summaries = {c.name: split_summary(_per_split(c, signal.values.of(c), data), "score", labels=data.labels)
-                          for c in configs}
-        data.summaries_of = key
-    return data.summaries
-
-
-def _signal_paragraph(src, provenance: dict) -> str:
-    signal = provenance.get("prompted", provenance)
-    if "model" in signal:
-        return (f"Scores s(x): log-likelihood of the query `{src.query_field}` given the prompt, from "
-                f"{signal['model']} (revision `{signal['model_revision'][:19]}`, {signal['dtype']}), template "
-                f"`{signal['template']['name']}`.")
-    given = signal["given"]
-    return f"Scores s(x): supplied by the curator ({given['file']}, sha256 `{given['sha256'][:16]}`)."
-
-
-def _finetune_lines(provenance: dict) -> list[str]:
-    tuned, comparison = provenance.get("finetuned"), provenance.get("comparison", {})
-    if tuned is None:
-        return []
-    folds = "; ".join(f"fold {f['fold']}: {f['steps']} steps, best at step {f['best_step']} "
-                      f"(held-out loss {f['best_eval_loss']:.4f}), trained on {f['train_rows']} rows"
-                      for f in tuned["fold_reports"])
-    overlaps = ", ".join(f"{name} {100 * share:.1f}%" for name, share in comparison.get("eval_overlap", {}).items())
-    return [
-        f"Fine-tuned scores (`ll_split*`, column `score_finetuned`, fold in `fold`): {tuned['model']} fine-tuned "
-        f"with k = {tuned['folds']} cross-fitting (each row scored by a model trained on the other folds), template "
-        f"`{tuned['template']['name']}`, batch {tuned['batch_size']}, constant learning rate "
-        f"{tuned['learning_rate']:g}, evaluation every {tuned['eval_steps']} steps on "
-        f"{100 * tuned['eval_fraction']:.0f}% of the training folds, best checkpoint by held-out perplexity, "
-        f"early stopping patience {tuned['patience']}, at most {tuned['max_steps']} steps. {folds}.",
-        f"Prompted vs fine-tuned scores: Pearson correlation **{comparison.get('pearson', float('nan')):.3f}**; "
-        f"shared evaluation rows (validation + test): {overlaps or 'n/a'}.",
-    ]
-
-
-def _atom_lines(src, configs, atoms, unparseable) -> list[str]:
-    if atoms is None:
-        return []
-    swaps = ", ".join(f"`{c.name}` {c.parameters.get('atom_swaps', 0)}" for c in configs if "atom_swaps" in c.parameters)
-    lines = [f"Atom constraint ({atoms} atoms of `{src.target_field}`): every atom of a validation or test "
-             f"program occurs in some train program; rows swapped to meet it: {swaps}."]
-    if unparseable:
-        shown = "; ".join(f"source_id {sid}: {reason}" for sid, reason in unparseable[:20])
-        more = f"; and {len(unparseable) - 20} more" if len(unparseable) > 20 else ""
-        lines.append(f"Excluded: {len(unparseable)} row(s) whose program does not parse ({shown}{more}).")
-    return lines
-

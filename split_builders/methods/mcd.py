@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, Signal, SourceInfo, SplitMethod, check_size,
-                                option, parse_size)
+from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo,
+                                SplitMethod, check_size, option, parse_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.partition import CONTENT, content_keys, in_row_order, recorded_row_order
 
@@ -80,20 +80,20 @@ class MCDOptions(CommonOptions):
 class MCDMethod(SplitMethod):
     """MCD, random and published MCD configs of one dataset with rule derivations."""
 
-    name = "mcd"
-    paper = PAPER
-    summary = "maximum compound divergence splits (Keysers et al.'s atoms, weighted compounds and greedy search)"
-    config_names = ("mcd", "random", "mcd1", "mcd2", "mcd3")
-    Options = MCDOptions
-    default_source = None
-    # A table held in memory is read as NQG's rows are: an input and a target per row.
-    table_columns = ("input", "target")
-    source_kind = ("a GeoQuery / Spider / SCAN / COGS folder, an NQG-format file (input TAB target), a table with "
-                   "input and target columns, or a Hub id")
-    signal_columns = {"compound_weight": "continuous"}  # each row's total compound weight
-    baseline_config = "random"
-    harness_task = HarnessTask("generation", "exact_match")
-    supports_groups = False
+    info = MethodInfo(
+        name="mcd",
+        paper=PAPER,
+        summary="maximum compound divergence splits (Keysers et al.'s atoms, weighted compounds and greedy search)",
+        config_names=("mcd", "random", "mcd1", "mcd2", "mcd3"),
+        options=MCDOptions,
+        signal_columns={"compound_weight": "continuous"},  # each row's total compound weight
+        baseline_config="random",
+        harness_task=HarnessTask("generation", "exact_match"),
+        # A table held in memory is read as NQG's rows are: an input and a target per row.
+        table_columns=("input", "target"),
+        source_kind=("a GeoQuery / Spider / SCAN / COGS folder, an NQG-format file (input TAB target), a table with "
+                     "input and target columns, or a Hub id"),
+        default_source=None)
 
     def load(self, options: MCDOptions) -> Loaded:
         from loading_scripts import load_compositional

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import CommonOptions, Fields, HarnessTask, Loaded, Signal, SourceInfo, SplitMethod, option
+from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo,
+                                SplitMethod, option)
 from split_builders.errors import FieldError, InvalidParameterError, SourceLoadError
 from split_builders.signals.pvi.columns import pvi_figure, pvi_summary, summary_markdown, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir
@@ -79,18 +80,18 @@ class PVIOptions(CommonOptions):
 class PVIMethod(SplitMethod):
     """PVI difficulty splits (``resplit pvi``)."""
 
-    name = "pvi"
-    paper = PAPER
-    summary = "PVI difficulty splits (simple / hard) of any labelled dataset"
-    config_names = CONFIGS
-    Options = PVIOptions
-    default_source = "snli-sample"
-    signal_columns = {"pvi": "continuous"}
-    harness_task = HarnessTask("classification")
-    supports_groups = True
-    # `simple` and `hard` release train and validation (evaluated on validation: simple -> simple); the
-    # cross-distribution configs add the other part as test.
-    evaluation_splits = ("test", "validation")
+    info = MethodInfo(
+        name="pvi",
+        paper=PAPER,
+        summary="PVI difficulty splits (simple / hard) of any labelled dataset",
+        config_names=CONFIGS,
+        options=PVIOptions,
+        signal_columns={"pvi": "continuous"},
+        harness_task=HarnessTask("classification"),
+        # `simple` and `hard` release train and validation (evaluated on validation: simple -> simple); the
+        # cross-distribution configs add the other part as test.
+        evaluation_splits=("test", "validation"),
+        default_source="snli-sample")
 
     def check(self, options) -> None:
         from loading_scripts import NAMED_SOURCES
@@ -290,6 +291,18 @@ class PVIMethod(SplitMethod):
             boolean.write_bytes(archive.read("boolean/val.jsonl"))
         return ["--source", str(boolean), "--text-fields", "premise,hypothesis", "--label-field", "gold_label",
                 "--folds", "2", "--limit", "300", "--cache-dir", str(Path(work) / "pvi-cache")]
+
+    def group_example(self, data, work, values) -> tuple:
+        """CURRICULUM's boolean rows with a ``grp`` column holding ``values`` (one per row): ``(arguments, "grp")``."""
+        import json
+        import zipfile
+
+        with zipfile.ZipFile(Path(data) / "data" / "curriculum" / "tasks" / "boolean.zip") as archive:
+            rows = [json.loads(line) for line in archive.read("boolean/val.jsonl").decode().splitlines()[:len(values)]]
+        source = Path(work) / "nli.jsonl"
+        source.write_text("".join(json.dumps({**row, "grp": value}) + "\n" for row, value in zip(rows, values)))
+        return (["--source", str(source), "--text-fields", "premise,hypothesis", "--label-field", "gold_label",
+                 "--folds", "2", "--cache-dir", str(Path(work) / "pvi-cache"), "--group-field", "grp"], "grp")
 
 
 @dataclass

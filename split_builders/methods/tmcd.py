@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, Signal, SourceInfo, SplitMethod, check_size,
-                                option, parse_size)
+from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo,
+                                SplitMethod, check_size, option, parse_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.compositional import BUILT
 from split_builders.splitters.partition import CONTENT, content_keys, in_row_order, recorded_row_order
@@ -85,21 +85,21 @@ class TMCDOptions(CommonOptions):
 class TMCDMethod(SplitMethod):
     """TMCD, length, template, standard, published and lexical-variant configs of one dataset."""
 
-    name = "tmcd"
-    paper = PAPER
-    summary = ("compositional splits (TMCD, length, template, standard; published splits; wug-word variants) "
-               "with atom and compound divergence")
-    config_names = (*BUILT, "published_*", "<config>_rstr", "<config>_rcvcv")
-    Options = TMCDOptions
-    default_source = None
-    # A table held in memory is read as NQG's rows are: an input and a target per row.
-    table_columns = ("input", "target")
-    source_kind = ("a GeoQuery / Spider / SCAN / COGS folder, an NQG-format file (input TAB target), a table with "
-                   "input and target columns, or a Hub id")
-    signal_columns = {"score": "continuous"}  # the given log-likelihoods the ll_split* configs were split by (--scores)
-    baseline_config = "standard"
-    harness_task = HarnessTask("generation", "exact_match")
-    supports_groups = True
+    info = MethodInfo(
+        name="tmcd",
+        paper=PAPER,
+        summary=("compositional splits (TMCD, length, template, standard; published splits; wug-word variants) "
+                 "with atom and compound divergence"),
+        config_names=(*BUILT, "published_*", "<config>_rstr", "<config>_rcvcv"),
+        options=TMCDOptions,
+        signal_columns={"score": "continuous"},  # the given log-likelihoods the ll_split* configs were split by (--scores)
+        baseline_config="standard",
+        harness_task=HarnessTask("generation", "exact_match"),
+        # A table held in memory is read as NQG's rows are: an input and a target per row.
+        table_columns=("input", "target"),
+        source_kind=("a GeoQuery / Spider / SCAN / COGS folder, an NQG-format file (input TAB target), a table with "
+                     "input and target columns, or a Hub id"),
+        default_source=None)
 
     def check(self, options: TMCDOptions) -> None:
         if options.scores is not None:  # missing, a folder, a FIFO: said as what it is
@@ -346,6 +346,19 @@ class TMCDMethod(SplitMethod):
         """GeoQuery in NQG's format, two configs, a short search."""
         return ["--source", str(Path(data) / "data" / "geoquery" / "geoquery_nqg.tsv"), "--train-size", "440",
                 "--iterations", "300", "--configs", "tmcd,length"]
+
+    def group_example(self, data, work, values) -> tuple:
+        """GeoQuery's first rows as a table (input, target) with a ``grp`` column holding ``values`` (one per row),
+        the length and standard configs (the TMCD search cannot meet its atom constraint under a few groups):
+        ``(arguments, "grp")``."""
+        import json
+
+        lines = (Path(data) / "data" / "geoquery" / "geoquery_nqg.tsv").read_text().splitlines()[:len(values)]
+        source = Path(work) / "geo.jsonl"
+        source.write_text("".join(json.dumps({"input": line.split("\t")[0], "target": line.split("\t")[1], "grp": value})
+                                  + "\n" for line, value in zip(lines, values)))
+        return (["--source", str(source), "--train-size", str(len(lines) // 2), "--configs", "length,standard",
+                 "--group-field", "grp"], "grp")
 
 
 @dataclass
