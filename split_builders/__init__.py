@@ -43,6 +43,7 @@ _EXPORTS = {
     "BaseSplitter": "split_builders.api",
     "SplitMethod": "split_builders.api",
     "CommonOptions": "split_builders.api",
+    "TailSplitter": "split_builders.splitters.base",
     "LikelihoodSplitter": "split_builders.splitters.likelihood",
     "RandomSplitter": "split_builders.splitters.baselines",
     "LengthSplitter": "split_builders.splitters.baselines",

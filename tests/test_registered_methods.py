@@ -121,7 +121,7 @@ def test_show_prints_any_familys_release(releases, capsys):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_verify_passes_on_every_untouched_release(family, releases):
-    from split_builders.release.verify import verify
+    from split_builders.publishing.verify import verify
 
     report = verify(str(releases[family]), load=False)
     assert report.ok and any(f.level == 1 for f in report.findings)
