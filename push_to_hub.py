@@ -9,7 +9,7 @@ and hashes match the card, the card states a license: ``--license`` gives one wh
 repository in its load snippet, and a CHANGELOG section counting, per config, the rows that moved
 between splits since the previous version. ``--metric`` publishes a metric folder as a Space for ``evaluate.load``.
 Honours ``HF_TOKEN`` (or the stored login) and ``HF_ENDPOINT``; the token is never printed.
-Same as ``resplit push``; the work is done by ``split_builders.release.publish``.
+Same as ``resplit push``; the work is done by ``split_builders.publishing.publish``.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def run(dataset: str, args) -> list[dict]:
                                max_atom_divergence=args.max_atom_divergence, n_candidates=args.candidates,
                                n_swaps=args.swaps, random_state=seed)
         started = time.perf_counter()
-        split = splitter.split(atoms, compounds)
+        split = splitter.split(atoms=atoms, compounds=compounds)
         seconds = time.perf_counter() - started
         figures = config_divergences({"train": split.train, "test": split.test}, atoms, compounds)
         rows.append({"dataset": dataset, "split": f"resplit seed {seed}", "rows": n, "train": len(split.train),

@@ -51,7 +51,7 @@ def run(dataset: str, args) -> list[dict]:
     started = time.perf_counter()
     splitter = TMCDSplitter(train_size=n_train, n_iterations=args.iterations, random_state=args.seed,
                             max_atom_divergence=args.max_atom_divergence)
-    split = splitter.split(atoms, compounds, progress=args.progress)
+    split = splitter.split(atoms=atoms, compounds=compounds, progress=args.progress)
     rows.append(_row(dataset, f"resplit ({args.iterations} swaps, AD <= {args.max_atom_divergence:g})",
                      time.perf_counter() - started, split_divergences(split.train, split.test, atoms, compounds),
                      rows=len(atoms), train=n_train, bound_met=splitter.bound_met_))

@@ -8,7 +8,7 @@
 re-reads the whole README (its YAML, pure-Python PyYAML, and a hash of every config) on each call: time
 quadratic in the configs. *After*: the README's configs and dataset_info read once, the first config
 loaded through the README, every other one from its data files with its recorded features and split sizes
-(:func:`split_builders.release.verify._check_loads`). Both into a fresh ``datasets`` cache, wall and CPU
+(:func:`split_builders.publishing.verify._check_loads`). Both into a fresh ``datasets`` cache, wall and CPU
 seconds, side by side with the seconds per config; both must report the same findings (none on a good
 release).
 """
@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 
 def run(folder: Path, configs: list, plan) -> tuple[float, float, list]:
-    from split_builders.release.verify import Report, _check_loads
+    from split_builders.publishing.verify import Report, _check_loads
 
     report = Report(str(folder))
     with tempfile.TemporaryDirectory(prefix="verify-loads-") as cache:
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     import datasets
 
     from split_builders.release.folder import Released
-    from split_builders.release.verify import _load_plan
+    from split_builders.publishing.verify import _load_plan
 
     datasets.disable_progress_bars()
     released = Released(args.folder)

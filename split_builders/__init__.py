@@ -43,6 +43,7 @@ _EXPORTS = {
     "BaseSplitter": "split_builders.api",
     "SplitMethod": "split_builders.api",
     "CommonOptions": "split_builders.api",
+    "TailSplitter": "split_builders.splitters.base",
     "LikelihoodSplitter": "split_builders.splitters.likelihood",
     "RandomSplitter": "split_builders.splitters.baselines",
     "LengthSplitter": "split_builders.splitters.baselines",
@@ -54,6 +55,7 @@ _EXPORTS = {
     "DifficultySplitter": "split_builders.splitters.difficulty",
     "InoculationSplitter": "split_builders.splitters.inoculation",
     "BehaviouralSplitter": "split_builders.splitters.behavioural",
+    "LexicalOverlapSplitter": "split_builders.splitters.lexical_overlap",
 }
 __all__ = ["__version__", *_EXPORTS]
 

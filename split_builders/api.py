@@ -31,11 +31,12 @@ from split_builders.contracts import (HOOKS, REQUIRED_HOOKS, SIGNAL_KINDS, TASKS
 from split_builders.options import (DEFAULT_NULL_SPLITS, MAX_NULL_SPLITS, NULL_SPLITS_ENV, CommonOptions, check_type,
                                     default_null_splits, option)
 from split_builders.registry import get_method, register, registry, unregister
-from split_builders.splits import (SPLITS, BaseSplitter, ConfigSplit, Split, check_number, check_random_state,
-                                   check_size, parse_size, resolve_size)
+from split_builders.splits import (DEFAULT_SEED, SPLIT_INPUTS, SPLITS, BaseSplitter, ConfigSplit, Split, check_number,
+                                   check_random_state, check_size, parse_size, resolve_size)
 
-__all__ = ["BaseSplitter", "CommonOptions", "ConfigSplit", "Context", "DEFAULT_NULL_SPLITS", "Fields", "HOOKS",
-           "HarnessTask", "Loaded", "MAX_NULL_SPLITS", "MethodInfo", "REQUIRED_HOOKS", "NULL_SPLITS_ENV", "SIGNAL_KINDS", "SPLITS", "Signal",
-           "SourceInfo", "Split", "SplitMethod", "TASKS", "check_number", "check_random_state", "check_size",
+__all__ = ["BaseSplitter", "CommonOptions", "ConfigSplit", "Context", "DEFAULT_NULL_SPLITS", "DEFAULT_SEED", "Fields",
+           "HOOKS", "HarnessTask", "Loaded", "MAX_NULL_SPLITS", "MethodInfo", "NULL_SPLITS_ENV", "REQUIRED_HOOKS",
+           "SIGNAL_KINDS", "SPLITS", "SPLIT_INPUTS", "Signal", "SourceInfo", "Split", "SplitMethod", "TASKS",
+           "check_number", "check_random_state", "check_size",
            "check_type", "default_null_splits", "get_method", "option", "parse_size", "register", "registry",
            "resolve_size", "unregister"]

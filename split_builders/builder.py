@@ -50,17 +50,17 @@ class BuildResult:
 def check_output(out, *, overwrite: bool, inputs=()) -> Path:
     """Refuse an output location that cannot be written, or whose replacement would lose what resplit
     did not make, before any work: the one output policy every writer follows
-    (:func:`~split_builders.release.writer.check_output_place`, a release folder named by ``--out``).
+    (:func:`~split_builders.release.places.check_output_place`, a release folder named by ``--out``).
 
     ``--out`` must name a folder other than ``/``, the home folder or the working folder, and not a
     dangling symbolic link. An existing folder needs ``overwrite``, and is replaced only when it is empty or
     a resplit release holding nothing but what resplit wrote (the files its card names and its harness
-    tasks: :func:`~split_builders.release.writer.check_replaceable`, which names the others); an existing
+    tasks: :func:`~split_builders.release.places.check_replaceable`, which names the others); an existing
     file is never replaced. ``--out`` may not be, or contain, any of ``inputs`` (the source, a scores file,
     the cache). The nearest existing ancestor must be a writable folder.
     """
-    from split_builders.release.readers import written_files
-    from split_builders.release.writer import check_output_place
+    from split_builders.publishing.readers import written_files
+    from split_builders.release.places import check_output_place
 
     return check_output_place(out, "--out", kind="folder", overwrite=overwrite, harness_files=written_files,
                               inputs=inputs, reader="this build")
@@ -153,8 +153,8 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
     method.check(options)
     if not context.is_main_process:  # only the main process writes, so only it locks
         return _build(method, options, context, out, card_overrides)
-    from split_builders.release.readers import written_files
-    from split_builders.release.writer import OutputLock
+    from split_builders.publishing.readers import written_files
+    from split_builders.release.places import OutputLock
 
     with sigterm_as_interrupt(), OutputLock(out, harness_files=written_files) as lock:
         for note in lock.notes:  # what an interrupted build left here, and what became of it
@@ -258,7 +258,7 @@ def _build(method, options, context, out, overrides) -> BuildResult:
     from split_builders.release import card as cards
     from split_builders.release.provenance import provenance
     from split_builders.release.writer import write_release
-    from split_builders.release.readers import write_readers, written_files
+    from split_builders.publishing.readers import write_readers, written_files
 
     rows = method.rows(loaded, signal, configs)
     spec = method.card(loaded, signal, configs, options)

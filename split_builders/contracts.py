@@ -553,7 +553,7 @@ class SplitMethod(abc.ABC):
 
     @abc.abstractmethod
     def card(self, loaded: Loaded, signal: Signal, configs: list, options):
-        """The method's part of the card: a :class:`split_builders.release.cardspec.CardSpec` (title, intro, how the
+        """The method's part of the card: a :class:`split_builders.cardspec.CardSpec` (title, intro, how the
         splits were built, one section per config with figure specifications), plain data with no I/O; the shared
         skeleton, the evidence views' sections and the figures' drawing are added by the build."""
 
@@ -574,7 +574,7 @@ class SplitMethod(abc.ABC):
         (the function in :mod:`split_builders.splitters` that :meth:`configs` calls) and return what
         that same builder returns, a list of :class:`~split_builders.splits.ConfigSplit` whose indices
         count the released rows (``released.all_rows()``, or the config's own ``rows``). Shared code maps
-        them to ``source_id`` (:func:`split_builders.release.verify.by_source_id`). Configs it does not
+        them to ``source_id`` (:func:`split_builders.publishing.verify.by_source_id`). Configs it does not
         return are reported as not checked.
         """
         return []

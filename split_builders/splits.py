@@ -91,9 +91,39 @@ class ConfigSplit:
             raise InvalidParameterError(f"config {self.name!r}: {(seen > 1).sum()} row(s) are in more than one split")
 
 
+DEFAULT_SEED = 42
+"""The default ``random_state`` of every splitter (a build passes its ``--seed``)."""
+
+SPLIT_INPUTS = {
+    "signal": "the per-row signal the splitter orders or holds out by: scores, PVI, a functionality per row",
+    "labels": "one label per row",
+    "groups": "one group number per row; a group's rows are never divided",
+    "lengths": "the word length of each row",
+    "atoms": "the set of atoms of each row's program",
+    "compounds": "the compounds of each row's program, a {compound: weight} mapping per row",
+    "inputs": "the input text of each row",
+    "targets": "the target text (program) of each row",
+    "released": "the split each row was released in ('train' or 'validation')",
+    "n_rows": "the number of rows, where no per-row input gives it",
+}
+"""The keywords every splitter's :meth:`BaseSplitter.split` accepts, and what each holds."""
+
+
 class BaseSplitter:
-    """Base class of every splitter: ``get_params()`` and ``repr`` read the constructor's
-    keyword-only parameters from attributes of the same name (set in ``__init__``, validated there)."""
+    """Base class of every splitter, in scikit-learn's style.
+
+    ``get_params()`` and ``repr`` read the constructor's keyword-only parameters from attributes of the same name
+    (set in ``__init__``, validated there); ``random_state`` defaults to :data:`DEFAULT_SEED` everywhere.
+
+    Every splitter is called the same way, :meth:`split` ``(signal=None, *, labels=None, groups=None,
+    lengths=None, ...)`` with the keywords of :data:`SPLIT_INPUTS`: it reads those its :meth:`_split` names and
+    ignores the others, and refuses, in one line naming it, an input it ``requires`` that is missing. A subclass
+    writes ``requires`` and ``_split``; a splitter that holds out the tail of an order fills only ``_order``
+    (:class:`split_builders.splitters.base.TailSplitter`)."""
+
+    requires: tuple = ()
+    """The inputs (names of :data:`SPLIT_INPUTS`) :meth:`split` cannot go without; ``n_rows`` is met by any
+    per-row input."""
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -109,8 +139,63 @@ class BaseSplitter:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
 
-    def split(self, *args, **kwargs) -> Split:  # pragma: no cover - every splitter overrides it
+    def split(self, signal=None, *, labels=None, groups=None, lengths=None, atoms=None, compounds=None,
+              inputs=None, targets=None, released=None, n_rows=None, progress: bool = False) -> Split:
+        """Return the sorted row numbers of train, validation and test (:class:`Split`).
+
+        Every splitter accepts this call (:data:`SPLIT_INPUTS`) and reads what it needs: ``signal`` the per-row
+        signal it orders or holds out by (a count of rows where a splitter reads none, e.g. ``RandomSplitter``),
+        ``labels`` to balance over, ``groups`` to keep whole, ``lengths``, ``atoms`` and ``compounds``, ``inputs``
+        and ``targets``, ``released``; ``n_rows`` where no per-row input gives it; ``progress`` shows a bar on
+        stderr where a search is long."""
+        given = {"signal": signal, "labels": labels, "groups": groups, "lengths": lengths, "atoms": atoms,
+                 "compounds": compounds, "inputs": inputs, "targets": targets, "released": released, "n_rows": n_rows}
+        if isinstance(signal, Integral) and not isinstance(signal, bool) and n_rows is None:
+            given["signal"], given["n_rows"] = None, signal  # a count of rows as the first argument
+        if given["n_rows"] is None:
+            given["n_rows"] = _rows_given(given)
+        for name in self.requires:
+            if given[name] is None:
+                wanted = "any per-row input" if name == "n_rows" else f"{name}="
+                raise InvalidParameterError(f"{type(self).__name__}.split needs {wanted} ({SPLIT_INPUTS[name]})")
+        read = _parameters(type(self)._split)
+        return self._split(**{name: value for name, value in {**given, "progress": progress}.items() if name in read})
+
+    def _split(self, **inputs) -> Split:  # pragma: no cover - every splitter fills it
         raise NotImplementedError
+
+    @classmethod
+    def _examples(cls, data: dict) -> list:
+        """Small cases of this splitter that the contract tests run (``tests/test_splitter_contract.py``):
+        ``[(constructor parameters, split() keywords, whether the split covers every row)]``, the keywords drawn
+        from ``data``: ``n_rows`` rows of GeoQuery (``inputs``, ``targets``, ``atoms``, ``compounds``), and
+        ``rng``, a seeded ``numpy.random.Generator`` for the rest (scores, labels, lengths, ...)."""
+        return []
+
+
+def _rows_given(given: dict) -> int | None:
+    """The number of rows of the first per-row input given (None: none)."""
+    for name in ("signal", "labels", "groups", "lengths", "atoms", "compounds", "inputs", "targets", "released"):
+        if given[name] is not None:
+            try:
+                return len(given[name])
+            except TypeError:
+                continue
+    return None
+
+
+_READ: dict = {}
+
+
+def _parameters(function) -> frozenset:
+    """The keyword names a splitter's ``_split`` reads (every one, where it takes ``**inputs``)."""
+    if function not in _READ:
+        parameters = inspect.signature(function).parameters.values()
+        if any(p.kind == p.VAR_KEYWORD for p in parameters):
+            _READ[function] = frozenset([*SPLIT_INPUTS, "progress"])
+        else:
+            _READ[function] = frozenset(p.name for p in parameters) - {"self"}
+    return _READ[function]
 
 
 def check_number(value, name: str, *, integer: bool = False, minimum=None, maximum=None,

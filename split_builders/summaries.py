@@ -8,7 +8,7 @@ from collections import Counter
 
 import numpy as np
 
-from split_builders.release.cardspec import Figure, Panel
+from split_builders.cardspec import Figure, Panel
 from split_builders.splits import SPLITS
 
 

@@ -199,7 +199,7 @@ def check_card(case: Case) -> None:
 
 def check_verify(case: Case) -> None:
     """``verify`` passes on the untouched release: level 1 every file identical, level 2 every config checked."""
-    from split_builders.release.verify import verify
+    from split_builders.publishing.verify import verify
 
     report = verify(str(case.built()), load=False)
     assert report.ok and any(f.level == 1 for f in report.findings)

@@ -230,7 +230,7 @@ class ToyMethod(SplitMethod):
         return [ConfigSplit("shortest", split.as_indices(), method=self.name, parameters=parameters)]
 
     def card(self, loaded, signal, configs, options):
-        from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
+        from split_builders.cardspec import CardSpec, Figure, Panel, Section
 
         figure = Figure("figures/shortest.png", "lengths", [Panel("characters", {
             s: signal.values[configs[0].indices[s]] for s in configs[0].splits}, kind="discrete")])
@@ -267,9 +267,9 @@ def cli_command(family: str | None = None) -> list:
 
 def verify_rescore(target, **options):
     """``verify(target, rescore=True, ...)`` with the rebuild the CLI passes (level 3 builds the release again;
-    ``release.verify`` does not import the builder, so a caller hands it :func:`split_builders.builder.rebuild`)."""
+    ``publishing.verify`` does not import the builder, so a caller hands it :func:`split_builders.builder.rebuild`)."""
     from split_builders.builder import rebuild
-    from split_builders.release.verify import verify
+    from split_builders.publishing.verify import verify
 
     return verify(str(target), rescore=True, rebuild=rebuild, **options)
 

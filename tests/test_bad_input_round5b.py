@@ -234,7 +234,7 @@ def test_bad_input_is_one_line_or_the_right_answer(case, env, capsys, request):
 def test_good_input_still_passes(env, capsys):
     from split_builders.api import get_method
     from split_builders.options import check_repo_id
-    from split_builders.release.publish import check_destination
+    from split_builders.publishing.publish import check_destination
     from split_builders.release.recipe import load_recipe
 
     recipe = load_recipe(env.recipe(f"against:\n  - dev.csv\n  - {env.tmp / 'dev.csv'}\n  - org/other-dataset@v1.0\n"

@@ -20,7 +20,7 @@ from conftest import FAMILIES, TESTS
 from split_builders.api import registry
 from split_builders.cli import main
 from split_builders.errors import InvalidParameterError
-from split_builders.release.writer import mark_staging
+from split_builders.release.places import mark_staging
 
 
 def _data_files(release: Path) -> list:
@@ -113,7 +113,7 @@ def test_an_incomplete_staged_release_is_never_promoted_and_is_removed_with_a_li
 def test_a_complete_staged_release_is_promoted_and_verifies(toy_method, tmp_path, capsys):
     """The other side: a staged release whose files all match its card (a build killed after its last write,
     before the rename) is put in place, said on the terminal, and verify finds it intact."""
-    from split_builders.release.verify import verify
+    from split_builders.publishing.verify import verify
 
     source = tmp_path / "toy.csv"
     source.write_text("text,label\n" + "".join(f"{'x' * (i % 17 + 1)} {i},{i % 2}\n" for i in range(60)))

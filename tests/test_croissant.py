@@ -1,4 +1,4 @@
-"""``croissant.json`` in every release (issue 43, :mod:`split_builders.release.croissant`): mlcroissant validates
+"""``croissant.json`` in every release (issue 43, :mod:`split_builders.publishing.croissant`): mlcroissant validates
 every registered family's file and reads the same rows, split by split and in the same order, as ``datasets``;
 ``verify`` checks it against the files, ``diff`` reports its changes, ``push`` stages it with the published
 version, and the file is deterministic and names no local path."""
@@ -14,10 +14,10 @@ import yaml
 
 from conftest import FAMILIES
 from split_builders.cli import main
-from split_builders.release.croissant import FILE, HUB, SPLIT_TYPES, croissant_changes, text
-from split_builders.release.diff import diff, format_diff
+from split_builders.publishing.croissant import FILE, HUB, SPLIT_TYPES, croissant_changes, text
+from split_builders.publishing.diff import diff, format_diff
 from split_builders.release.folder import Released
-from split_builders.release.verify import verify
+from split_builders.publishing.verify import verify
 
 mlc = pytest.importorskip("mlcroissant", reason="mlcroissant is a test extra (pip install resplit[test])")
 
@@ -176,8 +176,8 @@ def test_verify_checks_croissant_against_the_files(family_releases, tmp_path):
 
 def test_overwrite_replaces_resplits_croissant_and_refuses_a_users(family_releases, tmp_path, capsys):
     from split_builders.errors import OutputExistsError
-    from split_builders.release.readers import written_files
-    from split_builders.release.writer import check_replaceable
+    from split_builders.publishing.readers import written_files
+    from split_builders.release.places import check_replaceable
 
     folder = _copy(family_releases["likelihood"], tmp_path)
     path = folder / FILE
@@ -214,7 +214,7 @@ def test_diff_reports_croissant_changes(family_releases, tmp_path):
 
 
 def test_push_stages_croissant_with_the_published_url_and_version(family_releases, tmp_path):
-    from split_builders.release.publish import stage_release
+    from split_builders.publishing.publish import stage_release
 
     staged = stage_release(family_releases["likelihood"], tmp_path / "staged", "1.2.0", "## v1.2.0\n", "",
                            repo_id="org/snli-likelihood", license="mit")

@@ -76,7 +76,7 @@ def test_subsets_are_nested_label_balanced_from_train_only_with_the_released_val
 
 def test_same_seed_same_subsets_another_seed_other_subsets(phenomena):
     labels, released = _labels_and_splits(phenomena["boolean"])
-    draw = lambda seed: InoculationSplitter(size=50, random_state=seed).split(labels, released).train
+    draw = lambda seed: InoculationSplitter(size=50, random_state=seed).split(labels=labels, released=released).train
     assert np.array_equal(draw(42), draw(42))
     assert not np.array_equal(draw(42), draw(43))
     assert len(draw(42)) == len(draw(43)) == 150
@@ -97,7 +97,7 @@ def test_subsets_are_curriculum_released_few_shot_sampler(curriculum, phenomena,
         for line in lines:
             by_label.setdefault(line["gold_label"], []).append(line["position"])  # raw labels (entailment/neutral)
         expected = sorted(position for positions in by_label.values() for position in positions[:k])
-        assert InoculationSplitter(size=k, random_state=42).split(labels, released).train.tolist() == expected
+        assert InoculationSplitter(size=k, random_state=42).split(labels=labels, released=released).train.tolist() == expected
 
 
 @pytest.mark.parametrize("kwargs, released, message", [
@@ -109,7 +109,7 @@ def test_subsets_are_curriculum_released_few_shot_sampler(curriculum, phenomena,
 ])
 def test_splitter_refuses_bad_parameters_and_rows(kwargs, released, message):
     with pytest.raises(InvalidParameterError, match=message):
-        InoculationSplitter(**kwargs).split(["a", "b"], released or ["train", "validation"])
+        InoculationSplitter(**kwargs).split(labels=["a", "b"], released=released or ["train", "validation"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,7 +151,7 @@ def test_cli_builds_inoculation_configs_with_train_and_the_released_validation(r
 
 
 def test_verify_level_2_rederives_every_inoculation_config(release, tmp_path):
-    from split_builders.release.verify import verify
+    from split_builders.publishing.verify import verify
     from test_verify_diff import _card as read_card, _write_card
 
     report = verify(str(release), load=False)
@@ -172,7 +172,7 @@ def test_verify_level_2_rederives_every_inoculation_config(release, tmp_path):
     meta["resplit"]["configs"]["verbnet_inoc_10"]["sha256"]["train"] = hashlib.sha256(
         files["verbnet_inoc_10"]["train"].read_bytes()).hexdigest()
     _write_card(copy, meta, body)
-    from split_builders.release.croissant import write_croissant
+    from split_builders.publishing.croissant import write_croissant
 
     write_croissant(copy)  # and its croissant.json, which lists every data file's sha256
     tampered = verify(str(copy), load=False)

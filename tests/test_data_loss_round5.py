@@ -1,6 +1,6 @@
 """Nothing lost, round five (issue 46, "Lost data"): every writer of resplit (a build's ``--out``, ``audit --against
 ... --write-clean`` and ``--rows``, ``export lm-eval --out``) goes through the build's one output policy
-(:func:`split_builders.release.writer.check_output_place`): refused places, files resplit did not write named and
+(:func:`split_builders.release.places.check_output_place`): refused places, files resplit did not write named and
 kept, a lock, staging then rename, and a staging folder recognised only by the marker resplit writes into it first.
 
 ``CASES`` is the table of what lost data or went astray before (each fails on the code before this change); every
@@ -59,7 +59,7 @@ def written_clean(env, name="clean") -> Path:
 def guarded_export(monkeypatch):
     """The harness export's file writer, made to fail the test instead of writing task files into the root, the
     home or the working folder (where the code before this change wrote them)."""
-    import split_builders.release.export as export
+    import split_builders.publishing.export as export
 
     write_files = export._write_files
 
@@ -175,7 +175,7 @@ def write_clean_onto_the_release_being_audited(env, capsys):
 def write_clean_into_a_place_another_run_is_writing(env, capsys):
     """A second --write-clean (or a build) into the same place while one runs is refused at once, naming the
     first (which holds the lock), instead of both exiting 0 and one result lost."""
-    from split_builders.release.writer import OutputLock
+    from split_builders.release.places import OutputLock
 
     out = env.tmp / "clean"
     with OutputLock(out):

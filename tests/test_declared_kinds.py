@@ -33,7 +33,7 @@ def test_sizes_within_a_few_percent_are_not_reported():
 
 
 def test_diff_compares_a_categorical_signal_as_categories():
-    from split_builders.release.diff import categorical_statistics, signal_kinds
+    from split_builders.publishing.diff import categorical_statistics, signal_kinds
 
     stats = categorical_statistics("functionality_id", np.array([0, 0, 1, 2]), np.array([2, 3, 3]))
     assert stats == {"tv_functionality_id_train_test": 0.75, "held_out_functionality_id": 1}

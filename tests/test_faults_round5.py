@@ -284,7 +284,7 @@ def test_a_lock_removed_by_its_holder_is_not_shared(tmp_path, monkeypatch):
     import fcntl
 
     from split_builders.errors import OutputLockedError
-    from split_builders.release.writer import OutputLock
+    from split_builders.release.places import OutputLock
 
     out = tmp_path / "out"
     first, second = OutputLock(out).__enter__(), OutputLock(out)
@@ -337,7 +337,7 @@ def test_a_build_with_one_very_long_text_completes_with_its_rows(tmp_path, capsy
     import numpy as np
 
     from split_builders.release.card import MAX_DISCRETE_BINS, _draw_panel
-    from split_builders.release.cardspec import Panel
+    from split_builders.cardspec import Panel
 
     words = "the a man woman dog cat runs sits eats plays outside park".split()
     source = tmp_path / "long.jsonl"

@@ -383,11 +383,11 @@ def test_cli_builds_prompted_and_finetuned_configs_side_by_side(tiny_model_dir, 
     assert not np.array_equal(np.asarray(rows["score_finetuned"]), np.asarray(rows["score"]))
     # ll_split holds out what the splitter picks from the fine-tuned scores, not the prompted ones.
     _, dev, test = LikelihoodSplitter(validation_size=9, test_size=9, random_state=42).split(
-        direct.scores, source.labels())
+        direct.scores, labels=source.labels())
     held_out = set(np.asarray(rows["source_id"])[np.concatenate([dev, test])].tolist())
     assert set(loaded["validation"]["source_id"]) | set(loaded["test"]["source_id"]) == held_out
     # verify's level 2 re-derives all eight configs from the rows' score and score_finetuned.
-    from split_builders.release.verify import verify
+    from split_builders.publishing.verify import verify
 
     report = verify(str(out), load=False)
     assert report.ok and {f.config for f in report.findings if f.level == 2 and f.status == "identical"} == {

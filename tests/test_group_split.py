@@ -39,16 +39,16 @@ def _splits(rows, seed):
     """Every splitter and mode that takes groups, on the same rows."""
     g, labels, scores, lengths = rows["groups"], rows["labels"], rows["scores"], rows["lengths"]
     sizes = dict(validation_size=0.1, test_size=0.15, random_state=seed)
-    yield "likelihood", LikelihoodSplitter(**sizes).split(scores, labels, groups=g)
-    yield "likelihood_len", LikelihoodSplitter(length_buckets=3, **sizes).split(scores, labels, lengths, groups=g)
-    yield "likelihood_reverse", LikelihoodSplitter(reverse=True, **sizes).split(scores, labels, groups=g)
+    yield "likelihood", LikelihoodSplitter(**sizes).split(scores, labels=labels, groups=g)
+    yield "likelihood_len", LikelihoodSplitter(length_buckets=3, **sizes).split(scores, labels=labels, lengths=lengths, groups=g)
+    yield "likelihood_reverse", LikelihoodSplitter(reverse=True, **sizes).split(scores, labels=labels, groups=g)
     yield "likelihood_train_size", LikelihoodSplitter(train_size=0.7, random_state=seed).split(scores, groups=g)
     yield "likelihood_atoms", LikelihoodSplitter(train_size=0.7, random_state=seed).split(
         scores, atoms=rows["atoms"], groups=g)
-    yield "random", RandomSplitter(**sizes).split(g.size, labels, groups=g)
-    yield "length", LengthSplitter(**sizes).split(lengths, labels, groups=g)
+    yield "random", RandomSplitter(**sizes).split(g.size, labels=labels, groups=g)
+    yield "length", LengthSplitter(**sizes).split(lengths=lengths, labels=labels, groups=g)
     for config in CONFIGS:
-        yield f"difficulty_{config}", DifficultySplitter(config=config, random_state=seed).split(scores, labels, g)
+        yield f"difficulty_{config}", DifficultySplitter(config=config, random_state=seed).split(scores, labels=labels, groups=g)
 
 
 def test_no_splitter_divides_a_group_and_each_is_deterministic(grouped_rows):

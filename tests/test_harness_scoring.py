@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from split_builders.cli import main
-from split_builders.release.export import export_lm_eval
+from split_builders.publishing.export import export_lm_eval
 
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness is a test extra (pip install resplit[test])")
 

@@ -17,7 +17,7 @@ import yaml
 from split_builders.api import SourceInfo
 from split_builders.cli import main
 from split_builders.release import card as cards
-from split_builders.release import publish
+from split_builders.publishing import publish
 from split_builders.release.provenance import locate_source
 
 REPO = Path(__file__).resolve().parents[1]

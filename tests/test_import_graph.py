@@ -391,6 +391,31 @@ def test_no_import_circle_between_modules():
     assert not circles, "import circles between modules (functions' imports included):\n" + "\n".join(circles)
 
 
+def package_of(module: str) -> str:
+    """The package a module counts for: ``split_builders.<first part>`` (``split_builders.release.folder``:
+    ``split_builders.release``; a top-level module such as ``split_builders.cardspec`` is its own), or the
+    top-level package (``loading_scripts``, ``metrics``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "split_builders" else parts[0]
+
+
+def test_no_import_circle_between_packages():
+    """``release``, ``evidence``, ``publishing``, ``evaluation``, ... import each other at most one way."""
+    graph, evidence = import_graph(package_of)
+    assert {"split_builders.evidence", "split_builders.release"} <= graph["split_builders.publishing"]  # sanity
+    circles = describe_circles(graph, evidence)
+    assert not circles, "import circles between packages (functions' imports included):\n" + "\n".join(circles)
+
+
+MAX_LINES = 700
+
+
+def test_no_module_is_over_700_lines():
+    long = {path.relative_to(REPO).as_posix(): n for path in project_modules().values()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them by role): {long}"
+
+
 def test_the_checks_catch_what_they_should():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
@@ -426,6 +451,15 @@ def test_the_release_package_imports_no_method():
                  for module, path in module_files("split_builders.release").items()
                  for name, line, _ in imports(path, module)
                  if is_within(name, "split_builders.methods")]
+    assert not offending, offending
+
+
+def test_the_release_package_imports_no_evidence():
+    """The release's format knows no evidence (what combines the two is ``split_builders.publishing``)."""
+    offending = [f"{module} (line {line}) imports {name}"
+                 for module, path in module_files("split_builders.release").items()
+                 for name, line, _ in imports(path, module)
+                 if is_within(name, "split_builders.evidence") or is_within(name, "split_builders.publishing")]
     assert not offending, offending
 
 

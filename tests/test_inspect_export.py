@@ -209,7 +209,7 @@ def test_a_damaged_release_is_refused(family_releases, tmp_path, capsys):
 
 def test_tasks_read_the_hub_at_the_pushed_revision(family_releases, tmp_path):
     """Exported for a Hub id (as ``push`` does), the tasks read that repository at that revision: no local pin."""
-    from split_builders.release.inspect_export import export_inspect
+    from split_builders.publishing.inspect_export import export_inspect
 
     folder = _copy(family_releases["likelihood"], tmp_path)
     exported = export_inspect(folder, repo_id="org/snli-likelihood", revision="v1.2.0")
@@ -281,7 +281,7 @@ def test_g_scores_match_an_independent_computation(family_releases, tmp_path):
     import pyarrow.parquet as pq
 
     from split_builders.evaluation.report import report
-    from split_builders.release.export import group_name
+    from split_builders.publishing.export import group_name
     from split_builders.release.folder import data_files, read_card
 
     behavioural, iid_release = family_releases["behavioural"], family_releases["likelihood"]

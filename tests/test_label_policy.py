@@ -22,7 +22,7 @@ from loading_scripts.labels import LABEL, check_label_name, label_column, label_
 from split_builders.api import Fields
 from split_builders.cli import main
 from split_builders.errors import InvalidParameterError
-from split_builders.release.verify import verify
+from split_builders.publishing.verify import verify
 
 
 

@@ -27,7 +27,7 @@ def _fixture_inputs(reference, task):
 def test_reproduces_reference_index_files(likelihood_reference, task, variant, buckets):
     scores, labels, lengths, size = _fixture_inputs(likelihood_reference, task)
     splitter = LikelihoodSplitter(validation_size=size, test_size=size, length_buckets=buckets, random_state=42)
-    train, dev, test = splitter.split(scores, labels, lengths)
+    train, dev, test = splitter.split(scores, labels=labels, lengths=lengths)
     folder = likelihood_reference / task / variant
     for name, got in (("train", train), ("dev", dev), ("test", test)):
         expected = json.loads((folder / f"{name}_idx.json").read_text())
@@ -47,7 +47,7 @@ def _random_problem(seed, n=300, n_classes=3):
 def test_partition_invariants(buckets, reverse):
     scores, labels, lengths = _random_problem(1)
     train, dev, test = LikelihoodSplitter(validation_size=30, test_size=31, length_buckets=buckets, reverse=reverse,
-                                          random_state=7).split(scores, labels, lengths)
+                                          random_state=7).split(scores, labels=labels, lengths=lengths)
     everything = np.concatenate([train, dev, test])
     assert len(dev) == 30 and len(test) == 31
     assert np.array_equal(np.sort(everything), np.arange(len(scores)))  # full coverage, no overlap
@@ -59,7 +59,7 @@ def test_partition_invariants(buckets, reverse):
 
 def test_without_length_control_eval_is_the_least_likely_of_each_class():
     scores, labels, _ = _random_problem(2)
-    train, dev, test = LikelihoodSplitter(validation_size=15, test_size=15, random_state=0).split(scores, labels)
+    train, dev, test = LikelihoodSplitter(validation_size=15, test_size=15, random_state=0).split(scores, labels=labels)
     held_out = np.concatenate([dev, test])
     for label in np.unique(labels):
         in_class = labels == label
@@ -77,7 +77,7 @@ def test_reverse_holds_out_the_most_likely():
 def test_same_seed_same_split_other_seed_other_division():
     scores, labels, lengths = _random_problem(4)
     make = lambda seed: LikelihoodSplitter(validation_size=30, test_size=30, length_buckets=4,  # noqa: E731
-                                           random_state=seed).split(scores, labels, lengths)
+                                           random_state=seed).split(scores, labels=labels, lengths=lengths)
     first, again, other = make(5), make(5), make(6)
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
     assert not np.array_equal(first[1], other[1])
@@ -128,7 +128,7 @@ def test_random_baseline_matches_pandas_reference(seed):
     _, labels, _ = _random_problem(seed, n=250)
     frame = pd.DataFrame({"label": labels})
     expected = _pandas_reference(frame, lambda f, rng: f.sample(frac=1, random_state=rng.bit_generator), 40, 41, seed)
-    train, dev, test = RandomSplitter(validation_size=40, test_size=41, random_state=seed).split(250, labels)
+    train, dev, test = RandomSplitter(validation_size=40, test_size=41, random_state=seed).split(250, labels=labels)
     assert (set(train), set(dev), set(test)) == (expected["train"], expected["dev"], expected["test"])
 
 
@@ -137,7 +137,7 @@ def test_length_baseline_matches_pandas_reference(seed):
     _, labels, lengths = _random_problem(seed, n=250)
     frame = pd.DataFrame({"label": labels, "length": lengths})
     expected = _pandas_reference(frame, lambda f, rng: f.sort_values("length", kind="mergesort"), 40, 40, seed)
-    train, dev, test = LengthSplitter(validation_size=40, test_size=40, random_state=seed).split(lengths, labels)
+    train, dev, test = LengthSplitter(validation_size=40, test_size=40, random_state=seed).split(lengths=lengths, labels=labels)
     assert (set(train), set(dev), set(test)) == (expected["train"], expected["dev"], expected["test"])
 
 
@@ -161,7 +161,7 @@ def test_sizes_impossible_for_the_data_say_which_class_is_short():
     scores = np.arange(20.0)
     labels = ["a"] * 17 + ["b"] * 3
     with pytest.raises(InvalidParameterError, match="class 'b' has 3 rows but its share"):
-        LikelihoodSplitter(validation_size=4, test_size=4).split(scores, labels)
+        LikelihoodSplitter(validation_size=4, test_size=4).split(scores, labels=labels)
     with pytest.raises(InvalidParameterError, match="must be smaller than the number of rows"):
         LikelihoodSplitter(validation_size=0.5, test_size=0.5).split(scores)
 
@@ -172,4 +172,4 @@ def test_bad_scores_and_missing_lengths_are_reported():
     with pytest.raises(InvalidParameterError, match="needs the lengths"):
         LikelihoodSplitter(validation_size=1, test_size=1, length_buckets=2).split([1.0, 2.0, 3.0, 4.0])
     with pytest.raises(InvalidParameterError, match="labels has 2 values for 4 rows"):
-        LikelihoodSplitter(validation_size=1, test_size=1).split([1.0, 2.0, 3.0, 4.0], ["a", "b"])
+        LikelihoodSplitter(validation_size=1, test_size=1).split([1.0, 2.0, 3.0, 4.0], labels=["a", "b"])

@@ -1,4 +1,4 @@
-"""lm-evaluation-harness tasks of a release (``resplit export lm-eval``, :mod:`split_builders.release.export`),
+"""lm-evaluation-harness tasks of a release (``resplit export lm-eval``, :mod:`split_builders.publishing.export`),
 run offline through the harness's own Python API on a tiny random causal LM."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import yaml
 
 from split_builders.cli import main
 from split_builders.errors import InvalidParameterError
-from split_builders.release.export import export_lm_eval, write_lm_eval
+from split_builders.publishing.export import export_lm_eval, write_lm_eval
 
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness is a test extra (pip install resplit[test])")
 
@@ -406,7 +406,7 @@ def test_logged_samples_keep_their_row_and_behavioural_ones_their_test_case(rele
     case."""
     import lm_eval
 
-    from split_builders.release.export import DOC_FIELDS, TASK_VERSION
+    from split_builders.publishing.export import DOC_FIELDS, TASK_VERSION
 
     root, exported = releases
     monkeypatch.chdir(tmp_path)
@@ -478,7 +478,7 @@ def test_behavioural_documents_keep_a_test_case_of_several_examples_and_index_ea
 
 def test_curriculum_inoculation_tasks_are_a_group_of_their_own_and_exporting_again_replaces_only_resplits(
         releases, shared, tmp_path, capsys):
-    from split_builders.release.export import written_before
+    from split_builders.publishing.export import written_before
 
     root, exported = releases
     folder = tmp_path / "cur"

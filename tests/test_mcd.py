@@ -116,7 +116,7 @@ def test_a_searched_split_keeps_its_constraints_and_repeats_for_a_seed(commands)
     make = lambda seed: MCDSplitter(train_size=800, test_size=100, max_atom_divergence=0.02, n_candidates=64,
                                     n_swaps=100, n_restarts=1, random_state=seed)
     splitter = make(5)
-    train, _, test = splitter.split(found.atoms, found.compounds)
+    train, _, test = splitter.split(atoms=found.atoms, compounds=found.compounds)
     assert (train.size, test.size) == (800, 100) and not set(train) & set(test)
     figures = config_divergences({"train": train, "test": test}, found.atoms, found.compounds)
     assert splitter.bound_met_ and figures["atom_divergence"] <= 0.02
@@ -125,16 +125,16 @@ def test_a_searched_split_keeps_its_constraints_and_repeats_for_a_seed(commands)
     random = np.random.default_rng(5).permutation(2000)
     baseline = config_divergences({"train": random[:800], "test": random[800:900]}, found.atoms, found.compounds)
     assert figures["compound_divergence"] > baseline["compound_divergence"] + 0.3
-    again = make(5).split(found.atoms, found.compounds)
+    again = make(5).split(atoms=found.atoms, compounds=found.compounds)
     assert np.array_equal(again.train, train) and np.array_equal(again.test, test)
-    assert not np.array_equal(make(6).split(found.atoms, found.compounds).test, test)
+    assert not np.array_equal(make(6).split(atoms=found.atoms, compounds=found.compounds).test, test)
 
 
 def test_splitter_options_are_checked_eagerly():
     with pytest.raises(InvalidParameterError):
         MCDSplitter(train_size=10, test_size=5, max_atom_divergence=0)
     with pytest.raises(InvalidParameterError):
-        MCDSplitter(train_size=10, test_size=5).split([{"a"}] * 12, [{}] * 12)  # 15 rows asked of 12
+        MCDSplitter(train_size=10, test_size=5).split(atoms=[{"a"}] * 12, compounds=[{}] * 12)  # 15 rows asked of 12
 
 
 def _card(folder):
@@ -158,7 +158,7 @@ def test_cli_releases_searched_random_and_published_configs_with_divergences(sha
     assert configs["mcd"]["parameters"]["divergences"]["compound_divergence"] > 0.6
     assert configs["random"]["parameters"]["divergences"]["compound_divergence"] < 0.2
     # verify re-derives mcd and random from the released rows; published splits by their recorded membership
-    from split_builders.release.verify import verify
+    from split_builders.publishing.verify import verify
 
     report = verify(str(out))
     assert report.ok and not [f for f in report.findings if f.status == "not checked"]

@@ -144,7 +144,7 @@ class ClusterMethod(SplitMethod):
                       label_names=label_names(loaded.data.dataset, options.label_field))
 
     def card(self, loaded, signal, configs, options):
-        from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
+        from split_builders.cardspec import CardSpec, Figure, Panel, Section
 
         held = configs[0]
         figure = Figure("figures/held_out_clusters.png", "clusters per split", [Panel("cluster", {
@@ -218,7 +218,7 @@ def _ids(folder, config="held_out_clusters"):
 
 
 def test_a_sixth_method_builds_verifies_and_diffs_through_the_spine(cluster_source, tmp_path, hf_cache, capsys):
-    from split_builders.release.diff import diff
+    from split_builders.publishing.diff import diff
     from conftest import verify_rescore
     from split_builders.release.recipe import file_sha256
 
@@ -269,7 +269,7 @@ def test_a_sixth_method_builds_verifies_and_diffs_through_the_spine(cluster_sour
 def test_diff_compares_a_categorical_signal_as_categories_not_by_a_ks_statistic(cluster_source, tmp_path):
     """A cluster id is a category: ``diff`` reports no Kolmogorov-Smirnov statistic of the ids, and still
     compares the signal's train / test distributions (as categories). Needs diff to read the declared kind."""
-    from split_builders.release.diff import diff
+    from split_builders.publishing.diff import diff
 
     outs = []
     for seed, held in ((1, 1), (2, 2)):

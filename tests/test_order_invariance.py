@@ -313,7 +313,7 @@ def test_only_the_configs_drawn_by_position_change_and_diff_says_so(shared, tmp_
     """With no ties in likelihood the ll_split* data files are byte-identical under both rules; the random and
     length baselines (drawn over row positions, and ties in length broken by them) move, which `resplit diff`
     reports row by row with the rule's change; the card says which rule built each."""
-    from split_builders.release.diff import diff, format_diff
+    from split_builders.publishing.diff import diff, format_diff
 
     arguments = _small_likelihood(shared, tmp_path / "in", untied=True)
     old = build("likelihood", arguments, tmp_path / "old", "--row-order", "position")
@@ -336,7 +336,7 @@ def test_only_the_configs_drawn_by_position_change_and_diff_says_so(shared, tmp_
 def test_each_release_re_derives_under_the_rule_it_records(shared, tmp_path):
     """verify's level 2 draws again under the recorded rule: a release without the record (built before it) by
     position, a new one by content; a record that names the other rule is caught on the configs it moves."""
-    from split_builders.release.verify import verify
+    from split_builders.publishing.verify import verify
 
     arguments = _small_likelihood(shared, tmp_path / "in", untied=False)  # ties: ll_split* follow the rule too
     old = build("likelihood", arguments, tmp_path / "old", "--row-order", "position")

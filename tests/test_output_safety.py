@@ -94,7 +94,7 @@ def _interrupted(toy_source, tmp_path, *, new_complete: bool):
     assert build(toy_source, out, "--seed", "1") == 0
     assert build(toy_source, new, "--seed", "2") == 0
     old, fresh = snapshot(out), snapshot(new)
-    from split_builders.release.writer import mark_staging
+    from split_builders.release.places import mark_staging
 
     parked = tmp_path / ".out.old-killed"
     parked.mkdir()

@@ -1,4 +1,4 @@
-"""Publishing (push_to_hub.py, split_builders.release.publish) against the local Hub server.
+"""Publishing (push_to_hub.py, split_builders.publishing.publish) against the local Hub server.
 
 The round trip runs the real commands in subprocesses with ``HF_ENDPOINT`` pointing at the server:
 huggingface_hub, datasets and evaluate read their endpoint and offline switches once at import, and
@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from split_builders.release import publish
+from split_builders.publishing import publish
 from split_builders.builder import build
 from split_builders.api import ConfigSplit
 from split_builders.release.writer import write_release
@@ -121,7 +121,7 @@ def test_two_versions_round_trip_through_the_real_clients(releases, hub, tmp_pat
     assert 'evaluate.load("org/pass_rate", revision="v1.0.0")' in metric.stdout
 
     configs = ["ll_split", "ll_split_len", "ll_split_reverse", "random", "length"]
-    from split_builders.release.export import group_name
+    from split_builders.publishing.export import group_name
 
     task_name = f"{group_name(publish.read_card(v1)[0])}_random"  # the name the local tasks have too
     client = subprocess.run([sys.executable, "-c", CLIENT, "org/snli-likelihood", ",".join(configs),

@@ -56,7 +56,7 @@ def test_splitter_partitions_every_row_and_configs_cross_distribution():
     rng = np.random.default_rng(1)
     labels = np.repeat([0, 1], [60, 40])
     pvi = rng.normal(size=100)
-    configs = {c: DifficultySplitter(config=c, random_state=5).split(pvi, labels) for c in CONFIGS}
+    configs = {c: DifficultySplitter(config=c, random_state=5).split(pvi, labels=labels) for c in CONFIGS}
     assert all(isinstance(split, Split) for split in configs.values())
     simple, hard = configs["simple"], configs["hard"]
     everything = np.concatenate([simple.train, simple.validation, hard.train, hard.validation])
@@ -83,7 +83,7 @@ def test_curriculum_compat_division_matches_train_test_split_per_bucket():
     rng = np.random.default_rng(2)
     labels = np.repeat([0, 1], [30, 25])
     pvi = rng.normal(size=55)
-    split = DifficultySplitter.curriculum_compat("simple").split(pvi, labels)
+    split = DifficultySplitter.curriculum_compat("simple").split(pvi, labels=labels)
     simple = simple_mask(pvi, labels, threshold="midrange")
     expected_val = []
     for label in (0, 1):
@@ -108,4 +108,4 @@ def test_bad_parameters_fail_in_the_constructor(kwargs, message):
 
 def test_non_finite_pvi_is_refused():
     with pytest.raises(InvalidParameterError, match="1 PVI value"):
-        DifficultySplitter().split([0.1, np.inf, 0.3, 0.2], [0, 0, 1, 1])
+        DifficultySplitter().split([0.1, np.inf, 0.3, 0.2], labels=[0, 0, 1, 1])

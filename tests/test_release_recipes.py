@@ -15,7 +15,7 @@ import yaml
 
 from split_builders.cli import main
 from split_builders.release.recipe import list_recipes
-from split_builders.release.verify import verify
+from split_builders.publishing.verify import verify
 
 LIKELIHOOD_FIXTURES = "reference/likelihood/inputs"
 RECIPES = ("geoquery-compositional", "spider-compositional", "scan-compositional", "cogs-compositional",

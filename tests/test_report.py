@@ -20,7 +20,8 @@ import pytest
 
 from conftest import refused_in_one_line, tree_state
 from split_builders.cli import main
-from split_builders.evaluation.report import mcc, report
+from split_builders.evaluation.report import report
+from split_builders.evaluation.statistics import mcc
 
 MODELS = {"big": 0.85, "mid": 0.72, "small": 0.55}  # accuracy on random; each other config planted lower or higher
 SHIFTS = (0.0, -0.15, -0.25, -0.2, 0.05, -0.1)  # per config, in the release's order
@@ -224,7 +225,7 @@ def test_a_partial_run_is_flagged_incomplete_and_predictions_are_compared_with_t
 
 
 def _bad_inputs(release: Path, planted_path: Path, work: Path) -> dict:
-    from split_builders.release.export import group_name
+    from split_builders.publishing.export import group_name
     from split_builders.release.folder import read_card
 
     task = f"{group_name(read_card(release)[0])}_random"

@@ -19,7 +19,7 @@ import pytest
 
 from planted_lm import planted, run_cli
 from split_builders.evaluation.report import report
-from split_builders.release.export import group_name
+from split_builders.publishing.export import group_name
 from split_builders.release.folder import Released, read_card
 
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness is a test extra (pip install resplit[test])")

@@ -71,7 +71,7 @@ def test_base_splitter_params_and_repr():
 def test_a_second_build_into_a_locked_out_fails_at_once_naming_the_first(toy, tmp_path, capsys):
     import os
 
-    from split_builders.release.writer import OutputLock
+    from split_builders.release.places import OutputLock
 
     out = tmp_path / "out"
     with OutputLock(out):
@@ -84,7 +84,7 @@ def test_stale_staging_is_removed_and_folders_follow_the_umask(toy, tmp_path):
     import os
     import stat
 
-    from split_builders.release.writer import mark_staging
+    from split_builders.release.places import mark_staging
 
     stale = tmp_path / ".out.tmp-killed"
     (stale / "shortest").mkdir(parents=True)

@@ -3,13 +3,15 @@ a :class:`~split_builders.api.Split` of sorted int64 row numbers with no row in 
 row placed where the config covers all rows), the same output for the same seed, and
 ``get_params()`` equal to the constructor's parameters."""
 
+import inspect
 from collections import Counter
 
 import numpy as np
 import pytest
 
 import split_builders
-from split_builders.api import BaseSplitter, Split
+from split_builders.api import DEFAULT_SEED, BaseSplitter, Split
+from split_builders.errors import InvalidParameterError
 
 N = 120
 
@@ -25,89 +27,16 @@ def geoquery(shared):
             "atoms": atoms_by_row(list(targets), "funql").atoms, "compounds": compounds_by_row(list(targets), "funql")}
 
 
-def _inputs(name, geoquery, rng):
-    scores = rng.normal(size=N)
-    labels = rng.choice(["a", "b", "c"], size=N).tolist()
-    lengths = rng.integers(3, 30, size=N)
-    return {
-        "likelihood": ((scores,), {"labels": labels, "lengths": lengths}),
-        "likelihood_train_size": ((scores,), {"lengths": lengths}),
-        "random": ((N,), {"labels": labels}),
-        "length": ((lengths,), {"labels": labels}),
-        "tmcd": ((geoquery["atoms"], geoquery["compounds"]), {}),
-        "mcd": ((geoquery["atoms"], geoquery["compounds"]), {}),
-        "longest": ((geoquery["inputs"], geoquery["targets"]), {}),
-        "template": ((geoquery["targets"],), {}),
-        "standard": ((N,), {}),
-        "difficulty_simple_to_hard": ((rng.normal(size=N), rng.integers(0, 3, size=N)), {}),
-        "difficulty_simple": ((rng.normal(size=N), rng.integers(0, 3, size=N)), {}),
-        "behavioural": ((rng.integers(0, 6, size=N),), {}),
-        "inoculation": ((rng.choice(["a", "b", "c"], size=N), np.where(np.arange(N) < 90, "train", "validation")), {}),
-    }[name]
-
-
-CASES = {  # name: (class name, constructor parameters, covers every row)
-    "likelihood": ("LikelihoodSplitter", dict(validation_size=12, test_size=12, train_size=None, length_buckets=2,
-                                               reverse=False, random_state=3), True),
-    "likelihood_train_size": ("LikelihoodSplitter", dict(validation_size=0.1, test_size=0.1, train_size=80,
-                                                          length_buckets=None, reverse=True, random_state=3), True),
-    "random": ("RandomSplitter", dict(validation_size=0.1, test_size=0.2, random_state=3), True),
-    "length": ("LengthSplitter", dict(validation_size=9, test_size=9, random_state=3), True),
-    "tmcd": ("TMCDSplitter", None, True),
-    "mcd": ("MCDSplitter", dict(train_size=60, test_size=20, max_atom_divergence=0.1, n_candidates=16, n_swaps=20,
-                                n_restarts=2, n_seed=1, random_state=3), False),
-    "longest": ("LongestToTestSplitter", dict(train_size=90, by="input"), True),
-    "template": ("TemplateSplitter", dict(train_size=60, target_language="funql", random_state=3), True),
-    "standard": ("StandardSplitter", dict(train_size=70, random_state=3), True),
-    "difficulty_simple_to_hard": ("DifficultySplitter", dict(config="simple_to_hard", threshold="median",
-                                                             validation_size=0.4, random_state=3), True),
-    "difficulty_simple": ("DifficultySplitter", dict(config="simple", threshold="midrange", validation_size=0.25,
-                                                     random_state=3), False),
-    "behavioural": ("BehaviouralSplitter", dict(holdout_size=0.5, test_share=0.5, random_state=3), True),
-    "inoculation": ("InoculationSplitter", dict(size=10, random_state=3), False),
-}
-
-
-def make(name):
-    class_name, params, _ = CASES[name]
-    cls = getattr(split_builders, class_name)
-    if params is None:  # TMCD: every parameter given explicitly, a short search
-        params = {p: getattr(cls(train_size=60), p) for p in cls._param_names()}
-        params.update(train_size=60, n_iterations=300, random_state=3)
-    return cls(**params), params
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_split_is_sorted_int64_and_a_partition(name, geoquery):
-    splitter, _ = make(name)
-    args, kwargs = _inputs(name, geoquery, np.random.default_rng(0))
-    split = splitter.split(*args, **kwargs)
-    assert isinstance(split, Split) and isinstance(splitter, BaseSplitter)
-    for part in split:
-        assert part.dtype == np.int64 and part.ndim == 1 and np.all(np.diff(part) > 0)
-    counts = Counter(np.concatenate(split).tolist())
-    assert max(counts.values()) == 1, "a row is in two splits"
-    assert len(split.train) and (len(split.validation) or len(split.test))
-    if CASES[name][2]:
-        assert sorted(counts) == list(range(N))
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_same_seed_same_split(name, geoquery):
-    args, kwargs = _inputs(name, geoquery, np.random.default_rng(1))
-    first, second = make(name)[0].split(*args, **kwargs), make(name)[0].split(*args, **kwargs)
-    assert all(np.array_equal(a, b) for a, b in zip(first, second))
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_get_params_equals_the_constructor_and_repr_shows_them(name):
-    splitter, params = make(name)
-    assert splitter.get_params() == params
-    assert repr(splitter).startswith(f"{CASES[name][0]}(") and all(f"{k}=" in repr(splitter) for k in params)
+def _data(geoquery, rng) -> dict:
+    """What every splitter draws its example inputs from (:meth:`BaseSplitter._examples`): N rows of GeoQuery, a
+    seeded generator, and scores, labels and lengths drawn from it."""
+    return {**geoquery, "n_rows": N, "rng": rng, "scores": rng.normal(size=N),
+            "labels": rng.choice(["a", "b", "c"], size=N).tolist(), "lengths": rng.integers(3, 30, size=N)}
 
 
 def _splitter_classes() -> set:
-    """Every BaseSplitter subclass defined in a module of :mod:`split_builders.splitters`."""
+    """Every public BaseSplitter subclass defined in a module of :mod:`split_builders.splitters` (an abstract
+    base, such as ``TailSplitter``, declares no example and is left out)."""
     import importlib
     import inspect
     import pkgutil
@@ -122,7 +51,66 @@ def _splitter_classes() -> set:
     return found
 
 
+def _fills_no_hook(cls) -> bool:
+    """A base to derive from (``TailSplitter``), not a splitter: it fills neither ``_split`` nor ``_order``."""
+    from split_builders.splitters.base import TailSplitter
+
+    return cls._split is BaseSplitter._split or (issubclass(cls, TailSplitter) and cls._order is TailSplitter._order)
+
+
+SPLITTERS = sorted((cls for cls in _splitter_classes() if not _fills_no_hook(cls)), key=lambda cls: cls.__name__)
+
+
+def examples(cls, geoquery, seed: int) -> list:
+    """``(splitter, constructor parameters, split() keywords, covers every row)`` of each example ``cls``
+    declares."""
+    return [(cls(**params), params, inputs, covers)
+            for params, inputs, covers in cls._examples(_data(geoquery, np.random.default_rng(seed)))]
+
+
+@pytest.mark.parametrize("cls", SPLITTERS, ids=lambda cls: cls.__name__)
+def test_split_is_sorted_int64_and_a_partition(cls, geoquery):
+    for splitter, _, inputs, covers in examples(cls, geoquery, 0):
+        split = splitter.split(**inputs)
+        assert isinstance(split, Split) and isinstance(splitter, BaseSplitter)
+        for part in split:
+            assert part.dtype == np.int64 and part.ndim == 1 and np.all(np.diff(part) > 0)
+        counts = Counter(np.concatenate(split).tolist())
+        assert max(counts.values()) == 1, "a row is in two splits"
+        assert len(split.train) and (len(split.validation) or len(split.test))
+        if covers:
+            assert sorted(counts) == list(range(N))
+
+
+@pytest.mark.parametrize("cls", SPLITTERS, ids=lambda cls: cls.__name__)
+def test_same_seed_same_split(cls, geoquery):
+    for _, params, inputs, _ in examples(cls, geoquery, 1):
+        first, second = cls(**params).split(**inputs), cls(**params).split(**inputs)
+        assert all(np.array_equal(a, b) for a, b in zip(first, second))
+
+
+@pytest.mark.parametrize("cls", SPLITTERS, ids=lambda cls: cls.__name__)
+def test_get_params_equals_the_constructor_and_repr_shows_them(cls, geoquery):
+    for splitter, params, _, _ in examples(cls, geoquery, 0):
+        assert splitter.get_params() == params
+        assert repr(splitter).startswith(f"{cls.__name__}(") and all(f"{k}=" in repr(splitter) for k in params)
+
+
+@pytest.mark.parametrize("cls", SPLITTERS, ids=lambda cls: cls.__name__)
+def test_every_splitter_accepts_the_one_call_and_names_a_missing_input(cls, geoquery):
+    """The one signature: every input given, each splitter reads what it needs; none given, it names one."""
+    (params, _, _), *_ = cls._examples(_data(geoquery, np.random.default_rng(0)))
+    signature = inspect.signature(cls.split)
+    assert list(signature.parameters)[1:] == list(inspect.signature(BaseSplitter.split).parameters)[1:]
+    if "random_state" in inspect.signature(cls.__init__).parameters:
+        assert inspect.signature(cls.__init__).parameters["random_state"].default == DEFAULT_SEED
+    with pytest.raises(InvalidParameterError, match=rf"^{cls.__name__}\.split needs "):
+        cls(**params).split()
+
+
 def test_every_splitter_is_exported_and_has_a_contract_case():
     classes = _splitter_classes()
     assert {cls.__name__ for cls in classes} <= set(split_builders.__all__), "a splitter is not exported"
-    assert {cls.__name__ for cls in classes} <= {case[0] for case in CASES.values()}, "a splitter has no case"
+    assert len(SPLITTERS) >= 11  # sanity
+    data = _data({"inputs": [], "targets": [], "atoms": [], "compounds": []}, np.random.default_rng(0))
+    assert all(cls._examples(data) for cls in SPLITTERS), "a splitter has no example (_examples)"

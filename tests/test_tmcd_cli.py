@@ -23,7 +23,7 @@ def test_spider_reader_recreates_the_nqg_rows(shared):
     src = spider.load(shared / "data" / "spider")
     published = json.loads((shared / "data/spider/splits_nqg/length_1.json").read_text())
     assert len(src) == len(published["train"]) + len(published["test"])
-    train, _, test = LongestToTestSplitter(train_size=3282).split(src.inputs, src.targets)
+    train, _, test = LongestToTestSplitter(train_size=3282).split(inputs=src.inputs, targets=src.targets)
     assert set(train.tolist()) == set(published["train"])  # row for row, or the sort would differ
     atoms = atoms_by_row(src.targets, "sql").atoms
     tmcd = src.published["published_tmcd_1"]
@@ -34,7 +34,7 @@ def test_geoquery_length_split_reproduces_length_1(shared):
     from loading_scripts import geoquery
 
     src = geoquery.load(shared / "data" / "geoquery")
-    train, _, test = LongestToTestSplitter(train_size=440).split(src.inputs, src.targets)
+    train, _, test = LongestToTestSplitter(train_size=440).split(inputs=src.inputs, targets=src.targets)
     train, test = published_numbering(train, test, list(zip(src.inputs, src.targets)))
     assert set(train.tolist()) == set(src.published["published_length_1"]["train"].tolist())
 
@@ -43,7 +43,7 @@ def test_template_split_shares_no_template(shared):
     from loading_scripts import spider
 
     src = spider.load(shared / "data" / "spider")
-    train, _, test = TemplateSplitter(train_size=3282, target_language="sql", random_state=1).split(src.targets)
+    train, _, test = TemplateSplitter(train_size=3282, target_language="sql", random_state=1).split(targets=src.targets)
     assert len(train) <= 3282 and len(train) + len(test) == len(src)
     templates = lambda rows: {program_template(src.targets[r], "sql") for r in rows}
     assert not templates(train) & templates(test)
@@ -234,7 +234,7 @@ def test_splitters_return_a_split_with_an_empty_validation():
     assert isinstance(split, Split) and split.validation.size == 0 and split.train.dtype == np.int64
     assert sorted([*split.train, *split.test]) == list(range(10))
     targets = ["SELECT a FROM t WHERE x = 1", "SELECT a FROM t WHERE x = 2", "SELECT b FROM u", "SELECT c FROM v"]
-    split = TemplateSplitter(train_size=2, target_language="sql", random_state=0).split(targets)
+    split = TemplateSplitter(train_size=2, target_language="sql", random_state=0).split(targets=targets)
     assert isinstance(split, Split) and split.validation.size == 0
     with pytest.raises(Exception, match="train_size"):
         StandardSplitter(train_size=1.5)

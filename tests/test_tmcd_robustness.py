@@ -131,8 +131,8 @@ def test_an_unmeetable_bound_returns_the_start_split_and_says_so(shared):
     src = geoquery.load(shared / "data" / "geoquery")
     atoms, compounds = atoms_by_row(src.targets, "funql").atoms, compounds_by_row(src.targets, "funql")
     splitter = TMCDSplitter(train_size=440, n_iterations=50, max_atom_divergence=1e-9, random_state=1)
-    split = splitter.split(atoms, compounds)
-    start = TMCDSplitter(train_size=440, n_iterations=0, max_atom_divergence=1e-9, random_state=1).split(atoms, compounds)
+    split = splitter.split(atoms=atoms, compounds=compounds)
+    start = TMCDSplitter(train_size=440, n_iterations=0, max_atom_divergence=1e-9, random_state=1).split(atoms=atoms, compounds=compounds)
     assert not splitter.bound_met_ and splitter.atom_divergence_ > 1e-9
     assert np.array_equal(split.test, start.test)
 
@@ -283,7 +283,7 @@ def test_search_keeps_the_atom_constraint_on_scan(shared):
     atoms = atoms_by_row([src.inputs[r] for r in rows], "scan").atoms
     compounds = compounds_by_row([src.inputs[r] for r in rows], "scan")
     splitter = TMCDSplitter(train_size=3200, n_iterations=3000, random_state=1)
-    split = splitter.split(atoms, compounds)
+    split = splitter.split(atoms=atoms, compounds=compounds)
     figures = split_divergences(split.train, split.test, atoms, compounds)
     assert len(split.train) == 3200 and splitter.bound_met_
     assert figures["test_rows_with_unseen_atom"] == 0 and figures["atom_divergence"] <= 0.05

@@ -69,7 +69,7 @@ def test_reference_mode_reproduces_published_tmcd_1(geo, shared):
 def test_annealing_beats_the_reference_under_the_constraints(geo):
     _, atoms, compounds = geo
     splitter = TMCDSplitter(train_size=440, n_iterations=4000, random_state=1)
-    train, validation, test = splitter.split(atoms, compounds)
+    train, validation, test = splitter.split(atoms=atoms, compounds=compounds)
     assert validation.size == 0
     figures = split_divergences(train, test, atoms, compounds)
     assert len(train) == 440 and len(test) == 440 and not set(train) & set(test)
@@ -77,7 +77,7 @@ def test_annealing_beats_the_reference_under_the_constraints(geo):
     assert figures["atom_divergence"] <= 0.05
     assert figures["compound_divergence"] > REFERENCE["tmcd_1"][0]  # better than the reference greedy
     assert splitter.compound_divergence_ == pytest.approx(figures["compound_divergence"])
-    again = TMCDSplitter(train_size=440, n_iterations=4000, random_state=1).split(atoms, compounds)
+    again = TMCDSplitter(train_size=440, n_iterations=4000, random_state=1).split(atoms=atoms, compounds=compounds)
     assert np.array_equal(again[0], train)
 
 
@@ -85,7 +85,7 @@ def test_annealing_beats_the_reference_under_the_constraints(geo):
 def test_train_size_outside_the_rows_is_refused(geo, bad):
     _, atoms, compounds = geo
     with pytest.raises(InvalidParameterError, match="train_size"):
-        TMCDSplitter(train_size=bad, n_iterations=10).split(atoms, compounds)
+        TMCDSplitter(train_size=bad, n_iterations=10).split(atoms=atoms, compounds=compounds)
 
 
 def test_unmeetable_atom_constraint_names_the_atoms():
@@ -93,7 +93,7 @@ def test_unmeetable_atom_constraint_names_the_atoms():
     atoms = [frozenset({f"a{i}", "shared"}) for i in range(6)]
     compounds = [Counter({f"c{i}": 1}) for i in range(6)]
     with pytest.raises(AtomConstraintError, match="'a"):
-        TMCDSplitter(train_size=3, n_iterations=10).split(atoms, compounds)
+        TMCDSplitter(train_size=3, n_iterations=10).split(atoms=atoms, compounds=compounds)
 
 
 def test_unparseable_programs_are_listed_by_id():

@@ -12,7 +12,7 @@ import yaml
 from split_builders.cli import main
 from split_builders.errors import InvalidParameterError
 from split_builders.release.recipe import list_recipes, load_recipe, recipes_folder
-from split_builders.release.verify import verify
+from split_builders.publishing.verify import verify
 
 
 @pytest.fixture()
@@ -57,7 +57,7 @@ def _move_a_row(folder, config="shortest", source="test", target="train"):
                 if described["name"] == split:
                     described["num_examples"] = entry["rows"][split]
     _write_card(folder, meta, body)
-    from split_builders.release.croissant import write_croissant
+    from split_builders.publishing.croissant import write_croissant
     from split_builders.release.folder import row_ids
 
     write_croissant(folder)  # and its croissant.json, which lists every data file's sha256

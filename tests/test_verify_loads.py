@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from split_builders.cli import main
-from split_builders.release.verify import verify
+from split_builders.publishing.verify import verify
 
 DAMAGED = "verbnet_inoc_100"  # not the first config: read from its data files, not through the README
 

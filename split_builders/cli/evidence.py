@@ -90,14 +90,14 @@ def run_against(view, args, settings) -> int:
     """``resplit audit TARGET --against OTHER ...``: the tier of every evaluation row of TARGET, printed as a
     table per config and split or one JSON object (``against.<config>.<split>``); ``--rows`` and
     ``--write-clean`` written when asked, through the build's output policy
-    (:func:`~split_builders.release.writer.check_output_place`: checked before any work, never TARGET or OTHER;
+    (:func:`~split_builders.release.places.check_output_place`: checked before any work, never TARGET or OTHER;
     ``--write-clean`` locked, staged and renamed into place, ``--rows`` written beside its place and renamed)."""
     import contextlib
 
     from split_builders.distributed import sigterm_as_interrupt
     from split_builders.evidence.contamination import contamination, format_against, target_input
-    from split_builders.release.readers import written_files
-    from split_builders.release.writer import OutputLock, check_output_place, write_file
+    from split_builders.publishing.readers import written_files
+    from split_builders.release.places import OutputLock, check_output_place, write_file
 
     inputs = [path for path in (args.target, *args.against) if _local_path(path)]
     rows_path = clean_out = None
@@ -140,7 +140,7 @@ def run_against(view, args, settings) -> int:
                 write_file(rows_path, lambda staging: pq.write_table(rows, staging), overwrite=args.overwrite,
                            flag="--rows")
             if clean_out is not None:
-                from split_builders.release.clean import write_clean
+                from split_builders.publishing.clean import write_clean
 
                 write_clean(data, report, rows, clean_out, target=args.target, overwrite=args.overwrite,
                             progress=not args.no_progress)

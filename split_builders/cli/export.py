@@ -1,6 +1,6 @@
 """``resplit export lm-eval FOLDER`` and ``resplit export inspect FOLDER``: the lm-evaluation-harness and
-inspect-ai tasks of an existing release (:mod:`split_builders.release.export`,
-:mod:`split_builders.release.inspect_export`)."""
+inspect-ai tasks of an existing release (:mod:`split_builders.publishing.export`,
+:mod:`split_builders.publishing.inspect_export`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 def run_lm_eval(args) -> int:
     from loading_scripts.files import looks_like_path
-    from split_builders.release.export import describe, export_lm_eval
+    from split_builders.publishing.export import export_lm_eval
+    from split_builders.publishing.harness_card import describe
     from split_builders.release.folder import Released
 
     # the release's one reader: every data file is the one the card records (sha256), or one line naming it
@@ -30,7 +31,7 @@ def run_lm_eval(args) -> int:
 
 def run_inspect(args) -> int:
     from split_builders.release.folder import Released
-    from split_builders.release.inspect_export import describe, export_inspect
+    from split_builders.publishing.inspect_export import describe, export_inspect
 
     released = Released(args.folder)
     released.check_files()
@@ -41,7 +42,7 @@ def run_inspect(args) -> int:
 
 
 def run_croissant(args) -> int:
-    from split_builders.release.croissant import export_croissant
+    from split_builders.publishing.croissant import export_croissant
     from split_builders.release.folder import Released
 
     released = Released(args.folder)

@@ -161,7 +161,7 @@ def _print_pass_rate_table(result) -> None:
 
 def run_concurrence(args) -> int:
     if args.heatmap:  # before the work: a figure that cannot be written is refused first
-        from split_builders.release.writer import check_output_file
+        from split_builders.release.places import check_output_file
 
         check_output_file(args.heatmap, "--heatmap", figure=True)
     metric = load_metric("concurrence", args.metrics_dir)

@@ -39,7 +39,7 @@ def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Push as the arguments say; a ResplitError becomes one line on stderr and exit code 2."""
-    from split_builders.release.publish import push_metric, push_release
+    from split_builders.publishing.publish import push_metric, push_release
 
     extra = {} if args.metric else {"allow_extra": args.allow_extra, "license": args.license}
     push = push_metric if args.metric else push_release

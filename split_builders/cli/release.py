@@ -36,7 +36,7 @@ def run_release(args) -> int:
     from split_builders.builder import build
     from split_builders.errors import InvalidParameterError
     from split_builders.release.recipe import check_local_copy, load_recipe, parse_settings
-    from split_builders.release.verify import verify
+    from split_builders.publishing.verify import verify
 
     if args.list:
         return run_list(args)
@@ -82,7 +82,7 @@ def run_release(args) -> int:
     if result.out is None:
         return 0
     if against:  # the recipe's `against:`: the card states what the evaluation splits were checked against
-        from split_builders.release.against import record_against
+        from split_builders.publishing.against import record_against
 
         record_against(result.out, against, progress=not args.no_progress)
     print(f"built {recipe.name}: {len(result.configs)} configs in {result.out}")
@@ -92,7 +92,7 @@ def run_release(args) -> int:
         print(f"resplit release: the build of {recipe.name} does not verify; not published", file=sys.stderr)
         return 1
     if args.push:
-        from split_builders.release.publish import push_release
+        from split_builders.publishing.publish import push_release
 
         push_release(result.out, repo_id, args.version, message=f"resplit release {recipe.name} v{args.version}")
     return 0
@@ -116,7 +116,7 @@ def _declared_overrides(recipe, overrides: dict) -> dict:
 
 
 def _release_metric(recipe, args, repo_id) -> int:
-    from split_builders.release.publish import check_metric_folder, push_metric
+    from split_builders.publishing.publish import check_metric_folder, push_metric
     from split_builders.release.recipe import recipes_folder
 
     folder = recipes_folder().parent / recipe.space
@@ -144,7 +144,7 @@ def _print_report(report, *, every: bool = False) -> None:
 
 def run_verify(args) -> int:
     from split_builders.builder import rebuild
-    from split_builders.release.verify import verify
+    from split_builders.publishing.verify import verify
 
     report = verify(args.target, rescore=args.rescore, load=not args.no_load_check, source=args.source,
                     allow_extra=args.allow_extra, rebuild=rebuild)
@@ -153,7 +153,7 @@ def run_verify(args) -> int:
 
 
 def run_diff(args) -> int:
-    from split_builders.release.diff import diff, format_diff, json_line
+    from split_builders.publishing.diff import diff, format_diff, json_line
 
     result = diff(args.a, args.b, configs=args.configs)  # --configs: the others are not read
     for line in format_diff(result):

@@ -14,7 +14,7 @@ def run_report(args) -> int:
     from split_builders.release.folder import front_matter
 
     if args.out is not None:  # before any work: a place the report may not go is refused first
-        from split_builders.release.writer import check_output_place
+        from split_builders.release.places import check_output_place
 
         check_output_place(args.out, "--out", kind="files", overwrite=args.overwrite)
     releases, runs = [], []

@@ -86,7 +86,7 @@ def _signal_column(resplit: dict, loaded) -> str | None:
     """The release's first continuous signal column (an LM score, PVI) that the rows carry, as its recorded
     ``resplit.fields`` declares the kinds (else its method's ``signal_columns``); None when there is none
     (a categorical signal, such as a functionality id, has no ends to show)."""
-    from split_builders.release.diff import signal_kinds
+    from split_builders.publishing.diff import signal_kinds
 
     columns = set(next(iter(loaded.values())).column_names) if loaded else set()
     return next((column for column, kind in signal_kinds(resplit).items()

@@ -1,7 +1,7 @@
 """inspect-ai logs read back as per-row outcomes (:mod:`split_builders.evaluation.runs`).
 
 A run is an inspect-ai log (``.eval`` or ``.json``) or a log folder (``--log-dir``) of the release's own tasks
-(``inspect_tasks.py``, :mod:`split_builders.release.inspect_export`): each task records in its metadata the config,
+(``inspect_tasks.py``, :mod:`split_builders.publishing.inspect_export`): each task records in its metadata the config,
 split and the data files it read (sha256) or the Hub revision, and each sample keeps its row's ``source_id``
 (and a CheckList example's index). The logs of one model make one run. A log of another version of the release,
 a config it does not have or a ``source_id`` outside the split is refused in one line, as a harness run is; a run

@@ -85,7 +85,7 @@ def read_release(target: str, work: Path | None = None) -> ReleaseInfo:
     import pyarrow.parquet as pq
 
     from split_builders.registry import registry
-    from split_builders.release.export import (evaluation_splits, group_name, recorded_repo_id, recorded_revision,
+    from split_builders.publishing.export import (evaluation_splits, group_name, recorded_repo_id, recorded_revision,
                                                release_fields, _configs)
     from split_builders.release.folder import Released, resolve_target
 

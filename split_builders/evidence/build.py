@@ -17,7 +17,7 @@ class Evidence:
     reports: dict = field(default_factory=dict)
 
     def sections(self) -> list:
-        """The card's :class:`~split_builders.release.cardspec.EvidenceSection` of each view."""
+        """The card's :class:`~split_builders.cardspec.EvidenceSection` of each view."""
         return [views()[name].section(report) for name, report in self.reports.items()]
 
     def records(self) -> dict:

@@ -113,9 +113,9 @@ def card_lines(report: dict) -> list[str]:
 
 
 def figures(report: dict, *, folder: str = "figures") -> list:
-    """One :class:`~split_builders.release.cardspec.Figure` per statistic: per evaluation split, the
+    """One :class:`~split_builders.cardspec.Figure` per statistic: per evaluation split, the
     random splits' values (a histogram per distinct null distribution) with each config's value marked."""
-    from split_builders.release.cardspec import Figure, Panel
+    from split_builders.cardspec import Figure, Panel
 
     out = []
     for name in report["statistics"]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from split_builders.release.cardspec import EvidenceSection
+from split_builders.cardspec import EvidenceSection
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class View:
         raise NotImplementedError
 
     def figures(self, report: dict) -> list:
-        """The section's :class:`~split_builders.release.cardspec.Figure` specifications (drawn after its lines)."""
+        """The section's :class:`~split_builders.cardspec.Figure` specifications (drawn after its lines)."""
         return []
 
     def table_columns(self, report: dict) -> dict:

@@ -373,7 +373,7 @@ def _distinct(rows, name: str) -> list:
 
 def _card(suite, rows, configs, options):
     """The card's text and figures: what the configs are, the functionalities, how to evaluate."""
-    from split_builders.release.cardspec import CardSpec, Section
+    from split_builders.cardspec import CardSpec, Section
 
     intro = (
         f"Every test case of CheckList's {suite.name} suite is one row, with its examples, labels, expectation, "
@@ -430,7 +430,7 @@ def _card(suite, rows, configs, options):
 
 def _seen_figure(rows, seen):
     """Test cases per functionality (by id) in each split of ``seen``, as grouped bars."""
-    from split_builders.release.cardspec import Figure, Panel
+    from split_builders.cardspec import Figure, Panel
 
     ids = _column(rows, "functionality_id")
     categories = list(dict.fromkeys(ids.tolist()))
@@ -443,7 +443,7 @@ def _seen_figure(rows, seen):
 
 def _sizes_figure(configs, prefix: str, title: str):
     """Test cases in each split of each config of one group, as grouped bars."""
-    from split_builders.release.cardspec import Figure, Panel
+    from split_builders.cardspec import Figure, Panel
 
     categories = [c.name[len(prefix):] for c in configs]
     series = {split: [int(len(c.indices[split])) for c in configs] for split in SPLITS}

@@ -247,7 +247,7 @@ class CurriculumMethod(SplitMethod):
                       label_names=names)
 
     def card(self, loaded, signal, configs, options):
-        from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
+        from split_builders.cardspec import CardSpec, Figure, Panel, Section
 
         phenomena, iv = loaded.data, signal.provenance.get("I_V", {})
         names = [p.name for p in phenomena]

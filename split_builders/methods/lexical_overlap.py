@@ -165,7 +165,7 @@ class LexicalOverlapMethod(SplitMethod):
                       label_names=label_names(rows.dataset, rows.label_field))
 
     def card(self, loaded: Loaded, signal: Signal, configs: list, options: LexicalOverlapOptions):
-        from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
+        from split_builders.cardspec import CardSpec, Figure, Panel, Section
 
         overlap, provenance = signal.values, signal.provenance
         measure = "|shared| / |union|" if options.measure == "jaccard" else "the share of the row's own content words"

@@ -415,7 +415,7 @@ class LikelihoodMethod(SplitMethod):
                       harness=HarnessTask("generation") if src.target_field else None)
 
     def card(self, loaded: Loaded, signal: Signal, configs: list, options: LikelihoodOptions):
-        from split_builders.release.cardspec import CardSpec, Section
+        from split_builders.cardspec import CardSpec, Section
         from split_builders.summaries import config_section, split_histograms
 
         data, src = loaded.data, loaded.data.source

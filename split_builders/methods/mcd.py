@@ -180,7 +180,7 @@ class MCDMethod(SplitMethod):
                       program_language=loaded.data.language)
 
     def card(self, loaded: Loaded, signal: Signal, configs: list, options: MCDOptions):
-        from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
+        from split_builders.cardspec import CardSpec, Figure, Panel, Section
 
         src = loaded.data.source
         name = Path(src.name).name

@@ -222,7 +222,7 @@ class PVIMethod(SplitMethod):
                       label=LABEL, label_names=label_names(rows.dataset, rows.label_field))
 
     def card(self, loaded, signal, configs, options):
-        from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
+        from split_builders.cardspec import CardSpec, Figure, Panel, Section
 
         rows, result, info = loaded.data, signal.values, loaded.info
         summary = pvi_summary(result, rows.label_names, rows.labels, configs)

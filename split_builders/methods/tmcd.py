@@ -238,7 +238,7 @@ class TMCDMethod(SplitMethod):
                       program_language=loaded.data.language)
 
     def card(self, loaded: Loaded, signal: Signal, configs: list, options: TMCDOptions):
-        from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
+        from split_builders.cardspec import CardSpec, Figure, Panel, Section
 
         src, language, values = loaded.data.source, loaded.data.language, signal.values
         name = Path(src.name).name

@@ -8,7 +8,7 @@ specifications (no I/O); :func:`render` draws the figures into the release and w
 
 The statistics method cards show per split live in :mod:`split_builders.summaries`; the plain data types (:class:`CardSpec`,
 :class:`Section`, :class:`Figure`, :class:`Panel`, :class:`EvidenceSection`) live in
-:mod:`split_builders.release.cardspec`; every evidence view the build ran brings its own section.
+:mod:`split_builders.cardspec`; every evidence view the build ran brings its own section.
 
 :func:`hub_metadata` is the card's Hub metadata (the YAML keys the Hub's search and filters read):
 ``pretty_name``, ``license``, ``language``, ``task_categories`` and ``task_ids`` (from the method's
@@ -25,7 +25,7 @@ import re
 import numpy as np
 
 from split_builders.api import SPLITS
-from split_builders.release.cardspec import CardSpec, Figure, Panel, Section
+from split_builders.cardspec import CardSpec, Figure, Panel, Section
 
 SPLIT_COLOURS = {"train": "#4c72b0", "validation": "#dd8452", "test": "#c44e52"}
 # A discrete histogram draws one bin per whole value up to this many; a wider range (one 2 MB text among short ones)

@@ -21,7 +21,7 @@ BibTeX of the method's paper and of the source dataset. ::
       - ../shared/data/snli/snli_1.0_dev.jsonl.gz      #   against (a file, a folder, or a mapping with
       - {dataset: org/other, revision: abc123, splits: [train]}   #   revision, splits and fields)
 
-The build's card then states the tiers of its evaluation rows against each (:mod:`split_builders.release.against`).
+The build's card then states the tiers of its evaluation rows against each (:mod:`split_builders.publishing.against`).
 Options are validated by the method's options dataclass when the recipe is read: an unknown or
 mistyped key is an error that names it and the keys the method takes.
 """

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from loading_scripts.labels import encode_labels
-from split_builders.api import SPLITS, BaseSplitter, ConfigSplit, Split, check_number
+from split_builders.api import DEFAULT_SEED, SPLITS, BaseSplitter, ConfigSplit, Split, check_number
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.partition import shuffle_split
 
@@ -36,8 +36,8 @@ class BehaviouralSplitter(BaseSplitter):
     Every functionality (group) is divided on its own: ``holdout_size`` of its test cases are kept
     out of training, and ``test_share`` of those go to test, the rest to validation. Both divisions
     are scikit-learn's ``train_test_split(..., random_state=random_state)`` draws, restarted from the
-    same seed for every functionality, as BELUGA's reference code does. The defaults are BELUGA's
-    (50/25/25 with seed 123): they reproduce its published splits.
+    same seed for every functionality, as BELUGA's reference code does. The sizes are BELUGA's (50/25/25);
+    with ``random_state=123`` (BELUGA's seed, :data:`BELUGA_SEED`) they reproduce its published splits.
 
     Parameters
     ----------
@@ -45,7 +45,7 @@ class BehaviouralSplitter(BaseSplitter):
         Fraction of each functionality's test cases kept out of training.
     test_share : float, default=0.5
         Fraction of the held-out test cases that go to test (the rest validate).
-    random_state : int, default=123
+    random_state : int, default=42
         Seed of both divisions (BELUGA's is 123). None is refused: BELUGA's divisions are
         reproducible by construction.
 
@@ -56,7 +56,7 @@ class BehaviouralSplitter(BaseSplitter):
     (4, 2, 2)
     """
 
-    def __init__(self, *, holdout_size=0.5, test_share=0.5, random_state=BELUGA_SEED):
+    def __init__(self, *, holdout_size=0.5, test_share=0.5, random_state=DEFAULT_SEED):
         # Fractions only: functionalities differ in size, and BELUGA divides each by the same fractions.
         self.holdout_size = check_number(holdout_size, "holdout_size", minimum=0, maximum=1,
                                          exclusive=("minimum", "maximum"))
@@ -64,22 +64,29 @@ class BehaviouralSplitter(BaseSplitter):
         # None is refused: BELUGA's divisions are reproducible by construction.
         self.random_state = check_number(random_state, "random_state", integer=True, minimum=0)
 
-    def split(self, groups) -> Split:
+    @classmethod
+    def _examples(cls, data: dict) -> list:
+        return [(dict(holdout_size=0.5, test_share=0.5, random_state=3),
+                 dict(signal=data["rng"].integers(0, 6, size=data["n_rows"])), True)]
+
+    requires = ("signal",)
+
+    def _split(self, *, signal) -> Split:
         """Return the row numbers of train, validation and test.
 
         Parameters
         ----------
-        groups : array-like, shape (n_rows,)
-            The functionality of each row; a functionality's rows, in row order, are its test
+        signal : array-like, shape (n_rows,)
+            The functionality of each row (its categorical signal); a functionality's rows, in row order, are its test
             cases in test-case-id order (the order BELUGA's ids follow).
 
         Returns
         -------
         Split
         """
-        groups = np.asarray(groups, dtype=object)
+        groups = np.asarray(signal, dtype=object)
         if groups.ndim != 1 or groups.size == 0:
-            raise InvalidParameterError("groups must be a non-empty flat list, one functionality per row")
+            raise InvalidParameterError("the signal must be a non-empty flat list, one functionality per row")
         parts = {split: [] for split in SPLITS}
         for group, rows in _rows_by_group(groups):
             try:

@@ -26,8 +26,10 @@ from typing import Sequence
 
 import numpy as np
 
-from split_builders.api import BaseSplitter, ConfigSplit, Split, check_random_state, check_size, resolve_size
+from split_builders.api import (DEFAULT_SEED, BaseSplitter, ConfigSplit, Split, check_random_state, check_size,
+                                resolve_size)
 from split_builders.errors import InvalidParameterError
+from split_builders.splitters.base import TailSplitter
 from split_builders.splitters.tmcd import train_count
 
 _SQL_LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"|\b\d+(\.\d+)?\b")
@@ -40,7 +42,7 @@ def program_template(target: str, target_language: str) -> str:
     return target  # FunQL (entities are m0, m1), SCAN and COGS programs are their own template
 
 
-class LongestToTestSplitter(BaseSplitter):
+class LongestToTestSplitter(TailSplitter):
     """The ``length`` split: longest inputs (or targets) to test.
 
     As Shaw et al.'s generator: a stable sort by ``len(text.split(" "))`` (ties keep file order,
@@ -61,13 +63,18 @@ class LongestToTestSplitter(BaseSplitter):
         self.train_size = check_size(train_size, "train_size", allow_zero=False)
         self.by = by
 
-    def split(self, inputs: Sequence[str], targets: Sequence[str]) -> Split:
-        """A :class:`~split_builders.api.Split` with train and test (validation empty)."""
+    @property
+    def requires(self) -> tuple:
+        return ("inputs",) if self.by == "input" else ("targets",)
+
+    def _order(self, n_rows, *, inputs=None, targets=None, **_):
         texts = inputs if self.by == "input" else targets
-        n = train_count(self.train_size, len(texts))
         lengths = np.asarray([len(t.split(" ")) for t in texts])
-        order = np.argsort(lengths, kind="stable")  # ties keep file order, as Python's sorted()
-        return Split.of(order[:n], (), order[n:])
+        return np.argsort(lengths, kind="stable")  # ties keep file order, as Python's sorted()
+
+    @classmethod
+    def _examples(cls, data: dict) -> list:
+        return [(dict(train_size=90, by="input"), dict(inputs=data["inputs"], targets=data["targets"]), True)]
 
 
 class TemplateSplitter(BaseSplitter):
@@ -83,16 +90,18 @@ class TemplateSplitter(BaseSplitter):
         Upper bound on train rows (whole templates only, so train may be smaller).
     target_language : str, default="funql"
         How a program becomes its template (:func:`program_template`).
-    random_state : int or None, default=1
+    random_state : int or None, default=42
         Seed of the template shuffle (None: fresh randomness).
     """
 
-    def __init__(self, *, train_size, target_language: str = "funql", random_state: int | None = 1):
+    requires = ("targets",)
+
+    def __init__(self, *, train_size, target_language: str = "funql", random_state: int | None = DEFAULT_SEED):
         self.train_size = check_size(train_size, "train_size", allow_zero=False)
         self.target_language = target_language
         self.random_state = check_random_state(random_state)
 
-    def split(self, targets: Sequence[str]) -> Split:
+    def _split(self, *, targets: Sequence[str]) -> Split:
         """A :class:`~split_builders.api.Split` with train and test (validation empty)."""
         n = train_count(self.train_size, len(targets))
         groups: dict = {}
@@ -110,27 +119,34 @@ class TemplateSplitter(BaseSplitter):
                                         f"the first template alone has {len(groups[templates[0]])} rows")
         return Split.of(train, (), test)
 
+    @classmethod
+    def _examples(cls, data: dict) -> list:
+        return [(dict(train_size=60, target_language="funql", random_state=3), dict(targets=data["targets"]), True)]
 
-class StandardSplitter(BaseSplitter):
+
+class StandardSplitter(TailSplitter):
     """The ``standard`` split: ``train_size`` random rows train, the rest test.
 
     Parameters
     ----------
     train_size : int or float
         Train rows (a count in (0, rows) or a fraction in (0, 1)).
-    random_state : int or None, default=1
+    random_state : int or None, default=42
         Seed of the permutation (numpy ``default_rng``; None: fresh randomness).
+
+    It reads no signal, only the number of rows (``split(n_rows)``, or any per-row input).
     """
 
-    def __init__(self, *, train_size, random_state: int | None = 1):
+    def __init__(self, *, train_size, random_state: int | None = DEFAULT_SEED):
         self.train_size = check_size(train_size, "train_size", allow_zero=False)
         self.random_state = check_random_state(random_state)
 
-    def split(self, n_rows: int) -> Split:
-        """A :class:`~split_builders.api.Split` of ``range(n_rows)`` with train and test."""
-        n = train_count(self.train_size, n_rows)
-        order = np.random.default_rng(self.random_state).permutation(n_rows)
-        return Split.of(order[:n], (), order[n:])
+    def _order(self, n_rows, *, rng, **_):
+        return rng.permutation(n_rows)
+
+    @classmethod
+    def _examples(cls, data: dict) -> list:
+        return [(dict(train_size=70, random_state=3), dict(n_rows=data["n_rows"]), True)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,17 +302,17 @@ def _search(name, atoms, compounds, parsed, inputs, targets, target_language, n_
             return Split.of(train, (), test), parameters, DESCRIPTIONS["tmcd_reference"]
         splitter = TMCDSplitter(train_size=n_train, n_iterations=iterations, max_atom_divergence=max_atom_divergence,
                                 random_state=random_state)
-        split = splitter.split(kept_atoms, kept_compounds, progress=progress)
+        split = splitter.split(atoms=kept_atoms, compounds=kept_compounds, progress=progress)
         parameters = {**splitter.get_params(), "search": "annealed sampled swaps (resplit)",
                       "atom_swaps": splitter.atom_swaps_, "search_met_bound": splitter.bound_met_,
                       "search_atom_divergence": round(float(splitter.atom_divergence_), 6)}
         return split, parameters, DESCRIPTIONS["tmcd"].format(bound=f"{max_atom_divergence:g}")
     if name == "length":
         splitter = LongestToTestSplitter(train_size=n_train)
-        split = splitter.split([inputs[r] for r in parsed], [targets[r] for r in parsed])
+        split = splitter.split(inputs=[inputs[r] for r in parsed], targets=[targets[r] for r in parsed])
     elif name == "template":
         splitter = TemplateSplitter(train_size=n_train, target_language=target_language, random_state=random_state)
-        split = splitter.split([targets[r] for r in parsed])
+        split = splitter.split(targets=[targets[r] for r in parsed])
     elif name == "standard":
         splitter = StandardSplitter(train_size=n_train, random_state=random_state)
         split = splitter.split(parsed.size)
@@ -324,7 +340,7 @@ def _search_groups(name, units, atoms, compounds, parsed, inputs, targets, targe
             unit_compounds[unit].update(compounds[parsed[position]])
         splitter = TMCDSplitter(train_size=train_units, n_iterations=iterations,
                                 max_atom_divergence=max_atom_divergence, random_state=random_state)
-        split = splitter.split(units.union(kept_atoms), unit_compounds, progress=progress)
+        split = splitter.split(atoms=units.union(kept_atoms), compounds=unit_compounds, progress=progress)
         parameters = {**splitter.get_params(), "search": "annealed sampled swaps of whole groups (resplit)",
                       "atom_swaps": splitter.atom_swaps_, "search_met_bound": splitter.bound_met_,
                       "search_atom_divergence": round(float(splitter.atom_divergence_), 6)}

@@ -40,7 +40,7 @@ import copy
 import numpy as np
 
 from loading_scripts.labels import encode_labels
-from split_builders.api import BaseSplitter, ConfigSplit, Split, check_number, check_random_state
+from split_builders.api import DEFAULT_SEED, BaseSplitter, ConfigSplit, Split, check_number, check_random_state
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.groups import Groups, group_parameters
 from split_builders.splitters.partition import shuffle_split
@@ -102,12 +102,12 @@ class DifficultySplitter(BaseSplitter):
     --------
     >>> import numpy as np
     >>> pvi, labels = np.array([2.0, 1.5, -1.0, 0.1, 0.9, -0.5]), np.array([0, 0, 0, 1, 1, 1])
-    >>> DifficultySplitter(config="simple_to_hard", random_state=0).split(pvi, labels).test.tolist()
+    >>> DifficultySplitter(config="simple_to_hard", random_state=0).split(pvi, labels=labels).test.tolist()
     [2, 5]
     """
 
     def __init__(self, *, config: str = "simple", threshold: str = "median", validation_size: float = 0.4,
-                 random_state: int = 42):
+                 random_state: int = DEFAULT_SEED):
         if config not in CONFIGS:
             raise InvalidParameterError(f"config must be one of {', '.join(CONFIGS)}, got {config!r}")
         if threshold not in THRESHOLDS:
@@ -124,20 +124,30 @@ class DifficultySplitter(BaseSplitter):
         return cls(config=config, threshold="midrange", validation_size=CURRICULUM_VALIDATION_SIZE,
                    random_state=CURRICULUM_SEED)
 
-    def split(self, pvi, labels, groups=None) -> Split:
+    @classmethod
+    def _examples(cls, data: dict) -> list:
+        rng, n = data["rng"], data["n_rows"]
+        return [(dict(config="simple_to_hard", threshold="median", validation_size=0.4, random_state=3),
+                 dict(signal=rng.normal(size=n), labels=rng.integers(0, 3, size=n)), True),
+                (dict(config="simple", threshold="midrange", validation_size=0.25, random_state=3),
+                 dict(signal=rng.normal(size=n), labels=rng.integers(0, 3, size=n)), False)]
+
+    requires = ("signal", "labels")
+
+    def _split(self, *, signal, labels, groups=None) -> Split:
         """Row numbers of the config's ``train``, ``validation`` and ``test`` (empty for ``simple``
         and ``hard``).
 
         Parameters
         ----------
-        pvi : array of float, shape (n_rows,)
-            Per-row PVI (bits); must be finite.
+        signal : array of float, shape (n_rows,)
+            The PVI of each row (bits); must be finite.
         labels : array, shape (n_rows,)
             One label per row (any hashable values).
         groups : array of int, shape (n_rows,), optional
             Group number of each row: groups are kept whole (module docstring).
         """
-        pvi = np.asarray(pvi, dtype=np.float64)
+        pvi = np.asarray(signal, dtype=np.float64)
         labels = np.asarray(labels)
         if pvi.ndim != 1 or labels.shape != pvi.shape:
             raise InvalidParameterError(f"pvi and labels must be 1-d of the same length, got {pvi.shape} and {labels.shape}")
@@ -214,7 +224,7 @@ def difficulty_configs(pvi, labels, *, parameters: dict, curriculum_compat: bool
     for name in CONFIGS:
         splitter = (DifficultySplitter.curriculum_compat(name) if curriculum_compat else
                     DifficultySplitter(config=name, validation_size=validation_size, random_state=random_state))
-        split = splitter.split(pvi, labels, groups)
+        split = splitter.split(pvi, labels=labels, groups=groups)
         configs.append(ConfigSplit(f"{prefix}{name}", split.as_indices(), method="pvi-difficulty",
                                    parameters={**splitter.get_params(), **copy.deepcopy(parameters), **grouped},
                                    description=DESCRIPTIONS[name], rows=rows,

@@ -25,7 +25,7 @@ import copy
 import numpy as np
 
 from loading_scripts.labels import encode_labels
-from split_builders.api import BaseSplitter, ConfigSplit, Split, check_number
+from split_builders.api import DEFAULT_SEED, BaseSplitter, ConfigSplit, Split, check_number
 from split_builders.errors import InvalidParameterError
 
 SIZES = (10, 50, 100, 500, 1000)
@@ -51,16 +51,25 @@ class InoculationSplitter(BaseSplitter):
     --------
     >>> labels = ["a", "b", "a", "b", "a", "a", "b", "a"]
     >>> released = ["train"] * 6 + ["validation"] * 2
-    >>> train, validation, test = InoculationSplitter(size=2, random_state=0).split(labels, released)
+    >>> train, validation, test = InoculationSplitter(size=2, random_state=0).split(labels=labels, released=released)
     >>> len(train), validation.tolist(), test.tolist()
     (4, [6, 7], [])
     """
 
-    def __init__(self, *, size: int = 100, random_state: int = 42):
+    def __init__(self, *, size: int = 100, random_state: int = DEFAULT_SEED):
         self.size = check_number(size, "size", integer=True, minimum=1)
         self.random_state = check_number(random_state, "random_state", integer=True, minimum=0, maximum=2**32 - 1)
 
-    def split(self, labels, released) -> Split:
+    @classmethod
+    def _examples(cls, data: dict) -> list:
+        n = data["n_rows"]
+        return [(dict(size=10, random_state=3), dict(labels=data["rng"].choice(["a", "b", "c"], size=n),
+                                                     released=np.where(np.arange(n) < 3 * n // 4, "train",
+                                                                       "validation")), False)]
+
+    requires = ("labels", "released")
+
+    def _split(self, *, labels, released) -> Split:
         """Row numbers of the sample (``train``) and of the rows released as ``validation`` and
         ``test``.
 
@@ -150,7 +159,8 @@ def inoculation_configs(labels, released, *, sizes=SIZES, random_state: int = 42
         description = (f"{size} training rows per label (nested in the larger sizes)"
                        + (f"; all rows of {', '.join(short)} (fewer than {size})" if short else "")
                        + "; the released evaluation rows")
-        configs.append(ConfigSplit(f"{prefix}{NAME.format(size=size)}", splitter.split(labels, released).as_indices(),
+        configs.append(ConfigSplit(f"{prefix}{NAME.format(size=size)}",
+                                   splitter.split(labels=labels, released=released).as_indices(),
                                    method=METHOD, description=description, rows=rows,
                                    parameters={**splitter.get_params(), "per_label": per_label,
                                                **copy.deepcopy(parameters or {})}))

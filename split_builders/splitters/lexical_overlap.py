@@ -51,13 +51,21 @@ class LexicalOverlapSplitter(BaseSplitter):
                                         f"the number of rows ({n_rows})")
         return n_validation, n_test
 
-    def split(self, signal=None, *, labels=None, groups=None, lengths=None, n_rows: int | None = None) -> Split:
-        """Sorted row numbers of train, validation and test.
+    requires = ("n_rows",)
+
+    @classmethod
+    def _examples(cls, data: dict) -> list:
+        overlap = data["rng"].uniform(0, 1, size=data["n_rows"])
+        return [(dict(validation_size=0.1, test_size=0.2, random_state=3), dict(signal=overlap, labels=data["labels"]),
+                 True),
+                (dict(validation_size=5, test_size=5, random_state=42), dict(n_rows=data["n_rows"]), True)]
+
+    def _split(self, *, signal=None, labels=None, groups=None, n_rows: int | None = None) -> Split:
+        """Sorted row numbers of train, validation and test (what :meth:`split` returns).
 
         ``signal``: each row's overlap (lower is held out first; ties in row order); None: a seeded random order
         (then ``n_rows``, or the length of ``labels`` / ``groups``, gives the rows). ``labels``: one per row, the
-        evaluation sets label-balanced. ``groups``: one group number per row, no group divided. ``lengths`` is
-        not read (the shared keyword of the splitters)."""
+        evaluation sets label-balanced. ``groups``: one group number per row, no group divided."""
         n = _row_count(signal, labels, groups, n_rows)
         n_validation, n_test = self.sizes(n)
         rng = np.random.default_rng(self.random_state)

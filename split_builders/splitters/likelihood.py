@@ -19,14 +19,15 @@ from __future__ import annotations
 import numpy as np
 
 from loading_scripts.labels import encode_labels
-from split_builders.api import BaseSplitter, Split, check_number, check_random_state, check_size, resolve_size
+from split_builders.api import DEFAULT_SEED, Split, check_number, check_random_state, check_size, resolve_size
 from split_builders.errors import InvalidParameterError
 from split_builders.signals.lengths import quantile_buckets
 from split_builders.splitters.atom_constraint import balance_atoms
-from split_builders.splitters.baselines import LengthSplitter, RandomSplitter, resolve_eval_sizes
+from split_builders.splitters.base import TailSplitter, resolve_eval_sizes
+from split_builders.splitters.baselines import LengthSplitter, RandomSplitter
 from split_builders.splitters.groups import (Groups, divide_groups, group_parameters, grouped_eval_split,
                                             grouped_train_split)
-from split_builders.splitters.partition import as_labels, balanced_eval_split, tail
+from split_builders.splitters.partition import tail
 
 # Config names this method contributes to a release, by scoring setting.
 CONFIG_NAMES = {
@@ -42,7 +43,7 @@ SETTING_SCORES = {
 }
 
 
-class LikelihoodSplitter(BaseSplitter):
+class LikelihoodSplitter(TailSplitter):
     """Split rows by language-model likelihood.
 
     Parameters
@@ -60,7 +61,7 @@ class LikelihoodSplitter(BaseSplitter):
         Number of equal-frequency word-length buckets for length control; None for none.
     reverse : bool, default=False
         Put the most likely rows in the evaluation sets instead.
-    random_state : int, optional
+    random_state : int, default=42
         Seed of every random draw (bucket rounding, validation/test division). Ties in likelihood keep
         their row order (a stable sort, as the reference's pandas mergesort).
 
@@ -83,7 +84,7 @@ class LikelihoodSplitter(BaseSplitter):
     """
 
     def __init__(self, *, validation_size=0.1, test_size=0.1, train_size=None, length_buckets=None,
-                 reverse=False, random_state=None):
+                 reverse=False, random_state=DEFAULT_SEED):
         self.train_size = None if train_size is None else check_size(train_size, "train_size", allow_zero=False)
         self.validation_size = check_size(validation_size, "validation_size")
         self.test_size = check_size(test_size, "test_size")
@@ -119,13 +120,20 @@ class LikelihoodSplitter(BaseSplitter):
             for _, rows in groups:
                 quantile_buckets(np.asarray(lengths)[rows], self.length_buckets)
 
-    def split(self, scores, labels=None, lengths=None, atoms=None, groups=None) -> Split:
+    requires = ("signal",)
+
+    def _order(self, n_rows, *, rng=None, signal=None, **inputs) -> np.ndarray:
+        """Most likely first (least likely with ``reverse``), ties in row order: the tail is the least likely."""
+        key = -signal if self.reverse else signal
+        return np.argsort(-key, kind="stable")
+
+    def _split(self, *, signal, labels=None, lengths=None, atoms=None, groups=None) -> Split:
         """Return the row numbers of train, validation and test.
 
         Parameters
         ----------
-        scores : array-like of float, shape (n_rows,)
-            Log-likelihood of each row; higher is more likely.
+        signal : array-like of float, shape (n_rows,)
+            The scores: log-likelihood of each row; higher is more likely.
         labels : array-like, shape (n_rows,), optional
             Labels to balance the evaluation sets over (classification mode only).
         lengths : array-like of int, shape (n_rows,), optional
@@ -146,7 +154,7 @@ class LikelihoodSplitter(BaseSplitter):
             Sorted row numbers of train, validation and test (unpacks as ``train, validation, test``);
             together they cover every row exactly once.
         """
-        scores = np.asarray(scores, dtype=np.float64)
+        scores = np.asarray(signal, dtype=np.float64)
         if scores.ndim != 1 or scores.size == 0:
             raise InvalidParameterError(f"scores must be a non-empty 1-D array, got shape {scores.shape}")
         bad = np.flatnonzero(~np.isfinite(scores))
@@ -161,7 +169,7 @@ class LikelihoodSplitter(BaseSplitter):
                 raise InvalidParameterError(f"lengths has shape {lengths.shape}, expected ({n_rows},)")
         # key: higher = "more likely" in the sense of the split; reverse flips who is in the tail.
         key = -scores if self.reverse else scores
-        order = np.argsort(-key, kind="stable")  # most likely first, ties in row order
+        order = self._order(n_rows, signal=scores)  # most likely first, ties in row order
         rng = np.random.default_rng(self.random_state)
         if atoms is not None:
             if self.train_size is None:
@@ -178,15 +186,18 @@ class LikelihoodSplitter(BaseSplitter):
         if self.train_size is not None:
             return self._split_train_size(key, order, lengths, rng, atoms)
 
-        validation_size, test_size = resolve_eval_sizes(self.validation_size, self.test_size, n_rows)
-
         def pick_eval(class_rows, n_eval, rng):
-            if self.length_buckets is None:
-                return tail(class_rows, n_eval)
             return self._pick_eval_by_length(key, class_rows, lengths, n_eval, rng)
 
-        return Split.of(*balanced_eval_split(order, as_labels(labels, n_rows), validation_size=validation_size,
-                                             test_size=test_size, rng=rng, pick_eval=pick_eval))
+        return self._hold_out(order, labels, n_rows, rng, pick_eval=None if self.length_buckets is None else pick_eval)
+
+    @classmethod
+    def _examples(cls, data: dict) -> list:
+        return [(dict(validation_size=12, test_size=12, train_size=None, length_buckets=2, reverse=False,
+                      random_state=3),
+                 dict(signal=data["scores"], labels=data["labels"], lengths=data["lengths"]), True),
+                (dict(validation_size=0.1, test_size=0.1, train_size=80, length_buckets=None, reverse=True,
+                      random_state=3), dict(signal=data["scores"], lengths=data["lengths"]), True)]
 
     def _bucket_quotas(self, rows, lengths, target, rng):
         """Per bucket, (rows of the bucket in sort order, its rounded share of ``target``)."""
@@ -381,10 +392,5 @@ def config_split(method: str, parameters: dict, *, scores, labels=None, lengths=
     ``groups`` (group numbers per row) keeps each group in one split."""
     splitter_class = SPLITTERS[method]
     splitter = splitter_class(**{k: v for k, v in parameters.items() if k in splitter_class._param_names()})
-    grouped = {} if groups is None else {"groups": groups}
-    if method == "likelihood":
-        balance = labels if splitter.train_size is None else None
-        return splitter.split(scores, balance, lengths, atoms, **grouped), splitter
-    if method == "random":
-        return splitter.split(len(scores), labels, **grouped), splitter
-    return splitter.split(lengths, labels, **grouped), splitter
+    balance = None if method == "likelihood" and splitter.train_size is not None else labels
+    return splitter.split(scores, labels=balance, lengths=lengths, atoms=atoms, groups=groups), splitter

@@ -31,7 +31,8 @@ from typing import Sequence
 
 import numpy as np
 
-from split_builders.api import BaseSplitter, Split, check_number, check_random_state, check_size, resolve_size
+from split_builders.api import (DEFAULT_SEED, BaseSplitter, Split, check_number, check_random_state, check_size,
+                                resolve_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.progress import progress_bar
 from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
@@ -149,7 +150,7 @@ class MCDSplitter(BaseSplitter):
         within the atom bound goes on to the exchanges.
     n_seed : int, default=1
         Random rows each side starts with.
-    random_state : int or None, default=1
+    random_state : int or None, default=42
         Seed of every draw (numpy ``default_rng``); None draws fresh randomness.
 
     Attributes
@@ -165,7 +166,8 @@ class MCDSplitter(BaseSplitter):
     """
 
     def __init__(self, *, train_size, test_size, max_atom_divergence: float = 0.02, n_candidates: int = 256,
-                 n_swaps: int = 0, n_restarts: int = 3, n_seed: int = 1, random_state: int | None = 1):
+                 n_swaps: int = 0, n_restarts: int = 3, n_seed: int = 1,
+                 random_state: int | None = DEFAULT_SEED):
         self.train_size = check_size(train_size, "train_size", allow_zero=False)
         self.test_size = check_size(test_size, "test_size", allow_zero=False)
         self.max_atom_divergence = check_number(max_atom_divergence, "max_atom_divergence", minimum=0, maximum=1,
@@ -176,7 +178,14 @@ class MCDSplitter(BaseSplitter):
         self.n_seed = check_number(n_seed, "n_seed", integer=True, minimum=1)
         self.random_state = check_random_state(random_state)
 
-    def split(self, atoms: Sequence, compounds: Sequence, *, progress: bool = False) -> Split:
+    @classmethod
+    def _examples(cls, data: dict) -> list:
+        return [(dict(train_size=60, test_size=20, max_atom_divergence=0.1, n_candidates=16, n_swaps=20, n_restarts=2,
+                      n_seed=1, random_state=3), dict(atoms=data["atoms"], compounds=data["compounds"]), False)]
+
+    requires = ("atoms", "compounds")
+
+    def _split(self, *, atoms: Sequence, compounds: Sequence, progress: bool = False) -> Split:
         """A :class:`~split_builders.api.Split` with train and test (validation empty).
 
         ``atoms[row]`` is the set of a row's atoms, ``compounds[row]`` a ``{compound: weight}``
@@ -349,7 +358,8 @@ def mcd_configs(atoms: Sequence, compounds: Sequence, *, train_size, test_size, 
         splitter = MCDSplitter(train_size=n_train, test_size=n_test, max_atom_divergence=max_atom_divergence,
                                n_candidates=n_candidates, n_swaps=n_swaps, n_restarts=n_restarts,
                                random_state=random_state)
-        split = splitter.split([atoms[r] for r in parsed], [compounds[r] for r in parsed], progress=progress)
+        split = splitter.split(atoms=[atoms[r] for r in parsed], compounds=[compounds[r] for r in parsed],
+                               progress=progress)
         if seconds is not None:
             seconds["mcd"] = time.perf_counter() - started
         parameters = {**splitter.get_params(), "search_met_bound": splitter.bound_met_,

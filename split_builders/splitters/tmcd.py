@@ -37,7 +37,8 @@ from typing import Sequence
 
 import numpy as np
 
-from split_builders.api import BaseSplitter, Split, check_number, check_random_state, check_size, resolve_size
+from split_builders.api import (DEFAULT_SEED, BaseSplitter, Split, check_number, check_random_state, check_size,
+                                resolve_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.progress import progress_bar
 from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
@@ -230,7 +231,7 @@ class TMCDSplitter(BaseSplitter):
         Rows drawn on each side at each step; the move is chosen among them.
     balance_iterations : int, default=10000
         Swaps allowed to meet the atom constraint first.
-    random_state : int or None, default=1
+    random_state : int or None, default=42
         Seed of the initial shuffle (Python's ``random.Random``, as the reference) and of the
         search (numpy ``default_rng``); None draws fresh randomness.
 
@@ -248,7 +249,7 @@ class TMCDSplitter(BaseSplitter):
 
     def __init__(self, *, train_size, n_iterations: int = 50_000, max_atom_divergence: float = 0.05,
                  initial_temperature: float = 12.0, final_temperature: float = 0.06, n_candidates: int = 256,
-                 balance_iterations: int = 10_000, random_state: int | None = 1):
+                 balance_iterations: int = 10_000, random_state: int | None = DEFAULT_SEED):
         self.train_size = check_size(train_size, "train_size", allow_zero=False)
         self.n_iterations = check_number(n_iterations, "n_iterations", integer=True, minimum=0)
         self.max_atom_divergence = check_number(max_atom_divergence, "max_atom_divergence", minimum=0, maximum=1,
@@ -260,7 +261,15 @@ class TMCDSplitter(BaseSplitter):
         self.balance_iterations = check_number(balance_iterations, "balance_iterations", integer=True, minimum=0)
         self.random_state = check_random_state(random_state)
 
-    def split(self, atoms: Sequence, compounds: Sequence[Counter], *, progress: bool = False) -> Split:
+    @classmethod
+    def _examples(cls, data: dict) -> list:
+        params = {name: getattr(cls(train_size=60), name) for name in cls._param_names()}  # every one, explicitly
+        params.update(train_size=60, n_iterations=300, random_state=3)  # a short search
+        return [(params, dict(atoms=data["atoms"], compounds=data["compounds"]), True)]
+
+    requires = ("atoms", "compounds")
+
+    def _split(self, *, atoms: Sequence, compounds: Sequence[Counter], progress: bool = False) -> Split:
         """A :class:`~split_builders.api.Split` with train and test (validation empty).
 
         ``atoms[row]`` is the set of atoms of a row, ``compounds[row]`` a Counter of its compounds;

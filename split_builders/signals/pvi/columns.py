@@ -59,7 +59,7 @@ def summary_markdown(summary: dict) -> str:
 
 def pvi_figure(path: str, title: str, pvi, simple):
     """PVI of the simple rows against the hard rows (one histogram panel)."""
-    from split_builders.release.cardspec import Figure, Panel
+    from split_builders.cardspec import Figure, Panel
 
     simple = np.asarray(simple, dtype=bool)
     return Figure(path, title, [Panel("PVI (bits)", {"simple": pvi[simple], "hard": pvi[~simple]})],

@@ -59,19 +59,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from split_builders.api import Fields
-from split_builders.errors import InvalidParameterError, InvalidReleaseError, OutputExistsError
+from split_builders.errors import InvalidParameterError, InvalidReleaseError
 from split_builders.options import check_repo_id
+from split_builders.publishing.harness_card import NUM_FEWSHOT, Exported, card_lines
+from split_builders.publishing.harness_files import (UTILS, UTILS_SOURCE, _dump, _Function, _plan, _write_files,
+                                                    replace_card_section, written_before)
 from split_builders.release.provenance import file_sha256 as _file_sha256
 
 FOLDER = "lm_eval"
-UTILS = "utils.py"
 # 2.0: answers filtered to their first line, few-shot generation, pinned data, mcc; 3.0: behavioural documents keep
 # their test case (DOC_FIELDS), auxiliary configs (harness_groups) in groups of their own
 TASK_VERSION = 3.0
-NUM_FEWSHOT = 5  # the default number of few-shot examples of a generation task
 MAX_GEN_TOKS = 256
 UNTIL = ["\n\n"]  # a generation stops at a blank line (the few-shot delimiter), never at a leading newline
 FIRST_LINE = r"^\s*(\S[^\n]*)"  # the first non-empty line of a generation (the harness strips it)
@@ -87,220 +86,15 @@ LABEL_EXPECTATIONS = ("eq", "squad_clean_eq", "pred_not_equal", "allow_for_neutr
 # case it belongs to (its source_id, the example's 0-based index in it, its functionality, capability and type).
 DOC_FIELDS = ("text", "answer", "expectation", "ruled_out", "source_id", "example", "functionality", "capability",
               "test_type")
-HEADER = "# Written by resplit (resplit export lm-eval); exporting again replaces it. Your own tasks: other file names.\n"
 CARD_START, CARD_END = "<!-- resplit:lm-eval -->", "<!-- /resplit:lm-eval -->"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VERSION = re.compile(r"^v?\d+\.\d+\.\d+$")
 
 
-# The ``utils.py`` written beside the tasks (``__TARGET__`` and ``__EXPECTATIONS__`` filled in).
-UTILS_SOURCE = r'''"""lm-evaluation-harness helpers of this release (written by resplit: ``resplit export lm-eval``).
-
-Self-contained: the harness imports this file by path; it needs only ``datasets``.
-"""
-
-import hashlib
-import json
-import re
-from pathlib import Path
-
-TARGET = __TARGET__  # the target column of this release's generation tasks
-EXPECTATIONS = __EXPECTATIONS__  # CheckList expectations that judge each prediction on its own
-CASE_FIELDS = ("functionality", "capability", "test_type")  # a test case's columns each of its documents keeps
 
 
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
-def load_release(resplit_folder="..", resplit_config=None, resplit_files=None, revision=None, **metadata):
-    """The config ``resplit_config`` of the release at ``resplit_folder`` (a path relative to this file), read
-    from the data files the tasks were written for: ``resplit_files`` is ``{split: {path, sha256}}``, and a
-    file whose sha256 differs (the folder now holds another version of the release) is refused."""
-    import datasets
-
-    folder = (Path(__file__).resolve().parent / resplit_folder).resolve()
-    files = {}
-    for split, pinned in (resplit_files or {}).items():
-        path = folder / pinned["path"]
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: the {split} file of config {resplit_config!r} these tasks were written "
-                                    "for is missing; export the tasks again (resplit export lm-eval)")
-        if _sha256(path) != pinned["sha256"]:
-            raise ValueError(f"{path} is not the file these tasks were written for (its sha256 differs): the folder "
-                             "holds another version of the release; export the tasks again (resplit export lm-eval)")
-        files[split] = str(path)
-    if not files:  # tasks written before files were pinned
-        return datasets.load_dataset(str(folder), resplit_config)
-    return datasets.load_dataset("parquet", data_files=files)
-
-
-def _value(value):
-    return json.loads(value) if isinstance(value, str) else value
-
-
-def behavioural_docs(dataset):
-    """One document per example of the test cases whose expectation judges each prediction on its own
-    (``EXPECTATIONS``): ``text`` (the example's parts, one per line), ``answer`` (the prediction it expects, as
-    text; '' where it names none), ``expectation`` (the comparison) and ``ruled_out`` (the prediction it rules
-    out, as text; '' where none); and the test case it belongs to: ``source_id`` (the test case's, as released),
-    ``example`` (the example's 0-based index in its test case), ``functionality``, ``capability`` and
-    ``test_type`` (as released; '' where the release has no such column). CheckList scores a test case, not an
-    example: it passes when every one of its scored examples passes (group the documents by ``source_id``)."""
-    import datasets
-
-    kept = [name for name in ("source_id", *CASE_FIELDS) if name in dataset.column_names]
-    dataset = dataset.select_columns(["examples", "labels", "expectation", *kept])
-    names = dataset.column_names
-    text = datasets.Value("string")
-    features = datasets.Features({
-        "text": text, "answer": text, "expectation": text, "ruled_out": text,
-        "source_id": dataset.features["source_id"] if "source_id" in kept else datasets.Value("int64"),
-        "example": datasets.Value("int64"), **{name: text for name in CASE_FIELDS}})
-
-    def explode(batch):
-        out = {name: [] for name in features}
-        cases = len(batch["examples"])
-        case = {name: batch[name] if name in batch else [None] * cases for name in ("source_id", *CASE_FIELDS)}
-        for i, (examples, labels, expectation) in enumerate(zip(batch["examples"], batch["labels"],
-                                                                batch["expectation"])):
-            labels, expectation = _value(labels), _value(expectation) or {}
-            fn, value = expectation.get("fn"), expectation.get("value")
-            if fn not in EXPECTATIONS:
-                continue
-            per_example = labels if isinstance(labels, list) else [labels] * len(examples)
-            for example, (parts, label) in enumerate(zip(examples, per_example)):
-                label = value if fn == "eq" and value is not None else label
-                if (label is None) if fn != "pred_not_equal" else (value is None):
-                    continue
-                parts = parts if isinstance(parts, list) else [parts]
-                out["text"].append("\n".join(str(part) for part in parts))
-                out["answer"].append("" if label is None else str(label))
-                out["expectation"].append(fn)
-                out["ruled_out"].append("" if value is None or fn != "pred_not_equal" else str(value))
-                out["source_id"].append(case["source_id"][i])
-                out["example"].append(example)
-                for name in CASE_FIELDS:
-                    out[name].append("" if case[name][i] is None else str(case[name][i]))
-        return out
-
-    return dataset.map(explode, batched=True, remove_columns=names, features=features)
-
-
-def passes(expectation, prediction, label, value=""):
-    """Whether ``prediction`` passes a test case's expectation (CheckList's, data/checklist/SPEC.md), all as
-    text (classes as their numbers): ``eq``, ``squad_clean_eq`` (both sides cleaned: :func:`squad_clean`),
-    ``pred_not_equal`` (not ``value``), ``allow_for_neutral`` (a neutral label, 1, accepts all but 0)."""
-    if expectation == "squad_clean_eq":
-        return squad_clean(prediction) == squad_clean(label)
-    if expectation == "pred_not_equal":
-        return prediction != value
-    if expectation == "allow_for_neutral" and label == "1":
-        return prediction != "0"
-    return prediction == label
-
-
-def pass_choice(doc, results):
-    """Accuracy of a behavioural multiple-choice document: 1 when the most likely class passes the test case's
-    expectation (:func:`passes`)."""
-    scores = [result[0] if isinstance(result, (list, tuple)) else result for result in results]
-    prediction = str(max(range(len(scores)), key=scores.__getitem__))
-    return {"acc": float(passes(doc["expectation"], prediction, doc["answer"], doc["ruled_out"]))}
-
-
-def _answer(results):
-    """The filtered answer (the first line of the generation, stripped) of one document."""
-    answer = results[0] if results else ""
-    while isinstance(answer, (list, tuple)):
-        answer = answer[0] if answer else ""
-    return str(answer).strip()
-
-
-def _program(text):
-    return " ".join(str(text).split())
-
-
-def exact_match_program(doc, results):
-    """1 when the generated program equals the target with whitespace normalised (runs of spaces as one)."""
-    return {"exact_match": float(_program(_answer(results)) == _program(doc[TARGET]))}
-
-
-def squad_clean(text):
-    """CheckList's SQuAD cleaning (``squad_clean_eq``): every leading character of the set '[a,the,an,in,at] '
-    (``str.lstrip`` takes a set of characters, as in CheckList) and trailing full stops removed."""
-    return str(text).lstrip("[a,the,an,in,at] ").rstrip(".")
-
-
-def exact_match_expectation(doc, results):
-    """1 when the answer passes the test case's own comparison (:func:`passes`: ``squad_clean_eq`` compares both
-    sides cleaned by :func:`squad_clean`, ``eq`` as they are)."""
-    return {"exact_match": float(passes(doc["expectation"], _answer(results), doc["answer"], doc["ruled_out"]))}
-
-
-def matthews_corrcoef(items):
-    """The Matthews correlation of a task's (gold, prediction) pairs (scikit-learn's). An aggregation of this
-    file, not the harness's own ``matthews_corrcoef``, so the harness does not bootstrap its standard error with
-    100,000 resamples per task (minutes over a group); ``resplit report`` gives intervals from the samples."""
-    from sklearn.metrics import matthews_corrcoef as mcc
-
-    golds, preds = zip(*items)
-    return float(mcc(golds, preds))
-'''
-
-
-class _Function(str):
-    """A YAML scalar written with lm-evaluation-harness's ``!function`` tag."""
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-_Dumper.add_representer(_Function, lambda dumper, value: dumper.represent_scalar("!function", str(value)))
-_Dumper.add_representer(str, lambda dumper, value: dumper.represent_scalar(
-    "tag:yaml.org,2002:str", value, style="|" if "\n" in value.strip() else '"' if "\n" in value else None))
-
-
-class _AnyTag(yaml.SafeLoader):
-    """Reads a task file back, ``!function`` as its text."""
-
-
-_AnyTag.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
-
-
-@dataclass
-class Exported:
-    """What :func:`export_lm_eval` wrote: the files, the default group, every task (``{config: task}``), the
-    auxiliary groups (``groups``: ``{group: [task, ...]}``, tasks outside the default group, and
-    ``group_configs``: ``{group: the config patterns the method declares for it}``), the configs it skipped
-    (``{config: reason}``), where the tasks read the release (``dataset_path`` and ``revision``; None: the local
-    folder), the output type of each task (``kinds``), the harness kind the release declares (``harness``:
-    ``classification``, ``multiple_choice`` or ``generation``), the metrics and the files of others it left in
-    place."""
-
-    folder: Path
-    group: str
-    paths: list = field(default_factory=list)
-    tasks: dict = field(default_factory=dict)
-    skipped: dict = field(default_factory=dict)
-    dataset_path: str | None = None
-    revision: str | None = None
-    kinds: dict = field(default_factory=dict)
-    kept: list = field(default_factory=list)
-    metrics: list = field(default_factory=list)
-    groups: dict = field(default_factory=dict)
-    group_configs: dict = field(default_factory=dict)
-    harness: str | None = None
-
-    @property
-    def default_tasks(self) -> list:
-        """The tasks of the default group (every task outside the auxiliary groups), in config order."""
-        auxiliary = {task for tasks in self.groups.values() for task in tasks}
-        return [task for task in self.tasks.values() if task not in auxiliary]
 
 
 @dataclass
@@ -670,8 +464,6 @@ def _dataset_options(config: _Config, pinned: dict, *, dataset_path: str | None,
     return {"custom_dataset": _Function("utils.load_release"), "dataset_name": config.name, "dataset_kwargs": kwargs}
 
 
-def _dump(mapping: dict) -> str:
-    return HEADER + yaml.dump(mapping, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 
 def _utils_source(fields: Fields | None) -> str:
@@ -679,89 +471,6 @@ def _utils_source(fields: Fields | None) -> str:
             .replace("__EXPECTATIONS__", repr(LABEL_EXPECTATIONS)))
 
 
-def written_before(out: Path, *, configs=()) -> dict:
-    """``{file name: sha256}`` of what an earlier export wrote in ``out``: the files its group file lists (the
-    group file itself: None, any content). In a release's own ``lm_eval/`` exported before the list existed
-    (``configs``: the release's configs), ``utils.py``, ``_*.yaml`` and ``<config>.yaml`` (None)."""
-    listed = {}
-    for group in sorted(out.glob("_*.yaml")):
-        try:
-            data = yaml.load(group.read_text(encoding="utf-8"), Loader=_AnyTag)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue
-        files = ((data.get("metadata") or {}).get("resplit_files") if isinstance(data, dict)
-                 and isinstance(data.get("metadata"), dict) else None)
-        if isinstance(files, dict):
-            listed.update({str(name): str(digest) for name, digest in files.items()})
-            listed[group.name] = None
-    if not listed and configs:
-        legacy = [UTILS, *(p.name for p in out.glob("_*.yaml") if _legacy_group(p, configs)),
-                  *(f"{c}.yaml" for c in configs)]
-        listed = {name: None for name in legacy if (out / name).is_file()}
-    return listed
-
-
-def _legacy_group(path: Path, configs) -> bool:
-    """Whether ``path`` is the group file of an export that listed no files: a group whose tasks are all
-    ``<group>_<config>`` of this release's configs."""
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_AnyTag)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return False
-    if not isinstance(data, dict) or not isinstance(data.get("group"), str) or not isinstance(data.get("task"), list):
-        return False
-    return bool(data["task"]) and all(isinstance(t, str) and any(t == f"{data['group']}_{c}" for c in configs)
-                                      for t in data["task"])
-
-
-def _plan(out: Path, writes: dict, previous: dict, *, what: str = "the tasks") -> tuple[list, list]:
-    """``(stale, kept)``: files of an earlier export that this one does not write again (removed), and files
-    that are not the export's (left as they are). Refuses, naming them, files in the way that resplit did not
-    write or that were changed since."""
-    in_the_way, stale, kept = [], [], []
-    for path in sorted(out.iterdir()) if out.is_dir() else []:
-        name = path.name
-        ours = name in previous and path.is_file() and not path.is_symlink() and (
-            previous[name] is None or _file_sha256(path) == previous[name])
-        if name in writes and not ours:
-            in_the_way.append(name + (" (not written by resplit)" if name not in previous
-                                      else " (changed since resplit wrote it)"))
-        elif name not in writes and ours:
-            stale.append(path)
-        elif name not in writes and not name.startswith(".") and name != "__pycache__":
-            kept.append(name)
-    if in_the_way:
-        shown = ", ".join(in_the_way[:5]) + (f" and {len(in_the_way) - 5} more" if len(in_the_way) > 5 else "")
-        raise OutputExistsError(f"{str(out)!r} holds {len(in_the_way)} file(s) that resplit did not write where "
-                                f"{what} go ({shown}); move them elsewhere (keep your own tasks under another name) or "
-                                "choose another --out (nothing was changed)")
-    return stale, kept
-
-
-def _write_files(out: Path, writes: dict, stale: list, *, what: str = "the harness tasks",
-                 instead: str = "another --out") -> list:
-    """Write every file beside its place first, then move each into place; then remove the stale ones. A full
-    disk while writing them is one line (no file in ``out`` replaced)."""
-    from split_builders.errors import cannot_write, is_unwritable
-
-    temporary = {}
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for name, text in writes.items():
-            temporary[name] = out / f".{name}.{os.getpid()}.tmp"
-            temporary[name].write_text(text, encoding="utf-8")
-        for name, path in temporary.items():
-            os.replace(path, out / name)
-    except OSError as error:
-        if not is_unwritable(error):
-            raise
-        raise cannot_write(error, what, where=out, instead=instead, kept="no file there was replaced") from None
-    finally:
-        for path in temporary.values():
-            path.unlink(missing_ok=True)
-    for path in stale:
-        path.unlink(missing_ok=True)
-    return [out / name for name in writes]
 
 
 def where_tasks_read(folder: Path, metadata: dict, *, repo_id: str | None, revision: str | None,
@@ -827,7 +536,7 @@ def export_lm_eval(folder, out=None, *, repo_id: str | None = None, dataset_path
     record = metadata.get("resplit") or {}
     repo_id, revision = where_tasks_read(folder, metadata, repo_id=repo_id, revision=revision,
                                          dataset_path=dataset_path)
-    from split_builders.release.writer import check_output_place
+    from split_builders.release.places import check_output_place
 
     # the one output policy: not '', the root or the home folder, not a file, a writable place
     out = check_output_place(out if out is not None else folder / FOLDER, "--out", kind="files")
@@ -897,130 +606,6 @@ def tasks_repo(folder: Path, repo_id: str | None, revision: str | None) -> str |
     return repo_id
 
 
-# ---------------------------------------------------------------------------------------------
-# What the card and the terminal say
-# ---------------------------------------------------------------------------------------------
-
-
-def card_lines(exported: Exported) -> list[str]:
-    """The card's harness section: the group and how to run it, where the tasks read the release, how each
-    kind of task is scored, and every config without a task with the reason."""
-    lines = ["## Evaluating with lm-evaluation-harness", ""]
-    if exported.tasks:
-        where = (f"the Hub repository `{exported.dataset_path}` at revision `{exported.revision}`"
-                 if exported.dataset_path and exported.revision else f"`{exported.dataset_path}`"
-                 if exported.dataset_path else "this folder, each data file pinned by its sha256 (a task refuses a "
-                                               "folder that holds another version of the release)")
-        bootstrap = ""
-        run = "lm_eval --model hf --model_args pretrained=MODEL --include_path lm_eval --tasks "
-        default = exported.default_tasks
-        lines += [f"`lm_eval/` holds one task per config (`{exported.group}_<config>`); the group `{exported.group}`, "
-                  f"the one to run, holds {_tasks(default, exported.tasks)} and its row averages each metric over "
-                  f"them. The tasks read {where}.", "", "```bash", f"{run}{exported.group}{bootstrap}", "```", "",
-                  "With `--output_path runs/MODEL --log_samples` added, `resplit report . runs/MODEL` reads the run "
-                  "back by `source_id`: per config the metric with its interval, and the gap to the baseline config.",
-                  ""]
-        for name, members in exported.groups.items():
-            patterns = ", ".join(f"`{p}`" for p in exported.group_configs.get(name, ()))
-            lines += [f"The tasks of the configs {patterns} ({len(members)}) are not in `{exported.group}` but in a "
-                      f"group of their own, `{name}`, run only when named:", "", "```bash", f"{run}{name}{bootstrap}",
-                      "```", ""]
-        if "mcc" in exported.metrics:
-            lines += ["`mcc` is aggregated by the release's own `utils.matthews_corrcoef` (scikit-learn's), so the "
-                      "harness gives it no standard error (it would bootstrap one with 100,000 resamples per task, "
-                      "minutes over a group); `resplit report RELEASE RUN` gives intervals from the logged samples.",
-                      ""]
-        kinds = set(exported.kinds.values())
-        if exported.harness == "multiple_choice":  # CheckList test cases
-            lines += ["CheckList tasks have one document per example of the test cases whose expectation judges a "
-                      "prediction on its own, and every document keeps its test case: `source_id` (the test case's), "
-                      "`example` (the example's 0-based index in it), `functionality`, `capability` and `test_type`, "
-                      "so that samples logged with `--log_samples` can be scored as CheckList scores them: a test "
-                      "case passes when all its scored examples pass."
-                      + (" Where the labels are classes, the suite's class names are the choices and accuracy (`acc`, "
-                         "the only metric) is 1 where the most likely class passes the test case's expectation "
-                         "(`eq`, `pred_not_equal`, `allow_for_neutral`)." if "multiple_choice" in kinds else ""), ""]
-        elif "multiple_choice" in kinds:
-            metrics = sorted({m for m in exported.metrics if m not in ("acc", "acc_norm", "exact_match")})
-            extra = {"mcc": "Matthews correlation (`mcc`)"}
-            lines += ["Classification tasks score the label's class names, in class order, as the choices: accuracy "
-                      "(`acc`, `acc_norm`)" + "".join(f" and {extra.get(m, f'`{m}`')}" for m in metrics) + ".", ""]
-        if "generate_until" in kinds:
-            lines += [f"Generation tasks are few-shot by default ({NUM_FEWSHOT} examples from train; `--num_fewshot` "
-                      "changes it): zero-shot, a causal LM's first line is rarely an answer. The answer is the first "
-                      "non-empty line of the generation, stripped (filter `first_line`); `exact_match` compares it "
-                      "with the target (programs with whitespace normalised; CheckList answers as their test case's "
-                      "expectation says, `squad_clean_eq` with CheckList's SQuAD cleaning).", ""]
-    else:
-        lines += ["No config has an lm-evaluation-harness task.", ""]
-    if exported.skipped:
-        reasons = {}
-        for config, reason in exported.skipped.items():
-            reasons.setdefault(reason, []).append(f"`{config}`")
-        lines += ["Configs without a task:", ""]
-        lines += [f"- {', '.join(configs)}: {reason}." for reason, configs in reasons.items()]
-        lines.append("")
-    return lines
-
-
-def _tasks(members: list, tasks: dict) -> str:
-    """``"every task"``, or how many of them."""
-    return "every task" if len(members) == len(tasks) else f"{len(members)} of the {len(tasks)} tasks"
-
-
 def _write_card_section(folder: Path, exported: Exported) -> None:
     """Write the harness section (:func:`card_lines`) into the release's README.md, between its markers."""
     replace_card_section(folder, CARD_START, CARD_END, card_lines(exported))
-
-
-def replace_card_section(folder: Path, start: str, end: str, lines: list, *, after: str | None = None) -> None:
-    """Write a section of the release's README.md between its markers ``start`` and ``end``: replaced where it is,
-    else placed right after the marker ``after`` where the card has it, else before "Source and citation" (or at
-    the end)."""
-    readme = folder / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    section = "\n".join([start, *lines, end]) + "\n\n"
-    if start in text and end in text:
-        before, rest = text.split(start, 1)
-        following = rest.split(end, 1)[1].lstrip("\n")
-        text = before + section + following
-    elif after is not None and after in text:
-        before, following = text.split(after, 1)
-        text = before + after + "\n\n" + section + following.lstrip("\n")
-    elif "\n## Source and citation" in text:
-        before, following = text.split("\n## Source and citation", 1)
-        text = before.rstrip("\n") + "\n\n" + section + "## Source and citation" + following
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    staged = readme.with_name(f".README.md.{os.getpid()}.tmp")
-    staged.write_text(text, encoding="utf-8")
-    os.replace(staged, readme)
-
-
-def describe(exported: Exported) -> list[str]:
-    """Lines for the terminal: where the tasks are, how to run them, and the configs skipped and why."""
-    lines = []
-    if exported.tasks:
-        source = (f"{exported.dataset_path} at revision {exported.revision}" if exported.dataset_path and exported.revision
-                  else f"dataset_path {exported.dataset_path}" if exported.dataset_path
-                  else "the release folder, each data file pinned by its sha256"
-                       + (f" (revision {exported.revision})" if exported.revision else ""))
-        lines += [f"wrote {len(exported.tasks)} lm-evaluation-harness task(s) to {exported.folder} (group "
-                  f"{exported.group}; data from {source})",
-                  *(f"  {task}" for task in exported.tasks.values()),
-                  f"run them with: lm_eval --model hf --model_args pretrained=MODEL --include_path {exported.folder} "
-                  f"--tasks {exported.group}"]
-        for name, members in exported.groups.items():
-            lines.append(f"the tasks of {', '.join(exported.group_configs.get(name, ()))} ({len(members)}) are in their "
-                         f"own group, {name}, not in {exported.group}: --tasks {name} runs them")
-        if "generate_until" in exported.kinds.values():
-            lines.append(f"generation tasks are {NUM_FEWSHOT}-shot by default (zero-shot, a first line is rarely an "
-                         "answer); --num_fewshot changes it")
-    for config, reason in exported.skipped.items():
-        lines.append(f"skipped {config}: {reason}")
-    if exported.kept:
-        shown = ", ".join(exported.kept[:5]) + (f" and {len(exported.kept) - 5} more" if len(exported.kept) > 5 else "")
-        lines.append(f"left {len(exported.kept)} file(s) resplit did not write as they were: {shown}")
-    if not exported.tasks:
-        lines.append("no config fits a harness task: nothing written")
-    return lines

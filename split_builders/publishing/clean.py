@@ -31,13 +31,13 @@ def write_clean(data, report: dict, rows, out, *, target: str, overwrite: bool =
     ``out`` follows the build's output policy (:func:`~split_builders.release.writer.write_release`: a file or a
     folder holding files resplit did not write, a harness task changed since it was written among them, is
     refused); the caller checks it against the command's inputs and holds its lock
-    (:class:`~split_builders.release.writer.OutputLock`)."""
+    (:class:`~split_builders.release.places.OutputLock`)."""
     import datasets
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from split_builders.evidence import views
-    from split_builders.release.readers import write_readers, written_files
+    from split_builders.publishing.readers import write_readers, written_files
     from split_builders.release.writer import write_release
     from split_builders.splits import SPLITS, ConfigSplit
 

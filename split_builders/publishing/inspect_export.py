@@ -1,7 +1,7 @@
 """inspect-ai tasks of a release: ``inspect_tasks.py`` and ``eval.yaml`` at its root.
 
 Written by the same export as ``lm_eval/`` and from the same decision per config
-(:func:`split_builders.release.export.task_config`, the one dispatch on the method's declared harness task), so
+(:func:`split_builders.publishing.export.task_config`, the one dispatch on the method's declared harness task), so
 a config has an inspect-ai task exactly when it has a harness task, scored by the same rule:
 
 - ``inspect_tasks.py``: one ``@task`` per config (``inspect eval RELEASE/inspect_tasks.py@<config>``), reading the
@@ -248,7 +248,7 @@ class InspectExported:
 
 def _helpers() -> str:
     """The helpers of ``lm_eval/utils.py`` an inspect task shares (one source: :data:`export.UTILS_SOURCE`)."""
-    from split_builders.release.export import UTILS_SOURCE
+    from split_builders.publishing.export import UTILS_SOURCE
 
     tree = ast.parse(UTILS_SOURCE)
     found = {node.name: ast.get_source_segment(UTILS_SOURCE, node) for node in tree.body
@@ -333,8 +333,8 @@ def export_inspect(folder, *, repo_id: str | None = None, revision: str | None =
     """Write ``inspect_tasks.py`` and ``eval.yaml`` into the release ``folder`` (its root) and the card's inspect
     section; the tasks read the Hub repository ``repo_id`` at ``revision`` (default: the Hub id and version a
     published card records), else the folder itself, each data file pinned by its sha256 (as the harness tasks:
-    :func:`~split_builders.release.export.where_tasks_read`, :func:`~split_builders.release.export.plan_tasks`)."""
-    from split_builders.release import export as lm
+    :func:`~split_builders.publishing.export.where_tasks_read`, :func:`~split_builders.publishing.export.plan_tasks`)."""
+    from split_builders.publishing import export as lm
     from split_builders.release.folder import read_card
 
     folder = Path(folder)
@@ -377,7 +377,7 @@ def _identifier(config: str) -> str:
 
 
 def _tasks_source(specs: dict, repo_id: str | None, revision: str | None) -> str:
-    from split_builders.release.export import FIRST_LINE, LABEL_EXPECTATIONS
+    from split_builders.publishing.export import FIRST_LINE, LABEL_EXPECTATIONS
 
     tasks = json.dumps(specs, indent=1, sort_keys=True, ensure_ascii=False)
     source = (TASKS_SOURCE.replace("__EXPECTATIONS__", repr(LABEL_EXPECTATIONS))
@@ -434,8 +434,8 @@ def card_lines(exported: InspectExported) -> list[str]:
 
 def write_card_section(folder: Path, exported: InspectExported) -> None:
     """The inspect-ai section of the card (:func:`card_lines`), after the lm-evaluation-harness section."""
-    from split_builders.release.export import CARD_END as LM_END
-    from split_builders.release.export import replace_card_section
+    from split_builders.publishing.export import CARD_END as LM_END
+    from split_builders.publishing.export import replace_card_section
 
     replace_card_section(folder, CARD_START, CARD_END, card_lines(exported), after=LM_END)
 

@@ -1,7 +1,7 @@
 """The files a release carries for the tools that read it, written together: lm-evaluation-harness tasks
-(``lm_eval/``, :mod:`~split_builders.release.export`), inspect-ai tasks (``inspect_tasks.py`` and ``eval.yaml``,
-:mod:`~split_builders.release.inspect_export`) and Croissant metadata (``croissant.json``,
-:mod:`~split_builders.release.croissant`).
+(``lm_eval/``, :mod:`~split_builders.publishing.export`), inspect-ai tasks (``inspect_tasks.py`` and ``eval.yaml``,
+:mod:`~split_builders.publishing.inspect_export`) and Croissant metadata (``croissant.json``,
+:mod:`~split_builders.publishing.croissant`).
 
 :func:`write_readers` is what a build, ``--write-clean`` and ``push`` call on a staged release;
 :func:`written_files` is what the writer asks to tell resplit's files from a user's (``harness_files``).
@@ -16,9 +16,9 @@ def write_readers(folder: Path, *, repo_id: str | None = None, revision: str | N
     """Write every reader's files of the release ``folder`` (complete or staged); the paths written. ``repo_id``
     and ``revision``: where the tasks read the release once published (:func:`export.tasks_repo`: a Hub id without a
     version, a build with ``--org`` not yet published, reads the folder itself)."""
-    from split_builders.release.croissant import write_croissant
-    from split_builders.release.export import export_lm_eval, tasks_repo
-    from split_builders.release.inspect_export import export_inspect
+    from split_builders.publishing.croissant import write_croissant
+    from split_builders.publishing.export import export_lm_eval, tasks_repo
+    from split_builders.publishing.inspect_export import export_inspect
 
     folder = Path(folder)
     repo_id = tasks_repo(folder, repo_id, revision)
@@ -31,7 +31,7 @@ def write_readers(folder: Path, *, repo_id: str | None = None, revision: str | N
 def written_files(folder: Path, *, configs=()) -> dict:
     """``{path relative to the release folder: sha256 or None}`` of the files the readers' exports wrote in
     ``folder`` (None: resplit's whatever its content, as a file that lists the others)."""
-    from split_builders.release import croissant, export, inspect_export
+    from split_builders.publishing import croissant, export, inspect_export
 
     folder = Path(folder)
     harness = folder / export.FOLDER

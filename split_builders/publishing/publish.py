@@ -33,7 +33,7 @@ from split_builders.errors import InvalidParameterError, InvalidReleaseError, Pu
 from split_builders.options import check_license as check_hub_license
 from split_builders.options import check_repo_id
 from split_builders.release.folder import front_matter, data_files, read_card, row_ids
-from split_builders.release.diff import count_moves
+from split_builders.publishing.diff import count_moves
 from split_builders.api import SPLITS
 
 VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
@@ -112,7 +112,7 @@ def validate_release(folder, *, allow_extra: bool = False) -> dict:
         Naming the first config and split that differ from the card.
     """
     from split_builders.release.folder import Released
-    from split_builders.release.verify import Report, check_integrity
+    from split_builders.publishing.verify import Report, check_integrity
 
     folder = Path(folder)
     read_card(folder)  # a folder without a card or configs is refused with its own message
@@ -256,7 +256,7 @@ def remote_state(api, repo_id: str, repo_type: str) -> tuple[dict, str | None]:
 
 
 def fetch_split_ids(api, repo_id: str, revision: str, cache_dir: str) -> tuple[dict, str]:
-    """config -> split -> row identities (:func:`~split_builders.release.verify.row_ids`) of a published
+    """config -> split -> row identities (:func:`~split_builders.publishing.verify.row_ids`) of a published
     version, and its CHANGELOG.md ("" if none)."""
     import pyarrow.parquet as pq
 
@@ -297,7 +297,7 @@ def stage_release(folder: Path, staging: Path, version: str, section: str, old_c
     (staging / "CHANGELOG.md").write_text(f"# Changelog\n\n{section}\n{previous.lstrip()}".rstrip() + "\n",
                                           encoding="utf-8")
     if repo_id is not None and metadata.get("resplit"):  # tasks that read this version on the Hub
-        from split_builders.release.readers import write_readers
+        from split_builders.publishing.readers import write_readers
 
         write_readers(staging, repo_id=repo_id, revision=f"v{'.'.join(map(str, parse_version(version)))}")
     return staging

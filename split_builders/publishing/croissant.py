@@ -224,7 +224,7 @@ def croissant(folder) -> dict:
 
 def _document(metadata: dict, body: str, record: dict, distribution: list, record_sets: list) -> dict:
     """The dataset-level properties around ``distribution`` and ``record_sets``."""
-    from split_builders.release.export import recorded_repo_id, recorded_revision
+    from split_builders.publishing.export import recorded_repo_id, recorded_revision
 
     source = _public(record.get("source") if isinstance(record.get("source"), dict) else {})
     method, version = record.get("method"), record.get("version")
@@ -321,7 +321,7 @@ def text(folder) -> str:
 
 def write_croissant(folder) -> list[Path]:
     """Write ``folder/croissant.json`` (beside its place, then renamed: never half written); the paths written."""
-    from split_builders.release.writer import write_file
+    from split_builders.release.places import write_file
 
     content = text(folder)
     path = write_file(Path(folder) / FILE, lambda partial: Path(partial).write_text(content, encoding="utf-8"),

@@ -22,7 +22,7 @@ def against_record(folder, entries: list[dict], *, threshold: float, progress: b
     was checked and the tiers per config and split of the release at ``folder``."""
     from split_builders.evidence.contamination import contamination
     from split_builders.evidence.inputs import EvidenceInput
-    from split_builders.release.clean import public_name
+    from split_builders.publishing.clean import public_name
     from split_builders.release.folder import Released
 
     data = EvidenceInput.from_release(Released(folder))
@@ -72,7 +72,7 @@ def record_against(folder, entries: list[dict], *, threshold: float = 0.8, progr
     ``resplit.against`` and the card's section), written beside it and moved into place."""
     from huggingface_hub import DatasetCard
 
-    from split_builders.release.writer import write_file
+    from split_builders.release.places import write_file
 
     if not entries:
         return []

@@ -137,7 +137,7 @@ def _statistics(released, config: str) -> dict:
 
 def diff(a: str, b: str, *, configs=None) -> dict:
     """Compare two releases. Returns ``{"configs": {config: {...}}, "provenance": {key: [a, b]}, "croissant":
-    [line, ...]}`` (how their ``croissant.json`` differ: :func:`~split_builders.release.croissant.croissant_changes`);
+    [line, ...]}`` (how their ``croissant.json`` differ: :func:`~split_builders.publishing.croissant.croissant_changes`);
     each config has ``moved``, ``added``, ``removed``, ``pairs``, ``status`` (changed, unchanged,
     added, removed) and ``statistics`` (``{name: [a, b]}`` for those that changed). Both are read through
     :class:`~split_builders.release.folder.Released` (a damaged data file is refused in one line naming it);
@@ -173,7 +173,7 @@ def diff(a: str, b: str, *, configs=None) -> dict:
             if config not in configs:
                 rows = sum(len(v) for v in ids[0][config].values())
                 configs[config] = {"moved": 0, "added": 0, "removed": rows, "pairs": {}, "status": "removed"}
-        from split_builders.release.croissant import croissant_changes, read_croissant
+        from split_builders.publishing.croissant import croissant_changes, read_croissant
 
         return {"configs": configs, "provenance": provenance_changes(left.record, right.record),
                 "croissant": croissant_changes(read_croissant(left.folder)[0], read_croissant(right.folder)[0])}

@@ -128,9 +128,9 @@ def check_task_files(released: Released, report: Report) -> None:
     """The harness and inspect-ai task files resplit wrote (``lm_eval/``, ``inspect_tasks.py``) against the sha256
     their export recorded: a file changed since (a task edited by hand) differs, since ``push`` would publish it as
     the release's own task; a file listed and missing differs too."""
-    from split_builders.release.inspect_export import TASKS_FILE
+    from split_builders.publishing.inspect_export import TASKS_FILE
     from split_builders.release.provenance import file_sha256
-    from split_builders.release.readers import written_files
+    from split_builders.publishing.readers import written_files
 
     folder = released.folder
     checked = {name: digest for name, digest in written_files(folder).items() if digest is not None}
@@ -156,7 +156,7 @@ def check_croissant(released: Released, report: Report) -> None:
     """``croissant.json`` against the card and its files: every data file listed with its sha256 (the card's, which
     level 1 checks against the file), every config a record set, nothing else listed. A release without one
     (built before resplit wrote it) is a note, not a difference."""
-    from split_builders.release.croissant import FILE, croissant_problems, read_croissant
+    from split_builders.publishing.croissant import FILE, croissant_problems, read_croissant
 
     document, problem = read_croissant(released.folder)
     if document is None and not (released.folder / FILE).exists():
