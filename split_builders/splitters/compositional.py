@@ -134,6 +134,8 @@ class StandardSplitter(TailSplitter):
     random_state : int or None, default=42
         Seed of the permutation (numpy ``default_rng``; None: fresh randomness).
 
+    Notes
+    -----
     It reads no signal, only the number of rows (``split(n_rows)``, or any per-row input).
     """
 
