@@ -21,12 +21,26 @@ def run_view(view, args) -> int:
     from split_builders.evidence.inputs import EvidenceInput
 
     settings = {s.name: s.value(getattr(args, s.name)) for s in view.settings}
-    if getattr(args, "against", None):
+    if getattr(args, "against", None) and getattr(args, "against_corpus", None):
+        raise InvalidParameterError("--against and --against-corpus: give one of them (run the command once for "
+                                    "each)")
+    if getattr(args, "against", None) or getattr(args, "against_corpus", None):
+        corpus_only = ("executor", "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition",
+                       "slurm_time")
+        given = [f for f in corpus_only if getattr(args, f, None) is not None]
+        if getattr(args, "against", None) and given:
+            raise InvalidParameterError(f"--{given[0].replace('_', '-')} needs --against-corpus SOURCE (it sets how "
+                                        "a corpus is read)")
+        for flag in ("against_splits", "against_fields"):
+            if getattr(args, "against_corpus", None) and getattr(args, flag, None) is not None:
+                raise InvalidParameterError(f"--{flag.replace('_', '-')} needs --against OTHER; a corpus has one "
+                                            "text field (--text-field)")
         return run_against(view, args, settings)
-    for flag in ("rows", "write_clean", "against_fields", "against_splits"):
+    for flag in ("rows", "write_clean", "against_fields", "against_splits", "against_label_field", "executor",
+                 "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition", "slurm_time"):
         if getattr(args, flag, None) is not None:  # given, even as ''
-            raise InvalidParameterError(f"--{flag.replace('_', '-')} needs --against OTHER (the datasets the "
-                                        "evaluation rows are checked against)")
+            raise InvalidParameterError(f"--{flag.replace('_', '-')} needs --against OTHER or --against-corpus "
+                                        "SOURCE (what the evaluation rows are checked against)")
     with tempfile.TemporaryDirectory(prefix=f"resplit-{view.subcommand}-") as work:
         data = EvidenceInput.from_target(args.target, work=work, revision=args.revision,  # --configs: read no other
                                          configs=settings.get("configs") or getattr(args, "configs", None))
@@ -75,6 +89,27 @@ def add_against_arguments(parser) -> None:
     parser.add_argument("--against-fields", type=names, metavar="A,B",
                         help="the other datasets' input columns, in the order of the target's input fields "
                              "(default: the same names)")
+    parser.add_argument("--against-label-field", metavar="NAME",
+                        help="the other datasets' (or the corpus's) label column (default: the target's label name, "
+                             "else label, labels or gold_label)")
+    corpus = parser.add_argument_group("a pretraining corpus (datatrove; pip install 'resplit[corpus]')")
+    corpus.add_argument("--against-corpus", metavar="SOURCE",
+                        help="check every evaluation row against a corpus: a folder or glob of Parquet / JSONL(.gz) "
+                             "shards, or hf://datasets/ORG/NAME[@REV]/PATH, streamed by datatrove")
+    corpus.add_argument("--executor", choices=("local", "slurm", "ray"),
+                        help="datatrove's executor (default: local)")
+    corpus.add_argument("--tasks", type=_positive, help="datatrove tasks (each reads whole shards; default: 1)")
+    corpus.add_argument("--workers", type=_positive,
+                        help="tasks run at once (default: 1; on Slurm: all of them)")
+    corpus.add_argument("--ngram", type=_positive,
+                        help="the word n-gram of the GPT-3 / lm-evaluation-harness convention (default: 13)")
+    corpus.add_argument("--text-field", help="the corpus's text field (default: text)")
+    corpus.add_argument("--id-field", help="the corpus's document id field (default: id, else the row in its shard)")
+    corpus.add_argument("--work", metavar="DIR",
+                        help="the run's work folder: index, datatrove's logs and completions, match records; the "
+                             "same command resumes there (default: ./resplit-corpus-HASH)")
+    corpus.add_argument("--slurm-partition", help="--executor slurm: the partition")
+    corpus.add_argument("--slurm-time", help="--executor slurm: each task's time limit (HH:MM:SS; default 24:00:00)")
     parser.add_argument("--rows", metavar="FILE.parquet",
                         help="write one row per evaluation row (config, split, source_id, tier, match_dataset, "
                              "match_split, match_id, jaccard)")
@@ -84,6 +119,18 @@ def add_against_arguments(parser) -> None:
     parser.add_argument("--overwrite", action="store_true",
                         help="replace --write-clean OUT (a release resplit wrote, or an empty folder) and --rows FILE "
                              "if they exist; files resplit did not write are never replaced")
+
+
+def _positive(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is below 1")
+    return value
 
 
 def run_against(view, args, settings) -> int:
@@ -99,7 +146,9 @@ def run_against(view, args, settings) -> int:
     from split_builders.publishing.readers import written_files
     from split_builders.release.places import OutputLock, check_output_place, write_file
 
-    inputs = [path for path in (args.target, *args.against) if _local_path(path)]
+    corpus_source = getattr(args, "against_corpus", None)
+    others = [corpus_source] if corpus_source else args.against
+    inputs = [path for path in (args.target, *others) if _local_path(path)]
     rows_path = clean_out = None
     if args.rows is not None:
         rows_path = check_output_place(args.rows, "--rows", kind="file", overwrite=args.overwrite, inputs=inputs)
@@ -130,10 +179,27 @@ def run_against(view, args, settings) -> int:
             if clean_out is not None and not data.record:
                 raise InvalidParameterError(f"--write-clean needs a resplit release as TARGET; {args.target} is a "
                                             "plain dataset (use --rows to keep the clean rows' ids)")
-            report, rows = contamination(data.parts, fields, args.against, work=work,
-                                         threshold=settings["threshold"], against_fields=args.against_fields,
-                                         against_splits=args.against_splits, where=data.where,
-                                         progress=not args.no_progress)
+            if corpus_source:
+                from split_builders.evidence.corpus import default_work, run_corpus
+
+                report, rows, _ = run_corpus(
+                    data, fields, corpus_source, target=args.target,
+                    work=args.work or default_work(args.target, corpus_source), threshold=settings["threshold"],
+                    executor=args.executor or "local", tasks=args.tasks or 1, workers=args.workers,
+                    ngram=args.ngram or 13, text_field=args.text_field or "text", id_field=args.id_field,
+                    label_field=args.against_label_field,
+                    slurm={"partition": args.slurm_partition, "time": args.slurm_time or "24:00:00"},
+                    progress=not args.no_progress)
+                if report is None:
+                    print(f"submitted {args.tasks or 1} task(s) to Slurm; once they finish, run the same command "
+                          f"again (--work {args.work or default_work(args.target, corpus_source)}) for the result")
+                    return 0
+            else:
+                report, rows = contamination(data.parts, fields, args.against, work=work,
+                                             threshold=settings["threshold"], against_fields=args.against_fields,
+                                             against_splits=args.against_splits, where=data.where,
+                                             progress=not args.no_progress,
+                                             against_label_field=args.against_label_field)
             if rows_path is not None:
                 import pyarrow.parquet as pq
 
@@ -150,6 +216,11 @@ def run_against(view, args, settings) -> int:
     else:
         for line in format_against(report):
             print(line)
+        if corpus_source:
+            from split_builders.evidence.corpus import format_corpus
+
+            for line in format_corpus(report):
+                print(line)
         if rows_path is not None:
             print(f"wrote {rows.num_rows} rows to {rows_path}")
         if clean_out is not None:

@@ -302,9 +302,24 @@ def input_fields(fields, table) -> list:
     return list(Audited.of(fields, table).text)
 
 
+def other_label_field(label: str | None, columns, requested: str | None = None) -> str | None:
+    """The label column of another dataset's split, resolved as the readers resolve a label: ``requested``
+    (``--against-label-field``), else the target's label name, else the first of ``label`` / ``labels`` /
+    ``gold_label`` it has (:data:`~.fields.LABEL_NAMES`); None where it has none (labels are not compared)."""
+    from split_builders.evidence.fields import LABEL_NAMES
+
+    if not label:
+        return None
+    if requested:
+        return requested if requested in columns else None
+    if label in columns:
+        return label
+    return next((name for name in LABEL_NAMES if name in columns), None)
+
+
 def contamination(parts: dict, fields, others: list[str], *, work, threshold: float, revision: str | None = None,
                   against_fields=None, against_splits=None, label_names=None, where: str = "the target",
-                  progress: bool = False) -> tuple[dict, object]:
+                  progress: bool = False, against_label_field: str | None = None) -> tuple[dict, object]:
     """Tiers of every evaluation row of ``parts`` (``{config: {split: Part}}``) against the datasets
     ``others``: ``(report, rows)``, ``report["against"][config][split]`` holding ``rows``, ``clean``,
     ``input_contaminated``, ``input_label_contaminated``, ``exact`` (rows whose input has an identical
@@ -328,6 +343,7 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
     names_of = {**_class_names(first.schema), **names_of}
     columns = list(dict.fromkeys([*inputs, *([label] if label and label in first.column_names else [])]))
     pool = Pool(evaluated, columns)
+    target_labelled = bool(label and label in pool.table.column_names)
     text_codes, texts = value_codes(examples_text(pool.table, inputs), values=True)
     labels = LabelCodes()
     row_label = (labels.of(label_strings(pool.table.column(label), names_of.get(label)))
@@ -357,13 +373,17 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
             f"--against {other.dataset} ({other.split}) has no column {', '.join(missing)} (columns: "
             f"{', '.join(other.columns)}); name its input columns, in the order of {', '.join(inputs)}, "
             "with --against-fields")
+    if against_label_field and not any(against_label_field in s.columns for s in usable):
+        other = usable[0]
+        raise InvalidParameterError(f"--against-label-field {against_label_field}: {other.dataset} ({other.split}) "
+                                    f"has no such column (columns: {', '.join(other.columns)})")
     for number, other in enumerate(splits):
         missing = [c for c in other_inputs if c not in other.columns]
         if missing:  # a config of other columns (CURRICULUM's hypothesis-only configs): said, not read
             skipped.append({"dataset": other.dataset, "split": other.split,
                             "reason": f"no column {', '.join(missing)}"})
             continue
-        other_label = label if label in other.columns else None
+        other_label = other_label_field(label, other.columns, against_label_field) if target_labelled else None
         seen = 0
         bar = progress_bar(total=None, description=f"against {other.split}", unit="row", enabled=progress)
         with bar:
@@ -418,6 +438,9 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
     # each evaluation row's tier and match
     report_splits: dict = {}
     tables = []
+    # labels compared with none of the datasets read: said, never counted as 0 input-and-label rows
+    uncompared = [f"{c['dataset']} ({c['split']})" for c in checked if target_labelled and not c["label"]]
+    not_compared = bool(target_labelled and checked and len(uncompared) == len(checked))
     for (config, split), rows in pool.rows.items():
         ids = pool.ids[(config, split)]
         text = text_codes[rows]
@@ -436,6 +459,8 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
         counts = {name: int((tier == k).sum()) for k, name in enumerate(TIERS)}
         entry = {"rows": n, **counts, "exact": int((valid & exact_hit[np.maximum(text, 0)]).sum())}
         entry["rates"] = {name: round(counts[name] / n, 4) if n else 0.0 for name in TIERS}
+        if not_compared:
+            entry["input_label_contaminated"] = entry["rates"]["input_label_contaminated"] = None
         report_splits.setdefault(config, {})[split] = entry
         tables.append(pa.table({
             "config": pa.array([config] * n, pa.string()),
@@ -451,8 +476,20 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
         }))
     report = {"threshold": threshold, "ngram": NGRAM, "num_perm": NUM_PERM, "bands": index.bands,
               "rows_per_band": index.rows, "input_fields": inputs, "label_field": label,
+              **({"labels_compared": False, "labels_note": labels_note(uncompared, all_of_them=not_compared)}
+                 if uncompared else {}),
               "checked": checked, **({"skipped": skipped} if skipped else {}), "against": report_splits}
     return report, pa.concat_tables(tables)
+
+
+def labels_note(uncompared: list, *, all_of_them: bool) -> str:
+    """What the report, the terminal and the card say where labels could not be compared."""
+    where = ", ".join(uncompared)
+    if all_of_them:
+        return (f"labels not compared: {where} has no label column (none named like the target's, nor label, "
+                "labels or gold_label); input_label_contaminated is unknown, not 0: name it with "
+                "--against-label-field")
+    return f"labels not compared for {where} (no label column): its matches count as input-contaminated only"
 
 
 def write_rows(rows, path) -> None:
@@ -485,7 +522,12 @@ def format_against(report: dict) -> list[str]:
     for config, splits in report["against"].items():
         for split, entry in splits.items():
             n = entry["rows"]
-            cell = lambda count: f"{count} ({100 * count / n:.1f}%)" if n else str(count)  # noqa: E731
-            table.append([config, split, str(n), *(cell(entry[t]) for t in TIERS), cell(entry["exact"])])
-    out += aligned(["config", "split", "rows", "clean", "input", "input+label", "exact input"], table)
-    return out + [f"not read: {s['dataset']} ({s['split']}): {s['reason']}" for s in report.get("skipped", [])]
+            cell = lambda count: ("not compared" if count is None else  # noqa: E731
+                                  f"{count} ({100 * count / n:.1f}%)" if n else str(count))
+            grams = [cell(entry["ngram_overlap"])] if "ngram_overlap" in entry else []
+            table.append([config, split, str(n), *(cell(entry[t]) for t in TIERS), cell(entry["exact"]), *grams])
+    word = report.get("corpus", {}).get("word_ngram")
+    out += aligned(["config", "split", "rows", "clean", "input", "input+label", "exact input",
+                    *([f"{word}-gram"] if word else [])], table)
+    out += [f"not read: {s['dataset']} ({s['split']}): {s['reason']}" for s in report.get("skipped", [])]
+    return out + ([report["labels_note"]] if report.get("labels_note") else [])

@@ -22,7 +22,7 @@ def against_record(folder, entries: list[dict], *, threshold: float, progress: b
     was checked and the tiers per config and split of the release at ``folder``."""
     from split_builders.evidence.contamination import contamination
     from split_builders.evidence.inputs import EvidenceInput
-    from split_builders.publishing.clean import public_name
+    from split_builders.publishing.clean import public_name, public_note
     from split_builders.release.folder import Released
 
     data = EvidenceInput.from_release(Released(folder))
@@ -39,6 +39,8 @@ def against_record(folder, entries: list[dict], *, threshold: float, progress: b
                 "splits": [{"split": c["split"], "rows": c["rows"]} for c in report["checked"]],
                 "threshold": report["threshold"], "input_fields": report["input_fields"],
                 "label_field": report["label_field"],
+                **({"labels_note": public_note(report["labels_note"], report["checked"])}
+                   if report.get("labels_note") else {}),
                 "configs": {config: {split: {k: e[k] for k in ("rows", *TIERS)} for split, e in splits.items()}
                             for config, splits in report["against"].items()},
             })
@@ -61,8 +63,11 @@ def card_lines(records: list[dict]) -> list[str]:
         for config, splits in record["configs"].items():
             for split, entry in splits.items():
                 n = entry["rows"]
-                cell = lambda count: f"{count} ({100 * count / n:.1f}%)" if n else str(count)  # noqa: E731
+                cell = lambda count: ("not compared" if count is None else  # noqa: E731
+                                      f"{count} ({100 * count / n:.1f}%)" if n else str(count))
                 lines.append(f"| `{config}` | {split} | {n} | " + " | ".join(cell(entry[t]) for t in TIERS) + " |")
+        if record.get("labels_note"):
+            lines += ["", record["labels_note"]]
         lines.append("")
     return lines
 

@@ -25,6 +25,13 @@ def public_name(name: str) -> str:
     return Path(name).name if Path(name).is_absolute() else name
 
 
+def public_note(note: str, checked: list) -> str:
+    """A note naming datasets as given, with each one's :func:`public_name` (no absolute local path)."""
+    for entry in checked:
+        note = note.replace(entry["dataset"], public_name(entry["dataset"]))
+    return note
+
+
 def write_clean(data, report: dict, rows, out, *, target: str, overwrite: bool = False, progress: bool = False):
     """Write the clean release of ``data`` (an :class:`~split_builders.evidence.inputs.EvidenceInput` of a release)
     at ``out``: ``rows`` are the per-row tiers (:func:`~split_builders.evidence.contamination.contamination`).
@@ -88,6 +95,8 @@ def write_clean(data, report: dict, rows, out, *, target: str, overwrite: bool =
         "removed": removed,
         **({"configs_left_out": emptied} if emptied else {}),  # every evaluation row contaminated
         "counts": report["against"],
+        **({"labels_note": public_note(report["labels_note"], report["checked"])} if report.get("labels_note")
+           else {}),
     }
 
     def render_card(staging, written) -> str:
@@ -115,8 +124,11 @@ def card_lines(target: str, contamination: dict, written) -> list[str]:
             continue
         for split, entry in splits.items():
             kept = written[config][split].num_examples if split in written.get(config, {}) else 0
+            label = entry["input_label_contaminated"]
             lines.append(f"| `{config}` | {split} | {kept} | {entry['input_contaminated']} | "
-                         f"{entry['input_label_contaminated']} |")
+                         f"{'not compared' if label is None else label} |")
+    if contamination.get("labels_note"):
+        lines += ["", contamination["labels_note"]]
     left_out = contamination.get("configs_left_out")
     if left_out:
         lines += ["", "Left out, every evaluation row contaminated: " + ", ".join(f"`{c}`" for c in left_out) + "."]

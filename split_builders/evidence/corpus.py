@@ -1,0 +1,476 @@
+"""Contamination at corpus scale (``resplit audit TARGET --against-corpus SOURCE``): every evaluation row of a
+target against the documents of a pretraining corpus (Parquet / JSONL(.gz) shards in a folder or glob, or
+``hf://datasets/ORG/NAME[@REV]/PATH``), on datatrove's engine (``LocalPipelineExecutor``,
+``RayPipelineExecutor``, ``SlurmPipelineExecutor``).
+
+**The evaluation side is indexed once** (:class:`EvaluationIndex`, written to the work folder as Parquet and
+``.npy``): the distinct normalised inputs of every evaluation row, their MinHash signatures and LSH bands (the
+in-release audit's and ``--against``'s, :mod:`.near_duplicates`: character 5-grams, 64 permutations), and the
+word ``N``-gram set of the GPT-3 / lm-evaluation-harness decontamination convention (``--ngram``, default 13;
+an input shorter than ``N`` words is one n-gram of its own length, as GPT-3's shorter n-grams for short
+examples), so both conventions are reported.
+
+**The corpus is streamed by datatrove** (:mod:`.corpus_steps`): reader -> resplit's matcher -> writer. Each
+document is normalised line by line (the audit's normalisation); its *passages* are its lines, every run of up
+to as many consecutive lines as an evaluation input has fields, and the whole document, each compared with the
+index where its length allows a Jaccard at the threshold (a passage longer than ``longest input / threshold``
+characters cannot reach it); candidates are confirmed with the exact Jaccard. Its words are looked up in the
+index's vocabulary (Arrow's ``index_in``) and every window of ``N`` known words hashed (prefix sums, numpy) and
+looked up in the n-gram set. Each task writes one record per match (:data:`RECORD_COLUMNS`: the evaluation
+config, split and ``source_id``; the shard and document; the best Jaccard of its passages; the longest run of
+shared words; whether an ``N``-gram is shared; whether a passage is the same normalised input; the document's
+label where ``--against-label-field`` names one).
+
+**The merge** (:func:`merge`) reads every task's records, sorts them (the same bytes whatever the task count or
+shard order) and gives each evaluation row the tiers of ``--against`` (best match: highest Jaccard, ties to the
+first shard and row), so the report, ``--rows`` and ``--write-clean`` are those of ``--against``.
+
+**The work folder is the resume point**: ``run.json`` (what this run checks: a work folder of another run is
+refused), ``shards.txt`` (the shards, sorted), ``index/``, datatrove's ``logs/`` (its ``completions/`` files: a
+rerun skips the finished tasks), ``matches/`` (records per task), ``tasks/`` and ``failed/`` (per task).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from split_builders.errors import InvalidParameterError
+from split_builders.evidence.contamination import (EVALUATION_SPLITS, TIERS, _class_names, labels_note,
+                                                   other_label_field)
+from split_builders.evidence.corpus_index import WORD_NGRAM, EvaluationIndex, record_schema
+from split_builders.evidence.near_duplicates import NGRAM, NUM_PERM
+
+EXECUTORS = ("local", "slurm", "ray")
+FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".json.gz": "jsonl",
+           ".jsonl.zst": "jsonl", ".ndjson": "jsonl"}
+RECORD_COLUMNS = ("config", "split", "source_id", "shard", "row", "document", "jaccard", "longest_ngram",
+                  "ngram_overlap", "exact", "label")
+# ---------------------------------------------------------------------------------------------
+# SOURCE: its shards, checked before any work
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Corpus:
+    source: str  # as given
+    folder: str  # datatrove's data folder (a local folder or an hf:// path)
+    kind: str  # parquet | jsonl
+    shards: list  # paths relative to folder, sorted
+    columns: list  # the first shard's fields
+    label_names: tuple = ()
+    sizes: dict = field(default_factory=dict)
+
+
+def _format_of(name: str):
+    lower = name.lower()
+    for suffix in sorted(FORMATS, key=len, reverse=True):
+        if lower.endswith(suffix):
+            return FORMATS[suffix]
+    return None
+
+
+def _has_glob(text: str) -> bool:
+    return any(c in text for c in "*?[")
+
+
+def open_corpus(source: str, *, text_field: str, id_field: str | None, label_field: str | None) -> Corpus:
+    """SOURCE's shards (a folder, a glob, one file, or an ``hf://`` path), each checked: one format, the text
+    field (and the id and label fields asked for) in every shard with one type."""
+    from datatrove.io import get_datafolder
+
+    flag = f"--against-corpus {source}"
+    if source.startswith("hf://"):
+        parts = source.split("/")
+        cut = next((k for k, p in enumerate(parts) if _has_glob(p)), len(parts))
+        folder, pattern = "/".join(parts[:cut]), "/".join(parts[cut:]) or None
+        try:
+            data = get_datafolder(folder)
+            listed = data.list_files(recursive=True, glob_pattern=pattern)
+        except Exception as error:  # offline, no such repository, no access: the Hub's one line
+            detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+            offline = " (HF_HUB_OFFLINE is set: this machine reads no Hub file)" \
+                if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") else ""
+            raise InvalidParameterError(f"{flag}: cannot reach it{offline}: {detail[:200]}; check the path and your "
+                                        "network, or download the shards and give their folder") from None
+        fs_open = data.open
+    else:
+        path = Path(source).expanduser()
+        if path.is_file():
+            folder, listed = str(path.parent), [path.name]
+        elif path.is_dir():
+            folder = str(path)
+            listed = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()
+                            and not any(part.startswith(".") for part in p.relative_to(path).parts))
+        elif _has_glob(source):
+            parts = path.parts
+            cut = next(k for k, p in enumerate(parts) if _has_glob(p))
+            base = Path(*parts[:cut]) if cut else Path(".")
+            pattern = str(Path(*parts[cut:]))
+            folder = str(base)
+            listed = sorted(str(p.relative_to(base)) for p in base.glob(pattern) if p.is_file()) \
+                if base.is_dir() else []
+            if not listed:
+                raise InvalidParameterError(f"{flag}: the pattern matches no file; check it (quote it so that the "
+                                            "shell does not expand it)")
+        else:
+            raise InvalidParameterError(f"{flag} does not exist; give a folder, a glob or a file of Parquet or "
+                                        "JSONL(.gz) shards, or hf://datasets/ORG/NAME/PATH")
+        local = get_datafolder(folder)
+        fs_open = local.open
+    shards = sorted(p for p in listed if _format_of(p))
+    if not shards:
+        raise InvalidParameterError(f"{flag} holds no Parquet or JSONL(.gz) shard (files: "
+                                    f"{', '.join(listed[:5]) or 'none'}{' ...' if len(listed) > 5 else ''})")
+    kinds = {_format_of(p) for p in shards}
+    if len(kinds) > 1:
+        one = {k: next(p for p in shards if _format_of(p) == k) for k in sorted(kinds)}
+        raise InvalidParameterError(f"{flag} mixes formats ({', '.join(f'{p}: {k}' for k, p in one.items())}); "
+                                    "give the shards of one format (a glob such as '*.parquet')")
+    kind = kinds.pop()
+    wanted = [f for f in (text_field, id_field, label_field) if f]
+    checked = shards if not source.startswith("hf://") else shards[:1]
+    first_fields = None
+    label_names: tuple = ()
+    for shard in checked:
+        fields, names = _shard_fields(fs_open, shard, kind, flag)
+        if first_fields is None:
+            first_fields = fields
+            label_names = tuple(names.get(label_field) or ()) if label_field else ()
+            missing = [f for f in wanted if f not in fields]
+            if text_field in missing:
+                raise InvalidParameterError(f"{flag}: {shard} has no text field {text_field!r} (fields: "
+                                            f"{', '.join(fields) or 'none'}); name it with --text-field")
+            if missing:
+                flag_of = {id_field: "--id-field", label_field: "--against-label-field"}
+                raise InvalidParameterError(f"{flag}: {shard} has no field {missing[0]!r} (fields: "
+                                            f"{', '.join(fields)}); name another with {flag_of[missing[0]]}")
+            continue
+        differ = [f for f in wanted if fields.get(f) != first_fields.get(f)]
+        if differ:
+            f = differ[0]
+            raise InvalidParameterError(
+                f"{flag}: shards of mixed schema: {checked[0]} has {f!r} as {first_fields.get(f) or 'no field'}, "
+                f"{shard} as {fields.get(f) or 'no field'} (fields: {', '.join(fields) or 'none'}); give shards of "
+                "one schema")
+    return Corpus(source, folder, kind, shards, list(first_fields), label_names)
+
+
+def _shard_fields(fs_open, shard: str, kind: str, flag: str):
+    """``({field: type}, {field: class names})`` of one shard: a Parquet file's schema, a JSONL file's first row."""
+    try:
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            with fs_open(shard, "rb") as handle:
+                schema = pq.read_schema(handle)
+            return {name: str(schema.field(name).type) for name in schema.names}, _class_names(schema)
+        with fs_open(shard, "rt", compression="infer") as handle:
+            for line in handle:
+                if line.strip():
+                    row = json.loads(line)
+                    if not isinstance(row, dict):
+                        raise ValueError("a row is not a JSON object")
+                    return {k: type(v).__name__ for k, v in row.items()}, {}
+        return {}, {}
+    except InvalidParameterError:
+        raise
+    except Exception as error:
+        detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise InvalidParameterError(f"{flag}: {shard} is not a readable {kind.upper()} shard ({detail[:200]}); "
+                                    "restore it or leave it out with a glob") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The run: the work folder, the executor, the merge
+# ---------------------------------------------------------------------------------------------
+
+
+def prepare_work(work, *, target: str, corpus: Corpus, index: EvaluationIndex, settings: dict) -> dict:
+    """The work folder of this run: made, or resumed when ``run.json`` there records this same run; a folder
+    of another run (another target, SOURCE or setting), or one resplit did not make, is refused."""
+    work = Path(work).expanduser()
+    run = {"target": target, "target_fingerprint": index.fingerprint(), "source": corpus.source,
+           "shards": corpus.shards, **settings}
+    recorded_at = work / "run.json"
+    if recorded_at.is_file():
+        try:
+            recorded = json.loads(recorded_at.read_text(encoding="utf-8"))
+        except ValueError:
+            recorded = {}
+        if recorded != run:
+            if recorded.get("target_fingerprint") != run["target_fingerprint"] or recorded.get("source") != \
+                    corpus.source or recorded.get("shards") != corpus.shards:
+                what = (f"TARGET {recorded.get('target')} against SOURCE {recorded.get('source')}; this is TARGET "
+                        f"{target} against SOURCE {corpus.source}")
+                if recorded.get("target") == target and recorded.get("source") == corpus.source:
+                    what += " (its rows or shards have changed since)"
+            else:
+                changed = sorted(k for k in run if recorded.get(k) != run[k])
+                what = (f"TARGET {target} against SOURCE {corpus.source} with other settings "
+                        f"({', '.join(f'{k}: {recorded.get(k)} there, {run[k]} now' for k in changed)})")
+            raise InvalidParameterError(f"--work {work} holds the run of {what}; give another --work folder (its "
+                                        "records are kept)")
+    elif work.exists() and (not work.is_dir() or any(work.iterdir())):
+        raise InvalidParameterError(f"--work {work} is not an empty folder and no resplit corpus run made it; give "
+                                    "another --work folder (nothing there is touched)")
+    else:
+        work.mkdir(parents=True, exist_ok=True)
+        _write_text(work / "shards.txt", "".join(f"{s}\n" for s in corpus.shards))
+        index.save(work / "index")
+        _write_text(recorded_at, json.dumps(run, sort_keys=True, indent=1))
+    if not (work / "index" / "index.json").is_file():  # made by a run killed before its index was in place
+        index.save(work / "index")
+    return run
+
+
+def _write_text(path: Path, text: str) -> None:
+    staging = path.with_name(f".{path.name}.tmp")
+    staging.write_text(text, encoding="utf-8")
+    os.replace(staging, path)
+
+
+def executor_for(kind: str, steps: list, *, work: Path, tasks: int, workers: int, slurm: dict | None = None):
+    logs = str(work / "logs")
+    if kind == "local":
+        from datatrove.executor import LocalPipelineExecutor
+
+        return LocalPipelineExecutor(steps, tasks=tasks, workers=workers, logging_dir=logs)
+    if kind == "ray":
+        try:
+            import ray
+        except ImportError:
+            raise InvalidParameterError("--executor ray needs Ray: pip install 'resplit[ray]'") from None
+        from datatrove.executor.ray import RayPipelineExecutor
+
+        if not ray.is_initialized():
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        return RayPipelineExecutor(steps, tasks=tasks, workers=workers, logging_dir=logs, cpus_per_task=1,
+                                   mem_per_cpu_gb=1)
+    from datatrove.executor.slurm import SlurmPipelineExecutor
+
+    if shutil.which("sbatch") is None:
+        raise InvalidParameterError("--executor slurm needs Slurm's sbatch on this machine (run it on the cluster's "
+                                    "login node), or use --executor local or ray")
+    slurm = slurm or {}
+    if not slurm.get("partition"):
+        raise InvalidParameterError("--executor slurm needs --slurm-partition (the partition its tasks run on)")
+    return SlurmPipelineExecutor(steps, tasks=tasks, workers=workers, logging_dir=logs, time=slurm.get("time"),
+                                 partition=slurm["partition"], job_name="resplit-corpus", cpus_per_task=1,
+                                 mem_per_cpu_gb=4,
+                                 venv_path=f"{os.environ['VIRTUAL_ENV']}/bin/activate" if os.environ.get("VIRTUAL_ENV")
+                                 else None,
+                                 slurm_logs_folder=str(work / "slurm"))
+
+
+def completed_tasks(work: Path, tasks: int) -> list[int]:
+    done = work / "logs" / "completions"
+    return [k for k in range(tasks) if (done / f"{k:05d}").is_file()]
+
+
+def failure_line(work: Path, tasks: int, command_hint: str) -> str:
+    """One line: which tasks are unfinished and, for those that failed reading a shard, which shard."""
+    missing = [k for k in range(tasks) if k not in set(completed_tasks(work, tasks))]
+    failed = []
+    for k in missing:
+        at = work / "failed" / f"{k:05d}.json"
+        if at.is_file():
+            record = json.loads(at.read_text(encoding="utf-8"))
+            failed.append(f"task {k} failed on shard {record['shard']} ({record['error'][:160]}; its log: "
+                          f"{work / record['log']})")
+    others = [k for k in missing if not (work / "failed" / f"{k:05d}.json").is_file()]
+    said = "; ".join(failed + ([f"task(s) {', '.join(map(str, others))} did not finish"] if others else []))
+    return (f"{said}; {tasks - len(missing)} of {tasks} tasks finished and are kept: fix it and run the same command "
+            f"again ({command_hint}) to finish the others")
+
+
+def run_corpus(data, fields, source: str, *, target: str, work, threshold: float, executor: str = "local",
+               tasks: int = 1, workers: int | None = None, ngram: int = WORD_NGRAM, text_field: str = "text",
+               id_field: str | None = None, label_field: str | None = None, slurm: dict | None = None,
+               label_names=None, progress: bool = False):
+    """Check every evaluation row of ``data`` against the corpus ``source`` on datatrove's ``executor``:
+    ``(report, rows, records)`` (the report and rows of ``--against``, and the sorted match records), or
+    ``(None, None, None)`` where the tasks were submitted (Slurm) and are not finished yet."""
+    if executor not in EXECUTORS:
+        raise InvalidParameterError(f"--executor {executor}: one of {', '.join(EXECUTORS)}")
+    if executor == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise InvalidParameterError("--executor ray needs Ray: pip install 'resplit[ray]'") from None
+    try:
+        import datatrove  # noqa: F401
+    except ImportError:
+        raise InvalidParameterError("--against-corpus needs datatrove: pip install 'resplit[corpus]'") from None
+    corpus = open_corpus(source, text_field=text_field, id_field=id_field, label_field=label_field)
+    tasks = min(tasks, len(corpus.shards))  # datatrove gives each task whole shards: more tasks would idle
+    index = EvaluationIndex.build(data.parts, fields, threshold=threshold, ngram=ngram, where=data.where,
+                                  label_names=label_names)
+    # the corpus's label, resolved as --against resolves another dataset's: asked for, else the target's label
+    # name, else label / labels / gold_label; none: labels are not compared (and said so)
+    label_field = other_label_field(index.settings["label_field"], corpus.columns, label_field)
+    if label_field and not corpus.label_names:
+        corpus = open_corpus(source, text_field=text_field, id_field=id_field, label_field=label_field)
+    work = Path(work).expanduser()
+    settings = {"threshold": threshold, "word_ngram": ngram, "text_field": text_field, "id_field": id_field,
+                "label_field": label_field, "tasks": tasks}
+    prepare_work(work, target=target, corpus=corpus, index=index, settings=settings)
+    hint = f"--work {work}"
+    if len(completed_tasks(work, tasks)) < tasks:
+        from split_builders.evidence import corpus_steps
+
+        steps = corpus_steps.pipeline({"folder": corpus.folder, "work": str(work), "kind": corpus.kind,
+                                       "text_field": text_field, "id_field": id_field, "label_field": label_field,
+                                       "label_names": corpus.label_names})
+        if workers is None:  # Slurm: the whole job array at once; here: one task at a time
+            workers = -1 if executor == "slurm" else 1
+        runner = executor_for(executor, steps, work=work, tasks=tasks,
+                              workers=-1 if workers == -1 else max(1, min(workers, tasks)), slurm=slurm)
+        import contextlib
+        import io
+
+        _quiet_logs()
+        try:  # datatrove's own lines (per task: in its log under the work folder) stay off the terminal
+            with contextlib.redirect_stderr(io.StringIO()):
+                runner.run()
+        except InvalidParameterError:
+            raise
+        except Exception:  # a task failed: said below from the work folder, whatever the executor
+            pass
+        finally:
+            _quiet_logs()
+        if executor == "slurm" and len(completed_tasks(work, tasks)) < tasks:  # submitted: merged by a rerun
+            return None, None, None
+    if len(completed_tasks(work, tasks)) < tasks:
+        raise InvalidParameterError(failure_line(work, tasks, hint))
+    return merge(work, index, corpus, tasks=tasks, executor=executor)
+
+
+def _quiet_logs() -> None:
+    """datatrove's log lines go to the task logs under the work folder; the terminal gets warnings only."""
+    import sys
+
+    from datatrove.utils.logging import logger
+
+    os.environ.setdefault("LOGURU_LEVEL", "WARNING")  # the default handler of the executor's worker processes
+    logger.remove()
+    logger.add(sys.stderr, level="WARNING")
+
+
+def merge(work: Path, index: EvaluationIndex, corpus: Corpus, *, tasks: int, executor: str):
+    """Every task's records, sorted, and from them each evaluation row's tier and best match: ``(report, rows,
+    records)`` as :func:`~.contamination.contamination` gives them for ``--against``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    files = sorted((work / "matches").glob("*.parquet"))
+    schema = record_schema()
+    records = pa.concat_tables([pq.read_table(f, schema=schema) for f in files]) if files else schema.empty_table()
+    records = records.sort_by([("config", "ascending"), ("split", "ascending"), ("source_id", "ascending"),
+                               ("shard", "ascending"), ("row", "ascending")])
+    summaries = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((work / "tasks").glob("*.json"))
+                 if int(p.stem) < tasks]
+    documents = sum(s["documents"] for s in summaries)
+    text_bytes = sum(s["bytes"] for s in summaries)
+    label_field = index.settings["label_field"]
+    run = json.loads((work / "run.json").read_text(encoding="utf-8"))
+    corpus_label = run.get("label_field")
+    compared = bool(label_field and corpus_label)
+    # the best match of each evaluation row: highest Jaccard, ties to the first shard and row
+    near = records.filter(pc.is_valid(records.column("jaccard")))
+    rec = {name: near.column(name).to_pylist() for name in near.column_names}
+    eval_rows = index.rows
+    eval_label = {(c, s, i): lab for c, s, i, lab in zip(*(eval_rows.column(n).to_pylist()
+                                                            for n in ("config", "split", "source_id", "label")))}
+    best_input: dict = {}
+    best_label: dict = {}
+    order = sorted(range(near.num_rows), key=lambda k: (-rec["jaccard"][k], rec["shard"][k], rec["row"][k]))
+    for k in order:
+        key = (rec["config"][k], rec["split"][k], rec["source_id"][k])
+        best_input.setdefault(key, k)
+        if compared and rec["label"][k] is not None and rec["label"][k] == eval_label.get(key):
+            best_label.setdefault(key, k)
+    exact = {(c, s, i) for c, s, i, e in zip(*(records.column(n).to_pylist()
+                                              for n in ("config", "split", "source_id", "exact"))) if e}
+    grams = {(c, s, i) for c, s, i, g in zip(*(records.column(n).to_pylist()
+                                              for n in ("config", "split", "source_id", "ngram_overlap"))) if g}
+    report_splits: dict = {}
+    tables = []
+    by_part: dict = {}
+    for c, s, i in zip(*(eval_rows.column(n).to_pylist() for n in ("config", "split", "source_id"))):
+        by_part.setdefault((c, s), []).append(i)
+    for (config, split), ids in by_part.items():
+        ids = sorted(ids)
+        tiers, shard, doc, jac = [], [], [], []
+        for i in ids:
+            key = (config, split, i)
+            k = best_label.get(key, best_input.get(key))
+            tiers.append("input_label_contaminated" if key in best_label else "input_contaminated"
+                         if key in best_input else "clean")
+            shard.append(rec["shard"][k] if k is not None else None)
+            doc.append(rec["document"][k] if k is not None else None)
+            jac.append(rec["jaccard"][k] if k is not None else None)
+        n = len(ids)
+        counts = {t: tiers.count(t) for t in TIERS}
+        entry = {"rows": n, **counts, "exact": sum((config, split, i) in exact for i in ids),
+                 "ngram_overlap": sum((config, split, i) in grams for i in ids)}
+        entry["rates"] = {t: round(counts[t] / n, 4) if n else 0.0 for t in TIERS}
+        if not compared and label_field:
+            entry["input_label_contaminated"] = None
+            entry["rates"]["input_label_contaminated"] = None
+        report_splits.setdefault(config, {})[split] = entry
+        tables.append(pa.table({
+            "config": pa.array([config] * n, pa.string()), "split": pa.array([split] * n, pa.string()),
+            "source_id": pa.array(ids, pa.int64()), "tier": pa.array(tiers, pa.string()),
+            "match_dataset": pa.array([corpus.source if t != "clean" else None for t in tiers], pa.string()),
+            "match_split": pa.array(shard, pa.string()), "match_id": pa.array(doc, pa.string()),
+            "jaccard": pa.array(jac, pa.float64())}))
+    # configs in the index's order, splits in theirs
+    report_splits = {c: {s: report_splits[c][s] for s in EVALUATION_SPLITS if s in report_splits[c]}
+                     for c in dict.fromkeys(eval_rows.column("config").to_pylist())}
+    band = index.band
+    report = {"threshold": index.settings["threshold"], "ngram": NGRAM, "num_perm": NUM_PERM, "bands": band.bands,
+              "rows_per_band": band.rows, "input_fields": index.settings["input_fields"], "label_field": label_field,
+              **({"labels_compared": False, "labels_note": labels_note([f"{corpus.source} (corpus)"], all_of_them=True)}
+                 if label_field and not compared else {}),
+              "checked": [{"dataset": corpus.source, "split": "corpus", "rows": documents,
+                           "fields": [run.get("text_field")],
+                           "label": corpus_label}],
+              "corpus": {"shards": len(corpus.shards), "documents": documents, "text_bytes": text_bytes,
+                         "tasks": tasks, "executor": executor, "records": records.num_rows,
+                         "word_ngram": index.settings["word_ngram"]},
+              "against": report_splits}
+    rows = pa.concat_tables(tables) if tables else None
+    _write_records(work / "records.parquet", records)
+    return report, rows, records
+
+
+def _write_records(path: Path, records) -> None:
+    import pyarrow.parquet as pq
+
+    staging = path.with_name(f".{path.name}.tmp")
+    pq.write_table(records, staging)
+    os.replace(staging, path)
+
+
+def default_work(target: str, source: str) -> Path:
+    """The work folder when ``--work`` is not given: ``resplit-corpus-<hash of TARGET and SOURCE>`` here (the
+    same command resumes in it)."""
+    digest = hashlib.sha256(f"{target}\0{source}".encode()).hexdigest()[:12]
+    return Path(f"resplit-corpus-{digest}")
+
+
+def format_corpus(report: dict) -> list[str]:
+    """The terminal lines a corpus run adds below ``--against``'s table."""
+    c = report["corpus"]
+    return [f"corpus: {c['documents']} documents ({c['text_bytes'] / 1e9:.3f} GB of text) in {c['shards']} shards, "
+            f"{c['tasks']} task(s) on the {c['executor']} executor; {c['records']} match records; "
+            f"word {c['word_ngram']}-gram overlap (GPT-3 / lm-evaluation-harness): "
+            + ", ".join(f"{config}/{split} {e['ngram_overlap']}" for config, splits in report["against"].items()
+                        for split, e in splits.items())]
+

@@ -1,0 +1,187 @@
+"""The datatrove side of ``resplit audit TARGET --against-corpus SOURCE``: the reader (datatrove's own Parquet or
+JSONL reader, each document tagged with its shard and row), resplit's matcher step (:class:`CorpusMatcher`, the
+evaluation index of :mod:`.corpus` against each batch of documents) and the record writer (datatrove's
+``ParquetWriter``). Imported only when a corpus is checked: ``import split_builders`` never needs datatrove.
+
+The steps are pickled by the executors (datatrove's engine); what they write is Parquet and JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.readers import JsonlReader, ParquetReader
+from datatrove.pipeline.writers import ParquetWriter
+
+from split_builders.evidence import corpus_index as corpus
+
+
+class ShardError(RuntimeError):
+    """A shard that could not be read: its path (relative to SOURCE) and the reader's error."""
+
+    def __init__(self, shard: str, detail: str):
+        super().__init__(f"shard {shard}: {detail}")
+        self.shard, self.detail = shard, detail
+
+    def __reduce__(self):  # sent back from an executor's worker process: rebuilt from its two fields
+        return ShardError, (self.shard, self.detail)
+
+
+def _adapt(self, data: dict, path: str, id_in_file):
+    """A row of a shard as a document: its text, its id (the id field, else its row in the shard) and, as
+    metadata, its shard (relative to SOURCE), its row and its label (class names where it is a number)."""
+    text = data.get(self.text_key)
+    ident = data.get(self.id_key)
+    label = data.get(self.resplit_label) if self.resplit_label else None
+    if label is not None and self.resplit_label_names and isinstance(label, int) \
+            and 0 <= label < len(self.resplit_label_names):
+        label = self.resplit_label_names[label]
+    return {"text": text if isinstance(text, str) else "" if text is None else str(text),
+            "id": str(id_in_file) if ident is None else str(ident),
+            "metadata": {"shard": path, "row": int(id_in_file), "label": None if label is None else str(label)}}
+
+
+class _Tagged:
+    """Errors while reading a shard carry the shard's name."""
+
+    def read_file(self, filepath: str):
+        try:
+            yield from super().read_file(filepath)
+        except ShardError:
+            raise
+        except Exception as error:  # the reader's own error, whatever the format: named with its shard
+            detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ShardError(filepath, detail) from None
+
+
+class CorpusParquetReader(_Tagged, ParquetReader):
+    name = "📒 Parquet (resplit)"
+
+
+class CorpusJsonlReader(_Tagged, JsonlReader):
+    name = "🐿 Jsonl (resplit)"
+
+
+def reader(settings: dict):
+    """datatrove's reader of SOURCE's shards: the files listed in the work folder's ``shards.txt``."""
+    common = dict(data_folder=settings["folder"], paths_file=str(Path(settings["work"]) / "shards.txt"),
+                  text_key=settings["text_field"], id_key=settings["id_field"] or "id", adapter=_adapt)
+    if settings["kind"] == "parquet":
+        step = CorpusParquetReader(**common, batch_size=corpus.READ_BATCH, read_metadata=True)
+    else:
+        step = CorpusJsonlReader(**common)
+    step.resplit_label = settings.get("label_field")
+    step.resplit_label_names = tuple(settings.get("label_names") or ())
+    return step
+
+
+def _record_of(self, document) -> dict:
+    return document.metadata
+
+
+class CorpusMatcher(PipelineStep):
+    """resplit's matcher: each task loads the evaluation index from the work folder, matches batches of
+    documents (:meth:`.corpus.EvaluationIndex.match`) and passes one record per match on to the writer; at the
+    end it writes its summary (documents, characters, bytes of text) to ``tasks/RANK.json``. A shard that cannot
+    be read is written to ``failed/RANK.json`` and the task fails naming it."""
+
+    name = "🔎 resplit matcher"
+    type = "🔎 - MATCHER"
+
+    def __init__(self, work: str, batch_docs: int = corpus.BATCH_DOCS):
+        super().__init__()
+        self.work = str(work)
+        self.batch_docs = batch_docs
+
+    def run(self, data, rank: int = 0, world_size: int = 1):
+        from datatrove.data import Document
+
+        work = Path(self.work)
+        for stale in (work / "matches").glob(f"*{rank:05d}.parquet"):  # an earlier, killed attempt of this task
+            stale.unlink()
+        (work / "failed" / f"{rank:05d}.json").unlink(missing_ok=True)
+        index = corpus.EvaluationIndex.load(work / "index")
+        summary = {"documents": 0, "characters": 0, "bytes": 0, "records": 0}
+        batch = []
+
+        def flush():
+            for record in index.match(batch):
+                summary["records"] += 1
+                yield Document(text="", id=f"{record['config']}/{record['split']}/{record['source_id']}",
+                               metadata=record)
+            summary["documents"] += len(batch)
+            self.stat_update("documents", value=len(batch))
+            batch.clear()
+
+        _terminal_quiet()
+        shard = None
+        try:
+            for document in data:
+                shard = document.metadata.get("shard")
+                summary["characters"] += len(document.text)
+                summary["bytes"] += len(document.text.encode("utf-8"))
+                batch.append(document)
+                if len(batch) >= self.batch_docs:
+                    with self.track_time():
+                        yield from flush()
+            with self.track_time():
+                yield from flush()
+        except Exception as error:  # the shard being read, and the error, for the one line the run prints
+            detail = error.detail if isinstance(error, ShardError) else \
+                (str(error).splitlines()[0] if str(error) else type(error).__name__)
+            _write_json(work / "failed" / f"{rank:05d}.json", {
+                "task": rank, "shard": error.shard if isinstance(error, ShardError) else shard, "error": detail,
+                "log": f"logs/logs/task_{rank:05d}.log"})
+            raise
+        self.stat_update("records", value=summary["records"])
+        summary["peak_rss_kb"] = _peak_rss_kb()
+        _write_json(work / "tasks" / f"{rank:05d}.json", {"task": rank, **summary})
+
+
+def _peak_rss_kb() -> int:
+    """The peak resident memory of this task's process (Linux's ``VmHWM``: unlike ``ru_maxrss``, not inherited
+    from the process that started it)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _terminal_quiet() -> None:
+    """A task's log stays in its log file under the work folder (datatrove's ``logs/``); the terminal shows none
+    of it (the run prints one line per failed task)."""
+    import sys
+
+    from datatrove.utils.logging import logger
+
+    for number, handler in list(getattr(logger._core, "handlers", {}).items()):
+        if getattr(handler, "_name", None) == "<stderr>":
+            logger.remove(number)
+    logger.add(sys.stderr, level="CRITICAL")
+
+
+def writer(work) -> ParquetWriter:
+    """datatrove's ``ParquetWriter`` of the match records: ``matches/RANK.parquet`` (a task without a match
+    writes none)."""
+    return ParquetWriter(str(Path(work) / "matches"), output_filename="${rank}.parquet", adapter=_record_of,
+                         schema=corpus.record_schema(), use_content_defined_chunking=False, write_page_index=False)
+
+
+def _write_json(path: Path, value: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    staging.write_text(json.dumps(value, sort_keys=True), encoding="utf-8")
+    os.replace(staging, path)
+
+
+def pipeline(settings: dict) -> list:
+    """reader -> resplit's matcher -> writer."""
+    return [reader(settings), CorpusMatcher(settings["work"]), writer(settings["work"])]
