@@ -13,6 +13,15 @@ from pathlib import Path
 for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ[_variable] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Under `make test` the test processes (pytest-xdist workers) share the machine's cores: each gets its share of
+# threads for torch's and the BLAS's thread pools (one each on CI's 2 cores), set before torch is imported and
+# inherited by the commands a test starts. Two threads per process on 2 busy cores wait on each other: a forward pass
+# of SmolLM2 measured 4-8 times slower than with one thread (test_finetune.py already runs its module on one).
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    _threads = str(max(1, _cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_variable, _threads)
 REPO = Path(__file__).resolve().parents[1]
 # The converted default model is cached across runs inside the checkout (.cache is git-ignored).
 os.environ.setdefault("RESPLIT_CACHE", str(REPO / ".cache" / "resplit"))
@@ -23,6 +32,67 @@ os.environ.setdefault("RESPLIT_NULL_SPLITS", "0")
 import pytest  # noqa: E402
 
 SHARED = REPO.parent / "shared"
+
+
+# -- `make test` (pytest-xdist, --dist loadfile): the slowest files first --------------------------------------------
+# Each file runs whole on one worker. xdist hands files out largest test count first, which left the files with few
+# but slow tests (the model's scoring, the harness, the GPU check, the end-to-end build) to the end, where one worker
+# ran them while the other had finished. Handing out the longest files first (about what they take on 2 CI cores, in
+# seconds) and the rest by their test count after them lets the two workers finish together. A file missing here (a
+# new one) is scheduled by its number of tests; the figures only order the files, so they need not be exact, but a
+# new file with few, slow tests belongs here.
+FILE_SECONDS = {
+    "test_likelihood_scoring.py": 75, "test_finetune.py": 73, "test_bad_input.py": 63,
+    "test_registered_methods.py": 58, "test_release_recipes_compositional.py": 55, "test_notebook_round5.py": 52,
+    "test_report_harness.py": 52, "test_release_hub.py": 48, "test_likelihood_robustness.py": 47,
+    "test_order_invariance.py": 45, "test_inspect_export.py": 44, "test_curriculum.py": 39, "test_gpu_check.py": 31,
+    "test_release_recipes.py": 30, "test_likelihood_end_to_end.py": 30, "test_pvi_cli.py": 30, "test_croissant.py": 25,
+    "test_harness_scoring.py": 23, "test_diagnostics.py": 22, "test_contamination.py": 19, "test_metric_install.py": 18,
+    "test_probe.py": 15, "test_notebook_api.py": 14, "test_metric_spaces.py": 12, "test_metric_docs.py": 12,
+    "test_cli_nits.py": 11, "test_tmcd_hub.py": 10, "test_verify_loads.py": 9, "test_evidence_views.py": 5,
+}
+SECONDS_PER_TEST = 0.2  # about what the other files take per test, to place them among the slow ones
+
+
+def _file_seconds(scope: str, tests: int) -> float:
+    return FILE_SECONDS.get(Path(scope.split("::")[0]).name, SECONDS_PER_TEST * tests)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` handing out the longest files first (see :data:`FILE_SECONDS`); other modes as xdist has
+    them."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongestFileFirst(LoadFileScheduling):
+        def _assign_work_unit(self, node):
+            longest = max(self.workqueue, key=lambda scope: _file_seconds(scope, len(self.workqueue[scope])))
+            self.workqueue.move_to_end(longest, last=False)
+            super()._assign_work_unit(node)
+
+    return LongestFileFirst(config, log)
+
+
+class LazyModule:
+    """A test extra imported when a test first uses it, not when the file is collected: every ``make test`` process
+    collects every file, and gradio alone takes seconds to import. ``skip_without`` marks the tests of a file whose
+    extra is not installed, as ``pytest.importorskip`` at the top of the file did."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attribute):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attribute)
+
+    @staticmethod
+    def skip_without(*names: str, reason: str):
+        from importlib.util import find_spec
+
+        return pytest.mark.skipif(any(find_spec(name) is None for name in names), reason=reason)
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +108,52 @@ def shared() -> Path:
 @pytest.fixture(scope="session")
 def likelihood_reference(shared) -> Path:
     return shared / "reference" / "likelihood"
+
+
+def reference_contract_args(reference: Path, out: Path, *extra) -> list:
+    """``resplit likelihood`` on the reference's SNLI rows with its own log-likelihoods, 200 validation and 200 test
+    rows, seed 42 (the reference's contract command), into ``out``."""
+    inputs = reference / "inputs" / "snli"
+    return ["likelihood", "--source", str(inputs / "all_examples.csv"), "--prompt-field", "premise",
+            "--query-field", "hypothesis", "--label-field", "gold_label",
+            "--scores", str(inputs / "all_examples__False_loglikelihoods.npy"), "--dev-size", "200",
+            "--test-size", "200", "--seed", "42", "--out", str(out), "--no-progress", *extra]
+
+
+def shared_build_folder(tmp_path_factory, name: str) -> Path:
+    """The folder of a build shared by the whole session: under ``make test`` (pytest-xdist) one folder for every
+    worker of the run, which the first worker that asks builds (under a lock in it) and the others read."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent / name
+        root.mkdir(exist_ok=True)
+        return root
+    return tmp_path_factory.mktemp(name)
+
+
+@pytest.fixture(scope="session")
+def reference_release(likelihood_reference, tmp_path_factory) -> tuple:
+    """``(folder, what the command printed)``: the reference's contract command with 4 length buckets and the
+    ``position`` row order rule (whose ties in likelihood fall as the reference's do), built once for the tests that
+    compare it with the reference's fixtures (``test_likelihood_cli.py``) and read the folder it writes
+    (``test_release_writer.py``; ``split_builders.build`` with the same options writes the same bytes). Read-only."""
+    import contextlib
+    import io
+
+    from filelock import FileLock
+
+    from split_builders.cli import main
+
+    root = shared_build_folder(tmp_path_factory, "reference-release")
+    out, done = root / "snli-likelihood", root / "printed.txt"
+    with FileLock(str(root / "build.lock")):
+        if not done.exists():
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                code = main(reference_contract_args(likelihood_reference, out, "--length-buckets", "4", "--row-order",
+                                                    "position"))
+            assert code == 0, printed.getvalue()[-2000:]
+            done.write_text(printed.getvalue(), encoding="utf-8")
+    return out, done.read_text(encoding="utf-8")
 
 
 @pytest.fixture()

@@ -12,14 +12,15 @@ import shutil
 import pytest
 import yaml
 
-from conftest import FAMILIES
+from conftest import FAMILIES, LazyModule
 from split_builders.cli import main
 from split_builders.publishing.croissant import FILE, HUB, SPLIT_TYPES, croissant_changes, text
 from split_builders.publishing.diff import diff, format_diff
 from split_builders.release.folder import Released
 from split_builders.publishing.verify import verify
 
-mlc = pytest.importorskip("mlcroissant", reason="mlcroissant is a test extra (pip install resplit[test])")
+pytestmark = LazyModule.skip_without("mlcroissant", reason="mlcroissant is a test extra (pip install resplit[test])")
+mlc = LazyModule("mlcroissant")  # imported when a test runs (it brings its own torch and beam modules)
 
 ROWS = 5_000  # rows mlcroissant reads at once: a config up to this size is read whole, every split compared
 LARGE_READS = 3  # in a family whose configs are larger (a CheckList suite: 86,420 rows each), this many splits of

@@ -15,6 +15,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -89,22 +90,49 @@ def _passes_first_class(meta: dict) -> bool:
     return answer == "0"
 
 
+class OracleAndConstant:
+    """Per family, its release's inspect-ai tasks run twice (in a copy): by the oracle (each sample's gold answer)
+    and by a constant answer (``ANSWER: A``), each into its own log folder. Run when a test first asks for a family
+    and kept for the module: the oracle test and the report test read the same two runs of the likelihood release."""
+
+    def __init__(self, family_releases, root: Path):
+        self.family_releases, self.root, self.runs = family_releases, root, {}
+
+    def __getitem__(self, family: str) -> SimpleNamespace:
+        if family not in self.runs:
+            work = self.root / family
+            work.mkdir()
+            folder = _copy(self.family_releases[family], work)
+            module = _module(folder)
+            configs = sorted(module.TASKS)
+            samples = {config: list(module._task(config).dataset)[:LIMIT] for config in configs}
+            everything = [sample for config in configs for sample in samples[config]]
+            gold = _run(folder, configs, {"custom_outputs": _oracle(everything)}, work / "gold")
+            constant = _run(folder, configs, {"custom_outputs": lambda *args: _output("ANSWER: A")}, work / "constant")
+            self.runs[family] = SimpleNamespace(folder=folder, module=module, configs=configs, samples=samples,
+                                                everything=everything, gold=gold, constant=constant,
+                                                gold_logs=work / "gold" / "logs", constant_logs=work / "constant" / "logs")
+        return self.runs[family]
+
+
+@pytest.fixture(scope="module")
+def oracle_and_constant(family_releases, tmp_path_factory) -> OracleAndConstant:
+    return OracleAndConstant(family_releases, tmp_path_factory.mktemp("inspect-runs"))
+
+
 @pytest.mark.parametrize("family", sorted(registry()))
-def test_gold_answers_score_one_and_constant_answers_score_chance(family, family_releases, tmp_path):
+def test_gold_answers_score_one_and_constant_answers_score_chance(family, family_releases, oracle_and_constant):
     release = family_releases[family]
     lm_tasks = sorted(p.stem for p in (release / "lm_eval").glob("[!_]*.yaml")) if (release / "lm_eval").is_dir() else []
     if not lm_tasks:
         assert not (release / "inspect_tasks.py").exists()
         return
-    folder = _copy(release, tmp_path)
-    module = _module(folder)
-    configs = sorted(module.TASKS)
+    runs = oracle_and_constant[family]  # the tasks of a copy, run by the oracle and by a constant answer
+    module, configs, samples, everything = runs.module, runs.configs, runs.samples, runs.everything
     assert configs == lm_tasks  # a task exactly where the harness has one
-    samples = {config: list(module._task(config).dataset)[:LIMIT] for config in configs}
-    everything = [sample for config in configs for sample in samples[config]]
     for sample in everything:
         assert "source_id" in sample.metadata  # every sample keeps its row
-    gold = _run(folder, configs, {"custom_outputs": _oracle(everything)}, tmp_path)
+    gold = runs.gold
     for config in configs:
         metrics, log = gold[config]
         assert metrics["accuracy"].value == 1.0, (family, config)
@@ -113,7 +141,7 @@ def test_gold_answers_score_one_and_constant_answers_score_chance(family, family
         assert ids == {s.metadata["source_id"] for s in samples[config]}
         if "mcc" in metrics:
             assert metrics["mcc"].value == pytest.approx(1.0) or len({s.target for s in samples[config]}) == 1
-    constant = _run(folder, configs, {"custom_outputs": lambda *args: _output("ANSWER: A")}, tmp_path)
+    constant = runs.constant
     for config in configs:
         metrics, _ = constant[config]
         chosen = samples[config]
@@ -227,19 +255,15 @@ def test_tasks_read_the_hub_at_the_pushed_revision(family_releases, tmp_path):
 # -- inspect-ai logs read back by `resplit report` ---------------------------------------------------------------
 
 
-def test_report_reads_inspect_logs_and_matches_inspects_own_scores(family_releases, tmp_path, capsys):
+def test_report_reads_inspect_logs_and_matches_inspects_own_scores(oracle_and_constant, capsys):
     """Two models' logs on the likelihood release: the report's value per config is inspect-ai's own accuracy, its
     n the samples logged (complete: false under --limit), and the gap to the baseline config is their difference."""
     from split_builders.evaluation.report import report
 
-    folder = _copy(family_releases["likelihood"], tmp_path)
-    module = _module(folder)
-    configs = sorted(module.TASKS)
-    samples = [s for config in configs for s in list(module._task(config).dataset)[:LIMIT]]
-    gold = _run(folder, configs, {"custom_outputs": _oracle(samples)}, tmp_path / "gold")
-    constant = _run(folder, configs, {"custom_outputs": lambda *args: _output("ANSWER: A")}, tmp_path / "constant")
-    result = report(folder, [f"{tmp_path / 'gold' / 'logs'}=gold", f"{tmp_path / 'constant' / 'logs'}=constant"],
-                    n_resamples=200)
+    # the oracle ("gold") and the constant answer ("constant") on a copy of the release: the runs the oracle test reads
+    runs = oracle_and_constant["likelihood"]
+    folder, configs, gold, constant = runs.folder, runs.configs, runs.gold, runs.constant
+    result = report(folder, [f"{runs.gold_logs}=gold", f"{runs.constant_logs}=constant"], n_resamples=200)
     table = result.results.set_index(["model", "config"])
     for name, runs in (("gold", gold), ("constant", constant)):
         for config, (metrics, log) in runs.items():

@@ -11,20 +11,14 @@ import pytest
 from split_builders.cli import main
 
 
-def _contract_args(reference, out, *extra):
-    inputs = reference / "inputs" / "snli"
-    return ["likelihood", "--source", str(inputs / "all_examples.csv"), "--prompt-field", "premise",
-            "--query-field", "hypothesis", "--label-field", "gold_label",
-            "--scores", str(inputs / "all_examples__False_loglikelihoods.npy"), "--dev-size", "200",
-            "--test-size", "200", "--seed", "42", "--out", str(out), "--no-progress", *extra]
+from conftest import reference_contract_args as _contract_args
 
 
-def test_contract_command_reproduces_the_fixtures(likelihood_reference, tmp_path, hf_cache, capsys):
-    out = tmp_path / "release"
+def test_contract_command_reproduces_the_fixtures(likelihood_reference, reference_release, hf_cache):
     # The reference breaks ties in likelihood by file order (pandas' stable sort), and these scores tie:
     # the position row order rule reproduces it (the default content rule breaks ties by content key).
-    assert main(_contract_args(likelihood_reference, out, "--length-buckets", "4", "--row-order", "position")) == 0
-    printed = capsys.readouterr().out
+    # The command (_contract_args with --length-buckets 4 --row-order position) runs once for the session:
+    out, printed = reference_release
     assert "ll_split_len" in printed and "load_dataset" in printed
     for config, fixture in (("ll_split", "ll_split"), ("ll_split_len", "ll_split_len4")):
         loaded = datasets.load_dataset(str(out), config, cache_dir=hf_cache)

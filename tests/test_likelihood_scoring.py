@@ -24,6 +24,33 @@ def pairs():
     return prompts[:24], queries[:24]
 
 
+@pytest.fixture(scope="module")
+def in_batches_of_four(pairs, tmp_path_factory):
+    """``compute_scores`` over the 24 pairs in batches of 4, one process: what a resumed run and two processes must
+    give (computed once for both)."""
+    prompts, queries = pairs
+    return compute_scores(prompts, queries, model_ref=resolve_model(None), batch_size=4,
+                          cache_dir=tmp_path_factory.mktemp("batches-of-four"), progress=False)
+
+
+@pytest.fixture(scope="module")
+def six_scored(pairs, tmp_path_factory):
+    """The first six pairs scored into a fresh cache folder: ``(the folder, the run)``. A test copies the folder."""
+    prompts, queries = pairs
+    folder = tmp_path_factory.mktemp("six-scored")
+    run = compute_scores(prompts[:6], queries[:6], model_ref=resolve_model(None), cache_dir=folder, progress=False)
+    return folder, run
+
+
+def _cache_copy(six_scored, target: Path) -> tuple:
+    """A copy of the six pairs' cache folder at ``target``: ``(target, the run, its cache entry in the copy)``."""
+    import shutil
+
+    folder, run = six_scored
+    shutil.copytree(folder, target)
+    return target, run, target / run.cache_file.relative_to(folder)
+
+
 def _one_by_one(loaded, prompt, query):
     """Independent reference: one example, full forward, log-softmax over every position."""
     tokenizer, model = loaded.tokenizer, loaded.model
@@ -73,28 +100,28 @@ def test_encode_layout_truncation_and_errors(smollm2):
         encode(tokenizer, ["p"], [""], max_length=16)
 
 
-def test_cached_scores_are_reused_without_loading_the_model(pairs, tmp_path, monkeypatch):
+def test_cached_scores_are_reused_without_loading_the_model(pairs, six_scored, tmp_path, monkeypatch):
     prompts, queries = pairs
     ref = resolve_model(None)
-    first = compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=tmp_path, progress=False)
+    cache, first, _ = _cache_copy(six_scored, tmp_path / "cache")  # the first run: computed into the cache
     assert not first.from_cache
 
     def no_loading(*args, **kwargs):
         raise AssertionError("the model was loaded although the scores are cached")
 
     monkeypatch.setattr("split_builders.signals.lm.models.load_model", no_loading)
-    second = compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=tmp_path, progress=False)
+    second = compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=cache, progress=False)
     assert second.from_cache and np.array_equal(first.scores, second.scores)
     # other texts, or another precision, are another cache entry
     with pytest.raises(AssertionError, match="was loaded"):
-        compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=tmp_path, dtype="bfloat16", progress=False)
+        compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=cache, dtype="bfloat16", progress=False)
 
 
-def test_an_interrupted_run_resumes_and_gives_the_same_scores(pairs, tmp_path, capsys):
+def test_an_interrupted_run_resumes_and_gives_the_same_scores(pairs, in_batches_of_four, tmp_path, capsys):
     prompts, queries = pairs
     ref = resolve_model(None)
     kwargs = dict(model_ref=ref, batch_size=4, checkpoint_seconds=0, progress=False)
-    uninterrupted = compute_scores(prompts, queries, cache_dir=tmp_path / "a", **kwargs).scores
+    uninterrupted = in_batches_of_four.scores  # the same batches of 4, never stopped
     with pytest.raises(KeyboardInterrupt):
         compute_scores(prompts, queries, cache_dir=tmp_path / "b", stop_after_batches=2, **kwargs)
     assert list((tmp_path / "b").glob("*.partial/rank0-of-1"))
@@ -105,7 +132,7 @@ def test_an_interrupted_run_resumes_and_gives_the_same_scores(pairs, tmp_path, c
     assert not list((tmp_path / "b").glob("*.partial/rank*"))
 
 
-def test_two_processes_give_the_same_scores_as_one(pairs, tmp_path):
+def test_two_processes_give_the_same_scores_as_one(pairs, in_batches_of_four, tmp_path):
     n_rows = 24
     out = tmp_path / "reports"
     reports = run_two_processes("distributed_worker.py", tmp_path / "cache2", out, n_rows, out=out)
@@ -114,8 +141,8 @@ def test_two_processes_give_the_same_scores_as_one(pairs, tmp_path):
     assert all("gloo" in r["backend"] for r in reports)
 
     prompts, queries = pairs
-    single = compute_scores(prompts[:n_rows], queries[:n_rows], model_ref=resolve_model(None), batch_size=4,
-                            cache_dir=tmp_path / "cache1", progress=False)
+    assert len(prompts) == n_rows
+    single = in_batches_of_four  # the n_rows pairs in batches of 4, one process
     assert single.num_processes == 1
     for report in reports:  # every process returns the full gathered scores, in input order
         assert np.array_equal(np.array(report["scores"]), single.scores)
@@ -131,18 +158,17 @@ def test_auto_precision_is_float32_on_cpu():
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate"])
-def test_a_damaged_score_cache_entry_is_reported_and_recomputed(pairs, tmp_path, capsys, damage):
+def test_a_damaged_score_cache_entry_is_reported_and_recomputed(pairs, six_scored, tmp_path, capsys, damage):
     prompts, queries = pairs
     ref = resolve_model(None)
-    first = compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=tmp_path, progress=False)
-    entry = first.cache_file
+    cache, first, entry = _cache_copy(six_scored, tmp_path / "cache")  # the first run's cache entry, copied
     data = bytearray(entry.read_bytes())
     if damage == "flip":
         data[-40] ^= 0xFF  # inside the stored scores
     else:
         data = data[: len(data) // 2]
     entry.write_bytes(bytes(data))
-    again = compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=tmp_path, progress=False)
+    again = compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=cache, progress=False)
     assert not again.from_cache and "is damaged" in capsys.readouterr().err
     assert np.array_equal(again.scores, first.scores)
-    assert compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=tmp_path, progress=False).from_cache
+    assert compute_scores(prompts[:6], queries[:6], model_ref=ref, cache_dir=cache, progress=False).from_cache

@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-gradio = pytest.importorskip("gradio", reason="gradio is not installed (it is in the test extra: pip install -e .[test])")
-gradio_client = pytest.importorskip("gradio_client", reason="gradio_client is not installed (pip install -e .[test])")
+from conftest import LazyModule
+
+pytestmark = LazyModule.skip_without("gradio", "gradio_client",
+                                     reason="gradio is not installed (it is in the test extra: pip install -e .[test])")
+gradio, gradio_client = LazyModule("gradio"), LazyModule("gradio_client")  # imported when a test runs (seconds)
 
 REPO = Path(__file__).resolve().parent.parent
 METRICS = ("pass_rate", "g_score", "concurrence")

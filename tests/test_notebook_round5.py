@@ -107,10 +107,18 @@ def test_the_registry_by_the_packages_name_in_a_fresh_interpreter(first):
 
 # -- scores given as values ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["array", "list", "series"])
-def test_scores_given_as_values_are_the_scores_file(snli, kind):
+@pytest.fixture(scope="module")
+def split_by_the_scores_file(snli) -> dict:
+    """The rows of each config that ``split`` gives the DataFrame with the scores as their .npy file (seed 7): what
+    the same scores given as values must give (computed once for the three kinds)."""
     frame, _, path = snli
-    expected = rows_of(split_builders.split("likelihood", frame, scores=str(path), null_splits=0, seed=7))
+    return rows_of(split_builders.split("likelihood", frame, scores=str(path), null_splits=0, seed=7))
+
+
+@pytest.mark.parametrize("kind", ["array", "list", "series"])
+def test_scores_given_as_values_are_the_scores_file(snli, split_by_the_scores_file, kind):
+    frame, _, path = snli
+    expected = split_by_the_scores_file
     values = np.load(path)
     given = {"array": values, "list": values.tolist(), "series": pd.Series(values)}[kind]
     assert rows_of(split_builders.split("likelihood", frame, scores=given, null_splits=0, seed=7)) == expected

@@ -227,8 +227,15 @@ def geoquery_copy(shared, tmp_path_factory):
     return source
 
 
-def test_rescore_rebuilds_an_untouched_tmcd_release(geoquery_copy, tmp_path, capsys):
-    out = _tmcd(geoquery_copy, tmp_path / "rel")
+@pytest.fixture(scope="module")
+def geoquery_release(geoquery_copy, tmp_path_factory) -> Path:
+    """``_tmcd`` of the private copy, built once for the tests that rebuild it from that copy (each test works on
+    its own copy of the folder)."""
+    return _tmcd(geoquery_copy, tmp_path_factory.mktemp("geoquery-release") / "rel")
+
+
+def test_rescore_rebuilds_an_untouched_tmcd_release(geoquery_release, tmp_path, capsys):
+    out = Path(shutil.copytree(geoquery_release, tmp_path / "rel"))  # what _tmcd(geoquery_copy, ...) wrote
     capsys.readouterr()
     assert main(["verify", str(out), "--rescore", "--all"]) == 0
     printed = capsys.readouterr().out
@@ -243,8 +250,8 @@ def test_rescore_rebuilds_an_untouched_tmcd_release(geoquery_copy, tmp_path, cap
     assert printed.strip().splitlines()[-1].endswith("15 identical (levels 1, 2, 3) -> OK")
 
 
-def test_rescore_catches_a_changed_seed_in_the_card(geoquery_copy, tmp_path, capsys):
-    out = _tmcd(geoquery_copy, tmp_path / "rel")
+def test_rescore_catches_a_changed_seed_in_the_card(geoquery_release, tmp_path, capsys):
+    out = Path(shutil.copytree(geoquery_release, tmp_path / "rel"))  # what _tmcd(geoquery_copy, ...) wrote
     text = (out / "README.md").read_text()
     _, head, body = text.split("---\n", 2)
     metadata = yaml.safe_load(head)

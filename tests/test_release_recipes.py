@@ -21,6 +21,10 @@ LIKELIHOOD_FIXTURES = "reference/likelihood/inputs"
 RECIPES = ("geoquery-compositional", "spider-compositional", "scan-compositional", "cogs-compositional",
            "curriculum", "checklist-sentiment", "checklist-qqp", "checklist-squad", "snli-likelihood",
            "boolq-likelihood", "spider-likelihood")
+# Two files share the recipes, so that two test processes (make test) run them side by side: the compositional
+# recipes (the longest builds and checks) in test_release_recipes_compositional.py, the others here.
+COMPOSITIONAL = ("geoquery-compositional", "spider-compositional", "scan-compositional", "cogs-compositional")
+RECIPES_HERE = tuple(name for name in RECIPES if name not in COMPOSITIONAL)
 
 
 def _snli_jsonl(shared, path):
@@ -66,21 +70,33 @@ def _trial_arguments(shared, work):
     }
 
 
+class RecipeBuilds:
+    """Per recipe, the trial release that ``resplit release`` built and verified, and its arguments, built when a
+    test first asks for it (a file runs only its own recipes' builds)."""
+
+    def __init__(self, shared, tmp_path_factory):
+        self.work = tmp_path_factory.mktemp("recipe-inputs")
+        self.root = tmp_path_factory.mktemp("recipe-releases")
+        self.arguments = _trial_arguments(shared, self.work)
+        assert set(self.arguments) == set(RECIPES)
+        self.built = {}
+
+    def __getitem__(self, name):
+        if name not in self.built:
+            out = self.root / name
+            # the load check is covered method by method in test_registered_methods; here it would triple the time
+            code = main(["release", name, *self.arguments[name], "--out", str(out), "--no-progress",
+                         "--no-load-check"])
+            self.built[name] = (out, self.arguments[name]) if code == 0 else None  # a failed build is not retried
+        assert self.built[name] is not None, f"the trial build of {name} failed"
+        return self.built[name]
+
+
 @pytest.fixture(scope="module")
 def recipe_builds(shared, tmp_path_factory):
-    """Per recipe, the trial release that ``resplit release`` built and verified, and its arguments."""
-    work = tmp_path_factory.mktemp("recipe-inputs")
-    root = tmp_path_factory.mktemp("recipe-releases")
-    arguments = _trial_arguments(shared, work)
-    assert set(arguments) == set(RECIPES)
-    built = {}
-    for name in RECIPES:
-        out = root / name
-        # the load check is covered method by method in test_registered_methods; here it would triple the time
-        code = main(["release", name, *arguments[name], "--out", str(out), "--no-progress", "--no-load-check"])
-        assert code == 0, name
-        built[name] = (out, arguments[name])
-    return built
+    """Per recipe, the trial release that ``resplit release`` built and verified, and its arguments (built on
+    first use: :class:`RecipeBuilds`)."""
+    return RecipeBuilds(shared, tmp_path_factory)
 
 
 def _front_matter(folder):
@@ -92,8 +108,7 @@ def test_every_dataset_recipe_has_its_source_here_and_a_trial_build():
     assert {r.name for r in recipes if r.local_source() is not None} == {r.name for r in recipes} == set(RECIPES)
 
 
-@pytest.mark.parametrize("name", RECIPES)
-def test_the_build_verifies_with_every_config_checked(name, recipe_builds):
+def check_the_build_verifies_with_every_config_checked(name, recipe_builds):
     folder, _ = recipe_builds[name]
     meta = _front_matter(folder)["resplit"]
     report = verify(str(folder), load=False)
@@ -104,8 +119,7 @@ def test_the_build_verifies_with_every_config_checked(name, recipe_builds):
     assert level_one >= {(c, s) for c, entry in meta["configs"].items() for s in entry["rows"]}
 
 
-@pytest.mark.parametrize("name", RECIPES)
-def test_the_card_records_the_recipe_and_the_trial_changes(name, recipe_builds):
+def check_the_card_records_the_recipe_and_the_trial_changes(name, recipe_builds):
     folder, arguments = recipe_builds[name]
     meta = _front_matter(folder)["resplit"]
     recipe = {r.name: r for r in list_recipes()}[name]
@@ -116,8 +130,7 @@ def test_the_card_records_the_recipe_and_the_trial_changes(name, recipe_builds):
             assert meta["parameters"][key] == value, key
 
 
-@pytest.mark.parametrize("name", RECIPES)
-def test_a_row_moved_in_the_first_config_is_named(name, recipe_builds, tmp_path, capsys):
+def check_a_row_moved_in_the_first_config_is_named(name, recipe_builds, tmp_path, capsys):
     from test_verify_diff import _move_a_row
 
     copy = tmp_path / name
@@ -130,3 +143,20 @@ def test_a_row_moved_in_the_first_config_is_named(name, recipe_builds, tmp_path,
     differs = [line for line in capsys.readouterr().out.splitlines() if line.startswith("level ") and "differs" in line]
     assert differs and all(line.startswith(f"level 2  {config}/") for line in differs), differs
     assert any(f"source_id {moved}" in line for line in differs), differs
+
+
+# -- the recipes of this file (the compositional ones, the longest builds: test_release_recipes_compositional.py) ---
+
+@pytest.mark.parametrize("name", RECIPES_HERE)
+def test_the_build_verifies_with_every_config_checked(name, recipe_builds):
+    check_the_build_verifies_with_every_config_checked(name, recipe_builds)
+
+
+@pytest.mark.parametrize("name", RECIPES_HERE)
+def test_the_card_records_the_recipe_and_the_trial_changes(name, recipe_builds):
+    check_the_card_records_the_recipe_and_the_trial_changes(name, recipe_builds)
+
+
+@pytest.mark.parametrize("name", RECIPES_HERE)
+def test_a_row_moved_in_the_first_config_is_named(name, recipe_builds, tmp_path, capsys):
+    check_a_row_moved_in_the_first_config_is_named(name, recipe_builds, tmp_path, capsys)
