@@ -43,7 +43,7 @@ SHARED = REPO.parent / "shared"
 # new file with few, slow tests belongs here.
 FILE_SECONDS = {
     "test_likelihood_scoring.py": 75, "test_finetune.py": 73, "test_bad_input.py": 63,
-    "test_registered_methods.py": 58, "test_release_recipes_compositional.py": 55, "test_notebook_round5.py": 52,
+    "test_registered_methods.py": 80, "test_corpus_contamination.py": 35, "test_docs.py": 35, "test_release_recipes_compositional.py": 55, "test_notebook_round5.py": 52,
     "test_report_harness.py": 52, "test_release_hub.py": 48, "test_likelihood_robustness.py": 47,
     "test_order_invariance.py": 45, "test_inspect_export.py": 44, "test_curriculum.py": 39, "test_gpu_check.py": 31,
     "test_release_recipes.py": 30, "test_likelihood_end_to_end.py": 30, "test_pvi_cli.py": 30, "test_croissant.py": 25,
