@@ -261,7 +261,10 @@ def test_fast_build_gives_the_same_files_as_the_row_by_row_card(shared, tmp_path
                             "labels": None if data.labels is None else [data.labels[i] for i in rows]}
         return parts
 
-    monkeypatch.setattr(likelihood, "_per_split", per_row)
+    from split_builders.methods import likelihood_card
+
+    for module in (likelihood, likelihood_card):  # the build's figures and the card's summaries
+        monkeypatch.setattr(module, "per_split", per_row)
     from split_builders.signals import lengths
 
     monkeypatch.setattr(lengths, "word_lengths", lambda texts: np.array([_nltk_count(t) for t in texts]))
