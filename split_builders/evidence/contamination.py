@@ -317,6 +317,25 @@ def other_label_field(label: str | None, columns, requested: str | None = None) 
     return next((name for name in LABEL_NAMES if name in columns), None)
 
 
+def evaluation_pool(parts: dict, fields, *, where: str, against: str, label_names=None) -> tuple:
+    """The evaluation rows (validation and test) of ``parts`` as one :class:`Pool` of their input fields and label:
+    ``(pool, inputs, label, names_of)``, ``names_of`` the class names per label column. The one selection both
+    ``--against`` and ``--against-corpus`` index; a target without evaluation splits is refused, naming ``against``."""
+    evaluated = {c: {s: p for s, p in splits.items() if s in EVALUATION_SPLITS} for c, splits in parts.items()}
+    evaluated = {c: s for c, s in evaluated.items() if s}
+    if not evaluated:
+        raise InvalidParameterError(f"{where} has no validation or test split to check against {against}")
+    first = next(iter(next(iter(evaluated.values())).values())).table
+    inputs = input_fields(fields, first)
+    label = fields.label or fields.target
+    names_of = dict(label_names or {})
+    if label and fields.label_names and label == fields.label:
+        names_of.setdefault(label, tuple(fields.label_names))
+    names_of = {**_class_names(first.schema), **names_of}
+    columns = list(dict.fromkeys([*inputs, *([label] if label and label in first.column_names else [])]))
+    return Pool(evaluated, columns), inputs, label, names_of
+
+
 def contamination(parts: dict, fields, others: list[str], *, work, threshold: float, revision: str | None = None,
                   against_fields=None, against_splits=None, label_names=None, where: str = "the target",
                   progress: bool = False, against_label_field: str | None = None) -> tuple[dict, object]:
@@ -330,19 +349,8 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
 
     from split_builders.progress import progress_bar
 
-    evaluated = {c: {s: p for s, p in splits.items() if s in EVALUATION_SPLITS} for c, splits in parts.items()}
-    evaluated = {c: s for c, s in evaluated.items() if s}
-    if not evaluated:
-        raise InvalidParameterError(f"{where} has no validation or test split to check against other datasets")
-    first = next(iter(next(iter(evaluated.values())).values())).table
-    inputs = input_fields(fields, first)
-    label = fields.label or fields.target
-    names_of = dict(label_names or {})
-    if label and fields.label_names and label == fields.label:
-        names_of.setdefault(label, tuple(fields.label_names))
-    names_of = {**_class_names(first.schema), **names_of}
-    columns = list(dict.fromkeys([*inputs, *([label] if label and label in first.column_names else [])]))
-    pool = Pool(evaluated, columns)
+    pool, inputs, label, names_of = evaluation_pool(parts, fields, where=where, against="other datasets",
+                                                    label_names=label_names)
     target_labelled = bool(label and label in pool.table.column_names)
     text_codes, texts = value_codes(examples_text(pool.table, inputs), values=True)
     labels = LabelCodes()

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.errors import InvalidParameterError
-from split_builders.evidence.contamination import EVALUATION_SPLITS, _class_names, input_fields, label_strings
+from split_builders.evidence.contamination import evaluation_pool, label_strings
 from split_builders.evidence.near_duplicates import (NGRAM, NUM_PERM, BandIndex, cross_jaccard, examples_text,
                                                      normalise, signatures_of)
-from split_builders.evidence.pools import Pool, value_codes
+from split_builders.evidence.pools import value_codes
 
 WORD_NGRAM = 13  # GPT-3 / lm-evaluation-harness decontamination
 BATCH_DOCS = 2000  # documents matched at once by one task
@@ -153,19 +152,8 @@ class EvaluationIndex:
               label_names=None) -> "EvaluationIndex":
         import pyarrow as pa
 
-        evaluated = {c: {s: p for s, p in splits.items() if s in EVALUATION_SPLITS} for c, splits in parts.items()}
-        evaluated = {c: s for c, s in evaluated.items() if s}
-        if not evaluated:
-            raise InvalidParameterError(f"{where} has no validation or test split to check against a corpus")
-        first = next(iter(next(iter(evaluated.values())).values())).table
-        inputs = input_fields(fields, first)
-        label = fields.label or fields.target
-        names_of = dict(label_names or {})
-        if label and fields.label_names and label == fields.label:
-            names_of.setdefault(label, tuple(fields.label_names))
-        names_of = {**_class_names(first.schema), **names_of}
-        columns = list(dict.fromkeys([*inputs, *([label] if label and label in first.column_names else [])]))
-        pool = Pool(evaluated, columns)
+        pool, inputs, label, names_of = evaluation_pool(parts, fields, where=where, against="a corpus",
+                                                        label_names=label_names)
         text_codes, texts = value_codes(examples_text(pool.table, inputs), values=True)
         texts = [t or "" for t in texts]
         labels = (label_strings(pool.table.column(label), names_of.get(label)).to_pylist()
