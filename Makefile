@@ -8,7 +8,9 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 # Test worker processes (pytest-xdist); each test file runs whole in one worker, so module fixtures are built once.
-TEST_WORKERS ?= 2
+# One more than the cores: a worker waiting on a command it started, or on the disk, leaves its core to another
+# (on 2 cores, 3 workers: 487 s where 2 took 512 s).
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 BIN := $(VENV)/bin
 # Converted model and score cache inside the checkout (ignored by git).
 export RESPLIT_CACHE ?= $(CURDIR)/.cache/resplit
@@ -31,8 +33,10 @@ demo: install
 	$(BIN)/resplit likelihood --source snli-sample --out $(DEMO_OUT) --overwrite
 	$(BIN)/resplit show $(DEMO_OUT) ll_split_pt_len
 
+# Byte code cached as a user's Python caches it (whatever PYTHONDONTWRITEBYTECODE says here): the test processes and
+# the commands they start compile resplit and the tests once, not each time (collecting the suite: 6 s -> 2 s).
 test: install
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .cache demo_out

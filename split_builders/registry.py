@@ -14,8 +14,8 @@ imports no method or view. The entries come from three places, in this order:
 
    A third-party method is registered under its entry point's name (which must be its ``info.name``). A
    third-party *view* is off until it is enabled by name in the environment variable :data:`VIEWS_ENV`
-   (``RESPLIT_VIEWS=name1,name2``): a view runs in every build, so an installed package must not change what a
-   release holds unless asked to;
+   (``RESPLIT_VIEWS=name1,name2``) or, for one build, with the command's ``--view NAME`` (:meth:`Registry.enable`):
+   a view runs in every build, so an installed package must not change what a release holds unless asked to;
 3. :func:`register` (a method) and ``evidence.register_view`` (a view) from your own code.
 
 A second entry of a name is refused, whichever place it comes from. A method's name need not be a module name.
@@ -59,6 +59,7 @@ class Registry:
         self._entries = {kind: {} for kind in KINDS}   # name -> object, or the "module:attribute" not yet loaded
         self._origins = {kind: {} for kind in KINDS}   # name -> "built-in", "entry point <dist>" or "registered"
         self._disabled = {kind: {} for kind in KINDS}  # third-party views not enabled: name -> reference
+        self._disabled_origins = {kind: {} for kind in KINDS}  # their origins, for when one is enabled
         self._started = set()
         self._entry_points = entry_points
         self.makers = {"methods": _make_method, "views": _make_view, "readers": lambda obj, name: obj}
@@ -84,6 +85,7 @@ class Registry:
             origin = f"entry point of {point.dist.name if point.dist is not None else 'an installed package'}"
             if kind == "views" and point.name not in enabled:
                 self._disabled[kind][point.name] = point.value
+                self._disabled_origins[kind][point.name] = origin
                 continue
             self._declare(kind, point.name, point.value, origin)
 
@@ -98,6 +100,19 @@ class Registry:
         """Add a loaded object; a second name is refused."""
         self._start(kind)
         self._declare(kind, name, obj, origin)
+
+    def enable(self, kind: str, name: str) -> None:
+        """Turn on the installed entry point ``name`` of ``kind`` that was left off (a third-party view not named in
+        :data:`VIEWS_ENV`), as naming it there would; one already on is left as it is. A name no installed package
+        declares is refused in one line naming those that could be enabled."""
+        self._start(kind)
+        if name in self._entries[kind]:
+            return
+        if name not in self._disabled[kind]:
+            off = ", ".join(self._disabled[kind]) or "none"
+            raise InvalidParameterError(f"no installed {kind[:-1]} named {name!r} to enable (installed and off: "
+                                        f"{off}; on: {', '.join(self._entries[kind])})")
+        self._declare(kind, name, self._disabled[kind].pop(name), self._disabled_origins[kind].pop(name))
 
     def remove(self, kind: str, name: str) -> None:
         self._start(kind)

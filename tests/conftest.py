@@ -38,18 +38,19 @@ SHARED = REPO.parent / "shared"
 # Each file runs whole on one worker. xdist hands files out largest test count first, which left the files with few
 # but slow tests (the model's scoring, the harness, the GPU check, the end-to-end build) to the end, where one worker
 # ran them while the other had finished. Handing out the longest files first (about what they take on 2 CI cores, in
-# seconds) and the rest by their test count after them lets the two workers finish together. A file missing here (a
+# seconds) and the rest by their test count after them lets the workers finish together. A file missing here (a
 # new one) is scheduled by its number of tests; the figures only order the files, so they need not be exact, but a
 # new file with few, slow tests belongs here.
 FILE_SECONDS = {
-    "test_likelihood_scoring.py": 75, "test_finetune.py": 73, "test_bad_input.py": 63,
-    "test_registered_methods.py": 80, "test_corpus_contamination.py": 35, "test_docs.py": 35, "test_release_recipes_compositional.py": 55, "test_notebook_round5.py": 52,
-    "test_report_harness.py": 52, "test_release_hub.py": 48, "test_likelihood_robustness.py": 47,
-    "test_order_invariance.py": 45, "test_inspect_export.py": 44, "test_curriculum.py": 39, "test_gpu_check.py": 31,
-    "test_release_recipes.py": 30, "test_likelihood_end_to_end.py": 30, "test_pvi_cli.py": 30, "test_croissant.py": 25,
-    "test_harness_scoring.py": 23, "test_diagnostics.py": 22, "test_contamination.py": 19, "test_metric_install.py": 18,
-    "test_probe.py": 15, "test_notebook_api.py": 14, "test_metric_spaces.py": 12, "test_metric_docs.py": 12,
-    "test_cli_nits.py": 11, "test_tmcd_hub.py": 10, "test_verify_loads.py": 9, "test_evidence_views.py": 5,
+    "test_registered_methods.py": 75, "test_finetune.py": 68, "test_inspect_export.py": 51, "test_notebook_round5.py": 50,
+    "test_order_invariance.py": 45, "test_release_recipes_compositional.py": 44, "test_curriculum.py": 17,
+    "test_likelihood_scoring.py": 42, "test_gpu_check.py": 32, "test_bad_input.py": 31, "test_release_recipes.py": 28,
+    "test_croissant.py": 28, "test_corpus_contamination.py": 25, "test_release_hub.py": 25,
+    "test_harness_scoring.py": 25, "test_push_to_hub.py": 24, "test_report_harness.py": 22,
+    "test_likelihood_robustness.py": 20, "test_mcd.py": 17, "test_likelihood_end_to_end.py": 14,
+    "test_contamination.py": 14, "test_registry_extensions.py": 14, "test_tmcd_cli.py": 11, "test_audit.py": 11,
+    "test_faults_round5.py": 11, "test_diagnostics.py": 11, "test_behavioural_cli.py": 10, "test_metric_install.py": 10,
+    "test_metric_pass_rate.py": 10, "test_crash_recovery.py": 10, "test_lm_eval_export.py": 9, "test_docs.py": 9,
 }
 SECONDS_PER_TEST = 0.2  # about what the other files take per test, to place them among the slow ones
 
@@ -85,6 +86,10 @@ class LazyModule:
 
     def __getattr__(self, attribute):
         import importlib
+
+        # pytest's collection asks every module-level name for its private markers: no import for those
+        if attribute.startswith("_") and attribute not in ("__version__", "__file__"):
+            raise AttributeError(attribute)
 
         return getattr(importlib.import_module(self._name), attribute)
 
@@ -510,13 +515,51 @@ def small_release(shared, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def harness_index():
+    """lm-evaluation-harness's index of its own ~14,700 task files, read once per test process: every
+    ``TaskManager()`` (each ``lm_eval`` run) reads them all again, 4.5 s a time. The built-in files do not change
+    while the tests run; a release's ``--include_path`` folder is still read on every run, and merged over the
+    built-in tasks as the harness merges it (a name it takes over is logged as the harness logs it)."""
+    import logging
+
+    import lm_eval.tasks
+    from lm_eval.tasks._index import TaskIndex
+
+    builtin, real, read = Path(lm_eval.tasks.__file__).parent, TaskIndex.build, {}
+
+    def build(paths, *, resolve_includes=True):
+        paths = [Path(p) for p in paths]
+        if not paths or paths[0] != builtin or not resolve_includes:
+            return real(paths, resolve_includes=resolve_includes)
+        if "builtin" not in read:
+            read["builtin"] = real([builtin])
+        index = dict(read["builtin"])
+        for name, entry in real(paths[1:]).items():
+            if name in index:
+                logging.getLogger("lm_eval.tasks._index").warning(
+                    "Task '%s' from %s overrides existing task from %s", name, entry.yaml_path, index[name].yaml_path)
+            index[name] = entry
+        return index
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(TaskIndex, "build", staticmethod(build))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="module")
-def harness_cache(tmp_path_factory):
-    """The datasets cache the harness's loads use (a fresh one, not the user's)."""
+def harness_cache(tmp_path_factory, harness_index):
+    """The datasets cache the harness's loads use (a fresh one, not the user's); no byte code cached beside the
+    releases' ``lm_eval/utils.py`` while the harness imports it (the shared releases stay as built: resplit itself
+    ignores that byte code, ``test_user_files.py``)."""
+    import sys
+
     import datasets
 
     patch = pytest.MonkeyPatch()
     patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("harness-cache"))
+    patch.setattr(sys, "dont_write_bytecode", True)
     yield
     patch.undo()
 

@@ -28,6 +28,7 @@ def _gold_index(doc: dict) -> int | None:
 
 
 def register() -> None:
+    import lm_eval.models  # noqa: F401  the harness's own models first: it imports them only into an empty registry
     from lm_eval.api.model import LM
     from lm_eval.api.registry import register_model
 

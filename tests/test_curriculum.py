@@ -68,21 +68,47 @@ def test_leakage_report_counts_empty_fields(curriculum):
     assert logiqa["train_empty_hypothesis"] + logiqa["validation_empty_hypothesis"] > 0
 
 
+EVERY_LIMIT = 200  # rows of each phenomenon's train and validation in the build of all 36 (the shapes)
+FULL = ("monotonicity_infer", "boolean", "transitive")  # built whole: the sizes, label counts and leakage of tasks.json
+
+
 @pytest.fixture(scope="module")
-def full_release(curriculum, tmp_path_factory):
-    out = tmp_path_factory.mktemp("curriculum") / "curriculum"
-    # the inoculation configs are tested in test_curriculum_inoculation.py
-    assert main(["curriculum", "--data", str(curriculum / "tasks"), "--out", str(out), "--no-inoculation"]) == 0
+def every_release(curriculum, tmp_path_factory):
+    """All 36 phenomena, the first rows of each (what the configs, splits and features are does not depend on how
+    many rows there are; the inoculation configs are tested in test_curriculum_inoculation.py)."""
+    out = tmp_path_factory.mktemp("curriculum") / "every"
+    assert main(["curriculum", "--data", str(curriculum / "tasks"), "--out", str(out), "--no-inoculation",
+                 "--limit", str(EVERY_LIMIT), "--no-progress"]) == 0
     return out
 
 
-def test_every_phenomenon_and_its_hypothesis_only_variant_load(full_release, tasks, hf_cache):
-    metadata = _card_yaml(full_release)
+@pytest.fixture(scope="module")
+def full_release(curriculum, tmp_path_factory):
+    """Three phenomena whole, for the numbers tasks.json states of them."""
+    out = tmp_path_factory.mktemp("curriculum") / "full"
+    assert main(["curriculum", "--data", str(curriculum / "tasks"), "--out", str(out), "--no-inoculation",
+                 "--phenomena", ",".join(FULL), "--no-progress"]) == 0
+    return out
+
+
+def test_every_phenomenon_and_its_hypothesis_only_variant_load(every_release, tasks, hf_cache):
+    metadata = _card_yaml(every_release)
     names = [c["config_name"] for c in metadata["configs"]]
     assert len(names) == 72
     assert set(names) == set(tasks) | {f"{n}_hypothesis_only" for n in tasks}
     for config in metadata["configs"]:
         assert [f["split"] for f in config["data_files"]] == ["train", "validation"]
+    for name in tasks:
+        for config in (name, f"{name}_hypothesis_only"):
+            entry = metadata["resplit"]["configs"][config]
+            assert entry["rows"] == {"train": min(EVERY_LIMIT, tasks[name]["train_size"]),
+                                     "validation": min(EVERY_LIMIT, tasks[name]["val_size"])}, config
+    loaded = datasets.load_dataset(str(every_release), "analytic_hypothesis_only", cache_dir=hf_cache)
+    assert list(loaded) == ["train", "validation"] and "premise" not in loaded["train"].column_names
+    assert loaded["train"].features["label"].names == tasks["analytic"]["label_set"]
+
+
+def test_whole_phenomena_load_with_the_sizes_and_labels_of_tasks_json(full_release, tasks, hf_cache):
     loaded = datasets.load_dataset(str(full_release), "monotonicity_infer", cache_dir=hf_cache)
     assert list(loaded) == ["train", "validation"]
     assert len(loaded["train"]) == tasks["monotonicity_infer"]["train_size"]

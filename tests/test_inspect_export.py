@@ -377,7 +377,9 @@ def test_smollm2_runs_through_inspects_transformers_provider(family, family_rele
     folder = _copy(family_releases[family], tmp_path)
     config = sorted(_module(folder).TASKS)[0]
     [log] = inspect_eval(f"{folder / 'inspect_tasks.py'}@{config}", model="hf/local",
-                         model_args={"model_path": str(resolve_model(None).path), "device": "cpu"}, log_dir=str(tmp_path / "logs"),
+                         # greedy: the provider samples by default, and a sampled answer may be empty
+                         model_args={"model_path": str(resolve_model(None).path), "device": "cpu", "do_sample": False},
+                         log_dir=str(tmp_path / "logs"),
                          display="none", limit=3, max_tokens=24)
     assert log.status == "success", log.error
     assert len(log.samples) == 3 and all(s.output.completion and s.scores for s in log.samples)

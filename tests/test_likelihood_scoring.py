@@ -71,9 +71,9 @@ def test_scores_equal_the_one_example_full_forward(smollm2, pairs):
 
 
 def test_scores_do_not_depend_on_batch_size_or_padding_side(smollm2, pairs):
-    prompts, queries = pairs
+    prompts, queries = pairs[0][:12], pairs[1][:12]  # batches of 5 and 7 leave a remainder; 12 is all in one
     reference = LikelihoodScorer(smollm2.model, smollm2.tokenizer, batch_size=1).score(prompts, queries)
-    for batch_size, side in ((5, "right"), (7, "left"), (24, "left")):
+    for batch_size, side in ((5, "right"), (7, "left"), (12, "left")):
         scores = LikelihoodScorer(smollm2.model, smollm2.tokenizer, batch_size=batch_size,
                                   padding_side=side).score(prompts, queries)
         np.testing.assert_allclose(scores, reference, atol=1e-3, err_msg=f"batch {batch_size}, {side}")

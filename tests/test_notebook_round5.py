@@ -252,7 +252,8 @@ def example_keywords(family, shared, work) -> tuple[str, dict]:
     """The method's example arguments (its own, over the shared data) as the CLI parses them: ``(source, keywords)``."""
     args = [str(a) for a in registry()[family].example_arguments(shared, work)]
     parsed = vars(build_parser().parse_args([family, *args, "--out", str(work / "unused")]))
-    values = {k: v for k, v in parsed.items() if k not in ("func", "command", "no_progress", "verbose", "out")}
+    command_only = ("func", "command", "no_progress", "verbose", "enable_views", "out")
+    values = {k: v for k, v in parsed.items() if k not in command_only}
     return values.pop("source"), values
 
 

@@ -22,6 +22,7 @@ import csv
 import gzip
 import json
 import os
+import re
 import shutil
 import zipfile
 from collections import Counter
@@ -389,7 +390,8 @@ def test_the_position_rule_is_the_old_one_and_depends_on_the_order(shared, tmp_p
 @pytest.mark.slow
 def test_two_processes_on_shuffled_rows_give_one_process_configs(shared, tiny_llama, tmp_path):
     """Likelihood scoring runs on several processes: 48 rows scored under ``torchrun`` by 2 processes, in a
-    permuted order, give the configs (and scores) of one process over the rows in their own order."""
+    permuted order, on a CPU machine without ``--device cpu``, give the configs (and scores) and the files of one
+    process over the rows in their own order; only rank 0 reports and writes, and the lock is removed."""
     import socket
     import subprocess
     import sys
@@ -413,7 +415,9 @@ def test_two_processes_on_shuffled_rows_give_one_process_configs(shared, tiny_ll
                           str(port), "-m", "split_builders.cli", "likelihood", *shuffled, "--out", str(tmp_path / "two"),
                           "--cache-dir", str(tmp_path / "cache2")], env=env, capture_output=True, text=True, timeout=600)
     assert two.returncode == 0, two.stderr[-3000:]
-    assert "2 process(es)" in two.stdout, two.stdout
+    assert two.stdout.count("\nwrote ") == 1 and "2 process(es)" in two.stdout, two.stdout
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".two")]  # the lock removed
+    assert json.loads(next((tmp_path / "cache2").glob("*.json")).read_text())["num_processes"] == 2
     in_order = permuted_arguments(arguments, tmp_path / "in-order", None)
     # one process, with one thread as each of the two has (more threads sum in another order: other last bits)
     one = subprocess.run([sys.executable, "-m", "split_builders.cli", "likelihood", *in_order, "--out",
@@ -421,5 +425,10 @@ def test_two_processes_on_shuffled_rows_give_one_process_configs(shared, tiny_ll
                          text=True, timeout=600)
     assert one.returncode == 0, one.stderr[-3000:]
     assert "1 process(es)" in one.stdout, one.stdout
+    # the same Parquet files, config by config and split by split (their names end on a hash of their bytes, and
+    # source_id numbers the rows in their source's order)
+    files = {run: sorted(re.sub(r"-[0-9a-f]{8}\.parquet$", "", str(p.relative_to(tmp_path / run)))
+                         for p in (tmp_path / run).rglob("*.parquet")) for run in ("one", "two")}
+    assert files["one"] == files["two"] and files["one"]
     one, two = configs_by_content(tmp_path / "one"), configs_by_content(tmp_path / "two")
     assert not differences(one, two), differences(one, two)

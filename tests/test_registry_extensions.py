@@ -112,6 +112,48 @@ def test_a_third_party_view_is_off_until_enabled_by_name(plugin, monkeypatch):
     assert fresh.get("views", "row_total").subcommand == "row-total"
 
 
+def test_enable_turns_on_an_installed_view_and_refuses_a_name_none_declares(plugin):
+    fresh = Registry()
+    fresh.enable("views", "row_total")
+    assert fresh.names("views")[-1] == "row_total" and fresh.disabled("views") == {}
+    assert fresh.origin("views", "row_total") == "entry point of resplit-plugin"
+    fresh.enable("views", "audit")  # on already: left as it is
+    with pytest.raises(InvalidParameterError, match="no installed view named 'nope' to enable"):
+        Registry().enable("views", "nope")
+
+
+def test_view_enables_a_third_party_view_for_one_build(tmp_path):
+    """``--view NAME`` on a build command: the installed view runs for that build (its settings in the README's
+    YAML; a build without it leaves the view off, as the registry does above); a name no installed package declares
+    is one line, exit 2, nothing written."""
+    import yaml
+
+    root = installed(tmp_path / "site")
+    source = tmp_path / "rows.csv"
+    source.write_text("text,label\n" + "".join(f"row {i} says {'yes' if i % 2 else 'no'} to {i % 13},{i % 2}\n"
+                                                for i in range(160)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(root)])}
+    env.pop(VIEWS_ENV, None)
+
+    def build(out, *extra):
+        return subprocess.run([sys.executable, "-m", "split_builders.cli", "lexical-overlap", "--source", str(source),
+                               "--text-fields", "text", "--label-field", "label", "--validation-size", "20",
+                               "--test-size", "20", "--null-splits", "0", "--no-progress", "--out", str(out), *extra],
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    def recorded(out):
+        return yaml.safe_load((out / "README.md").read_text(encoding="utf-8").split("---\n")[1])["resplit"]
+
+    on = build(tmp_path / "on", "--view", "row_total")
+    assert on.returncode == 0, on.stderr[-2000:]
+    assert "row_total" in recorded(tmp_path / "on") and "audit" in recorded(tmp_path / "on")
+    refused = build(tmp_path / "nope", "--view", "nope")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-2000:]
+    (line,) = refused.stderr.strip().splitlines()
+    assert "no installed view named 'nope'" in line and "row_total" in line
+    assert not (tmp_path / "nope").exists()
+
+
 def test_an_entry_point_of_a_registered_name_is_refused_in_one_line(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(installed(tmp_path / "site", method="likelihood")))
     with pytest.raises(InvalidParameterError, match="entry point of resplit-plugin declares a method named "

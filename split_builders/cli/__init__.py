@@ -97,6 +97,9 @@ def add_options(parser: argparse.ArgumentParser, method) -> list[str]:
             help_text = argparse.SUPPRESS
         group.add_argument(*flags, help=help_text, **kwargs)
         names.append(spec.name)
+    parser.add_argument("--view", action="append", default=[], metavar="NAME", dest="enable_views",
+                        help="also compute the installed third-party evidence view NAME for the card (off unless "
+                             "named here or in $RESPLIT_VIEWS); repeatable")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--verbose", action="store_true",
                         help="also print the libraries' own reports (training logs, weight-loading reports)")
@@ -111,7 +114,10 @@ def add_method_parser(subparsers, method) -> None:
 
 def run_method(method, names, args) -> int:
     from split_builders.builder import build
+    from split_builders.registry import REGISTRY
 
+    for view in getattr(args, "enable_views", ()):  # a third-party view named for this build
+        REGISTRY.enable("views", view)
     options = method.options(**{name: getattr(args, name) for name in names if hasattr(args, name)})
     result = build(method, options, progress=not args.no_progress, verbose=args.verbose)
     if result.out is None:  # not the main process: the main one reports

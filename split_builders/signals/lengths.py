@@ -26,14 +26,23 @@ of SNLI, BoolQ and CURRICULUM and on generated tricky strings.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import numpy as np
-from nltk.tokenize import NLTKWordTokenizer
 
 from split_builders.api import check_number
 from split_builders.errors import InvalidParameterError
 
-_TOKENIZER = NLTKWordTokenizer()
+
+@lru_cache(maxsize=1)
+def _tokenizer():
+    """NLTK's ``NLTKWordTokenizer``, imported when a length is first counted (importing NLTK takes a second, which
+    every ``resplit`` command paid, ``--help`` included)."""
+    from nltk.tokenize import NLTKWordTokenizer
+
+    return NLTKWordTokenizer()
+
+
 SEPARATOR = "\x00"
 # Texts joined per pass: large enough that the per-call overhead vanishes, small enough that a
 # substitution whose literal is rare is often skipped.
@@ -50,7 +59,7 @@ _TAIL_WORDS = ("'", "cannot", "gimme", "gonna", "gotta", "lemme", "wanna")
 
 def word_length(text: str) -> int:
     """Number of NLTK word tokens of ``text`` (one ``NLTKWordTokenizer().tokenize`` call)."""
-    return len(_TOKENIZER.tokenize(text))
+    return len(_tokenizer().tokenize(text))
 
 
 def word_lengths(texts) -> np.ndarray:
@@ -145,7 +154,7 @@ def _steps():
     a space at both ends), and those run text by text after them (the tokenizer's own patterns)."""
     global _STEPS
     if _STEPS is None:
-        tok = NLTKWordTokenizer
+        tok = type(_tokenizer())
         split_at = [rx.pattern for rx, _ in tok.ENDING_QUOTES].index(r"\s+") + 1
         joined = [*tok.STARTING_QUOTES, *tok.PUNCTUATION, tok.PARENS_BRACKETS, tok.DOUBLE_DASHES, "pad",
                   *tok.ENDING_QUOTES[:split_at]]
