@@ -78,7 +78,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="also print one JSON object (last line)")
     args = parser.parse_args(argv)
 
-    from split_builders.evidence.probe import format_report, probe
+    from split_builders.evidence.probe import probe
+    from split_builders.evidence.probe_card import format_report
 
     table = snli_rows(args.rows)
     tables = configs(table, args.seed)

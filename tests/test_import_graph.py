@@ -500,3 +500,29 @@ def test_importing_the_readers_loads_neither_torch_nor_nltk(statement):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_the_command_line_parser_loads_neither_torch_nor_nltk_nor_scipy():
+    """Every ``resplit`` command builds the whole parser first (``--help`` included): it must not pay for the
+    model or tokenizer libraries a command may never use (NLTK alone, through ``scipy.stats``, was a second)."""
+    code = ("from split_builders.cli import build_parser; build_parser(); import sys; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'nltk', 'scipy', 'transformers'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_name_a_benchmark_imports_from_the_project_exists():
+    """The benchmark scripts are not run by the suite, but every ``from split_builders... import name`` (and
+    ``loading_scripts``) in them, at module level or in a function, names something that exists."""
+    missing = []
+    for path in sorted((REPO / "benchmarks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.module
+                    and node.module.split(".")[0] in ("split_builders", "loading_scripts")):
+                continue
+            module = importlib.import_module(node.module)
+            missing += [f"{path.relative_to(REPO)}:{node.lineno} {node.module}.{alias.name}" for alias in node.names
+                        if not hasattr(module, alias.name)
+                        and importlib.util.find_spec(f"{node.module}.{alias.name}") is None]
+    assert not missing, missing
