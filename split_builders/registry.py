@@ -58,8 +58,7 @@ class Registry:
     def __init__(self, *, entry_points: bool = True):
         self._entries = {kind: {} for kind in KINDS}   # name -> object, or the "module:attribute" not yet loaded
         self._origins = {kind: {} for kind in KINDS}   # name -> "built-in", "entry point <dist>" or "registered"
-        self._disabled = {kind: {} for kind in KINDS}  # third-party views not enabled: name -> reference
-        self._disabled_origins = {kind: {} for kind in KINDS}  # their origins, for when one is enabled
+        self._disabled = {kind: {} for kind in KINDS}  # third-party views not enabled: name -> (reference, origin)
         self._started = set()
         self._entry_points = entry_points
         self.makers = {"methods": _make_method, "views": _make_view, "readers": lambda obj, name: obj}
@@ -84,8 +83,7 @@ class Registry:
         for point in entry_points(group=ENTRY_POINT_GROUPS[kind]):
             origin = f"entry point of {point.dist.name if point.dist is not None else 'an installed package'}"
             if kind == "views" and point.name not in enabled:
-                self._disabled[kind][point.name] = point.value
-                self._disabled_origins[kind][point.name] = origin
+                self._disabled[kind][point.name] = (point.value, origin)
                 continue
             self._declare(kind, point.name, point.value, origin)
 
@@ -112,7 +110,7 @@ class Registry:
             off = ", ".join(self._disabled[kind]) or "none"
             raise InvalidParameterError(f"no installed {kind[:-1]} named {name!r} to enable (installed and off: "
                                         f"{off}; on: {', '.join(self._entries[kind])})")
-        self._declare(kind, name, self._disabled[kind].pop(name), self._disabled_origins[kind].pop(name))
+        self._declare(kind, name, *self._disabled[kind].pop(name))
 
     def remove(self, kind: str, name: str) -> None:
         self._start(kind)
@@ -128,7 +126,7 @@ class Registry:
     def disabled(self, kind: str) -> dict:
         """``{name: reference}`` of the entry points of ``kind`` left off (third-party views not enabled)."""
         self._start(kind)
-        return dict(self._disabled[kind])
+        return {name: reference for name, (reference, _) in self._disabled[kind].items()}
 
     def origin(self, kind: str, name: str) -> str:
         self._start(kind)

@@ -20,22 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import refused_in_one_line
+from test_contamination import LABELS, _reworded, _snli, _typo  # the planted copies of the --against tests
 from split_builders.cli import main
 
-LABELS = ("entailment", "neutral", "contradiction")
 SHARDS = 8
 BACKGROUND = 1600
-
-
-def _typo(text: str) -> str:
-    at = next(i for i in range(len(text) // 2, len(text)) if text[i].isalpha())
-    return text[:at] + ("x" if text[at] != "x" else "y") + text[at + 1:]
-
-
-def _reworded(premise: str) -> str:
-    words = premise.split()
-    keep = max(2, (len(words) * 2) // 3)
-    return " ".join(words[:keep] + ["then", "someone", "waved", "back", "quietly"][: len(words) - keep + 2])
 
 
 def _test_rows(release: Path) -> pd.DataFrame:
@@ -60,14 +49,7 @@ def planted(shared, small_release, tmp_path_factory):
     hypothesis, label, source_id = the document's number) and the planted copies' source ids."""
     root = tmp_path_factory.mktemp("corpus")
     test = _test_rows(small_release)
-    rows = []
-    with gzip.open(shared / "data" / "snli" / "snli_1.0_dev.jsonl.gz", "rt", encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            if row["gold_label"] in LABELS:
-                rows.append({"premise": row["sentence1"], "hypothesis": row["sentence2"], "label": row["gold_label"]})
-            if len(rows) == BACKGROUND:
-                break
+    rows = _snli(shared, "dev", BACKGROUND)
     planted = {}
     for k, r in test.iloc[0:10].iterrows():  # exact copies, same label
         rows.append({"premise": r.premise, "hypothesis": r.hypothesis, "label": r.label})
