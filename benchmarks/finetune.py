@@ -19,6 +19,14 @@
     python benchmarks/finetune.py                     # 10 steps of 8 on this CPU, then the table
     python benchmarks/finetune.py --steps 20 --batch 16 --device cuda
     python benchmarks/finetune.py --json              # last line: one JSON object
+    python benchmarks/finetune.py --packing           # padded vs packed training, side by side
+
+3. ``--packing``: the same SNLI rows trained step for step on a random GPT-2-shaped model
+   (``--width``, ``--layers``, SmolLM2's vocabulary) the padded way (``packing=False``: right-padded
+   rows, the model's own loss over every position's logits) and the packed way (the default: rows
+   concatenated, :class:`~split_builders.signals.lm.packing.PackedCollator`, the chunked linear
+   cross-entropy on the labelled positions only), rounds alternating so that a loaded machine
+   slows both alike. Prints real training tokens/s of each and their ratio.
 """
 
 from __future__ import annotations
@@ -35,7 +43,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loading_scripts import load_source  # noqa: E402
-from split_builders.signals.lm.finetune import DEFAULT_MAX_STEPS, FinetuneOptions, _Collator, _Examples  # noqa: E402
+from split_builders.signals.lm.finetune import DEFAULT_MAX_STEPS, FinetuneOptions  # noqa: E402
+from split_builders.signals.lm.packing import Examples, PaddedCollator  # noqa: E402
 from split_builders.signals.lm.models import ensure_local, resolve_model  # noqa: E402
 from split_builders.signals.lm.prompts import render_all, resolve_template  # noqa: E402
 from split_builders.signals.lm.scoring import encode, model_context_length  # noqa: E402
@@ -68,7 +77,7 @@ def measure(*, steps: int, batch: int, device: str, threads: int | None) -> dict
     encoded = snli_encoded(None, tokenizer, model_context_length(model))
     rows = np.random.default_rng(0).permutation(len(encoded))
     rows = np.resize(rows, (steps + 1) * batch)  # one warm-up step, then the timed ones
-    dataset, collate = _Examples(encoded, rows), _Collator(tokenizer.pad_token_id)
+    dataset, collate = Examples(encoded, rows), PaddedCollator(tokenizer.pad_token_id)
     optimizer = torch.optim.AdamW(model.parameters(), lr=PAPER.learning_rate, weight_decay=0.0)
     tokens = padded = 0
     for step in range(steps + 1):
@@ -92,6 +101,65 @@ def measure(*, steps: int, batch: int, device: str, threads: int | None) -> dict
             "tokens_per_s": round(tokens / seconds, 1), "padded_tokens_per_s": round(padded / seconds, 1),
             "examples_per_s": round(steps * batch / seconds, 2),
             "achieved_flop_per_s": round(6 * params * tokens / seconds, 1), "final_loss": round(loss.item(), 4)}
+
+
+def compare_packing(*, steps: int, batch: int, device: str, threads: int | None, width: int, layers: int,
+                    rounds: int = 2) -> dict:
+    """Real training tokens/s of padded and packed steps over the same rows (see the module docstring)."""
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    from split_builders.signals.lm.linear_ce import causal_lm_loss, hidden_states
+    from split_builders.signals.lm.packing import PackedCollator
+
+    if threads:
+        torch.set_num_threads(threads)
+    tokenizer = AutoTokenizer.from_pretrained(ensure_local(resolve_model(None)))
+    encoded = snli_encoded(None, tokenizer, 1024)
+    rows = np.resize(np.random.default_rng(0).permutation(len(encoded)), (steps + 1) * batch)
+    dataset = Examples(encoded, rows)
+    config = GPT2Config(vocab_size=len(tokenizer), n_embd=width, n_layer=layers, n_head=max(1, width // 64),
+                        n_positions=1024, use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)  # no dropout: same curves
+    collators = {"padded": PaddedCollator(tokenizer.pad_token_id), "packed": PackedCollator()}
+
+    def loss_of(mode, model, inputs):
+        if mode == "padded":
+            return model(**inputs).loss
+        labels = inputs.pop("labels")
+        inputs.pop("rows")
+        _, hidden = hidden_states(model, model, inputs)
+        return causal_lm_loss(hidden, labels, model.lm_head.weight)
+
+    seconds, tokens, losses = {mode: 0.0 for mode in collators}, {mode: 0 for mode in collators}, {}
+    for _ in range(rounds):
+        for mode, collate in collators.items():
+            torch.manual_seed(0)
+            model = GPT2LMHeadModel(config).to(device).train()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=PAPER.learning_rate, weight_decay=0.0)
+            curve = []
+            for step in range(steps + 1):
+                if step == 1:
+                    started = time.perf_counter()
+                features = [dataset[i] for i in range(step * batch, (step + 1) * batch)]
+                inputs = {name: value.to(device) for name, value in collate(features).items()}
+                real = sum(len(f["input_ids"]) for f in features)
+                loss = loss_of(mode, model, inputs)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+                curve.append(loss.item())
+                if step >= 1:
+                    tokens[mode] += real
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            seconds[mode] += time.perf_counter() - started
+            losses[mode] = curve
+    rate = {mode: tokens[mode] / seconds[mode] for mode in collators}
+    return {"model": f"random GPT-2 shape, width {width}, {layers} layers, vocabulary {len(tokenizer)}",
+            "device": device, "threads": torch.get_num_threads(), "steps": steps, "batch": batch, "rounds": rounds,
+            "tokens_per_s": {mode: round(value, 1) for mode, value in rate.items()},
+            "packed_over_padded": round(rate["packed"] / rate["padded"], 3),
+            "max_loss_difference": float(np.max(np.abs(np.subtract(losses["packed"], losses["padded"]))))}
 
 
 def tokens_per_example() -> float:
@@ -140,7 +208,22 @@ def main(argv=None) -> None:
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS["snli"],
                         help="optimizer steps per fold in the estimate (resplit's SNLI default cap)")
     parser.add_argument("--json", action="store_true", help="also print one JSON object as the last line")
+    parser.add_argument("--packing", action="store_true", help="only compare padded and packed training (3.)")
+    parser.add_argument("--width", type=int, default=128, help="GPT-2 shape of --packing: hidden size")
+    parser.add_argument("--layers", type=int, default=2, help="GPT-2 shape of --packing: layers")
     args = parser.parse_args(argv)
+
+    if args.packing:
+        compared = compare_packing(steps=args.steps, batch=args.batch, device=args.device, threads=args.threads,
+                                   width=args.width, layers=args.layers)
+        rates = compared["tokens_per_s"]
+        print(f"padded vs packed training, {compared['model']}, {compared['steps']} steps of {compared['batch']} SNLI "
+              f"rows x {compared['rounds']} rounds on {compared['device']} ({compared['threads']} threads): padded "
+              f"{rates['padded']:.0f} tokens/s, packed {rates['packed']:.0f} tokens/s, packed/padded "
+              f"{compared['packed_over_padded']:.2f}x; largest loss difference {compared['max_loss_difference']:.2e}")
+        if args.json:
+            print(json.dumps(compared))
+        return
 
     measured = measure(steps=args.steps, batch=args.batch, device=args.device, threads=args.threads)
     print(f"measured: {measured['model']} ({measured['parameters'] / 1e6:.0f}M), {measured['steps']} steps of "

@@ -18,6 +18,7 @@ from split_builders.errors import EmptyTextError, InvalidParameterError, ModelLo
 from split_builders.signals.lm.finetune import FinetuneOptions, finetune_scores, work_key
 from split_builders.signals.lm.kfold import assign_folds, holdout, training_schedule
 from split_builders.signals.lm.models import resolve_model
+from split_builders.signals.lm.packing import PaddedCollator
 from split_builders.signals.lm.scoring import LikelihoodScorer, encode
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,7 +108,7 @@ def test_loss_covers_exactly_the_query_and_eos_positions(tiny_model_dir):
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     prompts, queries = pairs(6)
     encoded = encode(tokenizer, prompts, queries, max_length=128)
-    batch = finetune._Collator(pad_id=tokenizer.pad_token_id)(
+    batch = PaddedCollator(pad_id=tokenizer.pad_token_id)(
         [{"row": i, "input_ids": e.ids, "query_start": e.query_start} for i, e in enumerate(encoded)])
     for row, example in enumerate(encoded):
         labelled = torch.nonzero(batch["labels"][row] != -100)[:, 0].tolist()
@@ -130,16 +131,17 @@ def test_loss_covers_exactly_the_query_and_eos_positions(tiny_model_dir):
 
 def test_no_row_is_scored_by_a_model_that_trained_on_it(tiny_ref, tmp_path, monkeypatch):
     seen, scored = {}, {}
-    real_fit, real_score, real_collate = finetune._fit, finetune._score_rows, finetune._Collator.__call__
+    real_fit, real_score, real_rows = finetune._fit, finetune._score_rows, PaddedCollator.rows
 
     def fit(*args, fold, **kwargs):
         seen[fold] = set()
         seen["current"] = fold
         return real_fit(*args, fold=fold, **kwargs)
 
-    def collate(self, features):
-        seen[seen["current"]].update(f["row"] for f in features)  # training and held-out evaluation rows
-        return real_collate(self, features)
+    def rows_of(features):  # every collator (padded and packed) reads its rows through this
+        rows = real_rows(features)
+        seen[seen["current"]].update(f["row"] for f in rows)  # training and held-out evaluation rows
+        return rows
 
     def score(model, tokenizer, encoded, rows, **kwargs):
         scored[seen["current"]] = set(rows.tolist())
@@ -147,7 +149,7 @@ def test_no_row_is_scored_by_a_model_that_trained_on_it(tiny_ref, tmp_path, monk
 
     monkeypatch.setattr(finetune, "_fit", fit)
     monkeypatch.setattr(finetune, "_score_rows", score)
-    monkeypatch.setattr(finetune._Collator, "__call__", collate)
+    monkeypatch.setattr(PaddedCollator, "rows", staticmethod(rows_of))
     prompts, queries = pairs(15)
     run = finetune_scores(prompts, queries, model_ref=tiny_ref, **fast(tmp_path, folds=3))
 

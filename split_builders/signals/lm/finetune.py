@@ -13,6 +13,13 @@ no warmup, 32 examples per (global) batch, evaluation every 64 steps on a seeded
 training folds, the checkpoint with the lowest held-out loss (perplexity) kept, early stopping
 after 10 evaluations without improvement, at most ``max_steps`` steps.
 
+What makes it fast on an accelerator (:mod:`split_builders.signals.lm.packing`): rows are packed
+into one sequence per forward pass (no FLOP on padding; ``packing=False`` pads as before), the
+loss projects only the labelled positions' hidden states onto the vocabulary, a chunk at a time
+(:mod:`split_builders.signals.lm.linear_ce`), the global batch can be given in tokens
+(``batch_tokens``) and split into forward passes of about ``micro_batch_tokens`` tokens
+(gradient accumulation), and ``dtype="bfloat16"`` trains in mixed precision.
+
 What makes it safe to run for hours:
 
 * each finished fold is checkpointed (its scores as ``.npy`` written atomically, then a small
@@ -55,7 +62,16 @@ from split_builders.api import check_number
 from split_builders.cache import cache_root, load_arrays, save_arrays
 from split_builders.errors import InvalidParameterError, ModelLoadError
 from split_builders.progress import progress_bar
-from split_builders.signals.lm.kfold import assign_folds, check_k, holdout, training_schedule
+from split_builders.signals.lm.kfold import assign_folds, check_k, holdout
+from split_builders.signals.lm.packing import (
+    Examples,
+    MicroBatches,
+    PackedCollator,
+    PaddedCollator,
+    accumulation_steps,
+    micro_batches,
+    step_rows,
+)
 from split_builders.signals.lm.scoring import (
     Encoded,
     LikelihoodScorer,
@@ -65,7 +81,7 @@ from split_builders.signals.lm.scoring import (
     texts_digest,
 )
 
-FINETUNE_VERSION = 1  # bump when a change alters fine-tuned scores, so stale folds are not reused
+FINETUNE_VERSION = 2  # bump when a change alters fine-tuned scores, so stale folds are not reused
 # Most optimizer steps per fold. resplit's defaults, sized so that early stopping (not the cap)
 # ends training on the full datasets; override with ``max_steps``.
 DEFAULT_MAX_STEPS = {"snli": 3000, "boolq": 1000, None: 1000}
@@ -91,6 +107,16 @@ class FinetuneOptions:
         Most optimizer steps per fold (>= 1); None: the task's (:meth:`for_task`).
     batch_size : int, default=32
         Global examples per step; with N processes each takes ``batch_size // N`` (must divide).
+    batch_tokens : int, optional
+        The global batch in tokens instead: each step takes rows until the next would exceed it
+        (``batch_size`` is then unused).
+    micro_batch_tokens : int, optional
+        About this many tokens per forward pass and process: a step is split into several forward
+        passes (gradient accumulation) when it holds more; None: one forward pass per process.
+    packing : bool, default=True
+        Concatenate a forward pass's rows into one unpadded sequence and compute the loss with the
+        chunked linear cross-entropy; False: right-padded rows and the model's own loss (resplit
+        before version 2: same loss curve up to float rounding, a test checks).
     learning_rate : float, default=2e-5
         Constant, no warmup (AdamW, no weight decay).
     eval_steps : int, default=64
@@ -113,6 +139,9 @@ class FinetuneOptions:
     seed: int = _bounded(0, integer=True, minimum=0)
     max_steps: int | None = _bounded(None, integer=True, minimum=1)
     batch_size: int = _bounded(32, integer=True, minimum=1)
+    batch_tokens: int | None = _bounded(None, integer=True, minimum=1)
+    micro_batch_tokens: int | None = _bounded(None, integer=True, minimum=1)
+    packing: bool = True
     learning_rate: float = _bounded(2e-5, minimum=0, exclusive=("minimum",))
     eval_steps: int = _bounded(64, integer=True, minimum=1)
     eval_fraction: float = _bounded(0.1, minimum=0, maximum=1, exclusive=("minimum", "maximum"))
@@ -187,49 +216,6 @@ def default_max_steps(task: str | None) -> int:
     return DEFAULT_MAX_STEPS.get(task, DEFAULT_MAX_STEPS[None])
 
 
-# -- training data --------------------------------------------------------------------------
-
-class _Examples:
-    """A map-style dataset over encoded rows, in a given order (rows may repeat)."""
-
-    def __init__(self, encoded: list[Encoded], rows: np.ndarray):
-        self.encoded, self.rows = encoded, np.asarray(rows, dtype=np.int64)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, index: int) -> dict:
-        row = int(self.rows[index])
-        example = self.encoded[row]
-        return {"row": row, "input_ids": example.ids, "query_start": example.query_start}
-
-
-class _Collator:
-    """Right-pad a batch; labels are the token ids on the query + EOS positions, -100 elsewhere.
-
-    Position ids follow the attention mask, as in :class:`LikelihoodScorer`, so training sees the
-    positions scoring uses. The model shifts the labels itself (position t predicts label t).
-    """
-
-    def __init__(self, pad_id: int):
-        self.pad_id = pad_id
-
-    def __call__(self, features: list[dict]) -> dict:
-        import torch
-
-        width = max(len(f["input_ids"]) for f in features)
-        ids = torch.full((len(features), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(features), width), dtype=torch.long)
-        labels = torch.full((len(features), width), -100, dtype=torch.long)
-        for row, feature in enumerate(features):
-            tokens = torch.tensor(feature["input_ids"], dtype=torch.long)
-            ids[row, :len(tokens)] = tokens
-            mask[row, :len(tokens)] = 1
-            labels[row, feature["query_start"]:len(tokens)] = tokens[feature["query_start"]:]
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        return {"input_ids": ids, "attention_mask": mask, "position_ids": positions, "labels": labels}
-
-
 # -- validation and keys --------------------------------------------------------------------
 
 def check_parameters(n_rows: int, options: FinetuneOptions, *, dtype, num_processes: int) -> None:
@@ -244,7 +230,7 @@ def check_parameters(n_rows: int, options: FinetuneOptions, *, dtype, num_proces
             "needed (one to train on, one to pick the best checkpoint): use more rows")
     if dtype is not None and dtype not in DTYPES:
         raise InvalidParameterError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    if options.batch_size % num_processes:
+    if options.batch_tokens is None and options.batch_size % num_processes:
         raise InvalidParameterError(
             f"batch_size ({options.batch_size}) is the global batch and must be divisible by the number of processes "
             f"({num_processes}): each process trains on batch_size // {num_processes} examples per step")
@@ -327,13 +313,14 @@ def _param_checksum(model) -> float:
 
 # -- one fold -------------------------------------------------------------------------------
 
-def _training_arguments(output_dir: Path, options: FinetuneOptions, *, dtype: str, device, num_processes: int):
+def _training_arguments(output_dir: Path, options: FinetuneOptions, *, dtype: str, device, accumulation: int):
     import torch
     from transformers import TrainingArguments
 
     return TrainingArguments(
         output_dir=str(output_dir),
-        per_device_train_batch_size=options.batch_size // num_processes,
+        per_device_train_batch_size=1,  # one micro-batch (MicroBatches) per forward pass
+        gradient_accumulation_steps=accumulation,
         per_device_eval_batch_size=options.score_batch_size,
         max_steps=options.max_steps,
         learning_rate=options.learning_rate,
@@ -352,7 +339,7 @@ def _training_arguments(output_dir: Path, options: FinetuneOptions, *, dtype: st
         greater_is_better=False,
         logging_strategy="steps",
         logging_steps=options.eval_steps,
-        # The schedule fixes the order of the rows; sequential sampling keeps it.
+        # The step plan fixes the order of the rows; sequential sampling keeps it.
         train_sampling_strategy="sequential",
         remove_unused_columns=False,
         report_to="none",
@@ -371,20 +358,40 @@ def _training_arguments(output_dir: Path, options: FinetuneOptions, *, dtype: st
 def _fit(model_ref, encoded, *, fit_rows, eval_rows, fold: int, folder: Path, options: FinetuneOptions, dtype: str,
          device, num_processes: int, pad_id: int, progress: bool, verbose: bool = False, label: str = ""):
     """Fine-tune a fresh copy of the model on ``fit_rows``; returns (trainer, best model)."""
-    from transformers import EarlyStoppingCallback, PrinterCallback, Trainer
+    from transformers import EarlyStoppingCallback, PrinterCallback
 
-    schedule = training_schedule(fit_rows, steps=options.max_steps, batch_size=options.batch_size, seed=options.seed,
-                                 fold=fold)
+    from split_builders.signals.lm.linear_ce import chunked_loss_matches, trainer_class
+
+    batches, accumulation = training_batches(encoded, fit_rows, options=options, fold=fold,
+                                             num_processes=num_processes)
     args = _training_arguments(folder / f"fold{fold}-trainer", options, dtype=dtype, device=device,
-                               num_processes=num_processes)
-    trainer = Trainer(model=_load_trainable(model_ref), args=args, train_dataset=_Examples(encoded, schedule),
-                      eval_dataset=_Examples(encoded, eval_rows), data_collator=_Collator(pad_id),
-                      callbacks=[EarlyStoppingCallback(early_stopping_patience=options.patience),
-                                 _fold_progress(label or f"fold {fold + 1}", progress=progress)])
+                               accumulation=accumulation)
+    model = _load_trainable(model_ref)
+    trainer = trainer_class(options.packing)(
+        model=model, args=args, train_dataset=MicroBatches(encoded, batches), eval_dataset=Examples(encoded, eval_rows),
+        data_collator=PackedCollator(pad_id) if options.packing else PaddedCollator(pad_id),
+        callbacks=[EarlyStoppingCallback(early_stopping_patience=options.patience),
+                   _fold_progress(label or f"fold {fold + 1}", progress=progress)])
+    if options.packing:
+        trainer.chunked_loss = chunked_loss_matches(model)
     if not verbose:
         trainer.remove_callback(PrinterCallback)  # the Trainer's raw log dicts: --verbose only
     trainer.train()
     return trainer, trainer.model
+
+
+def training_batches(encoded, fit_rows: np.ndarray, *, options: FinetuneOptions, fold: int,
+                     num_processes: int) -> tuple[list[np.ndarray], int]:
+    """(the rows of every forward pass, in the order the Trainer reads them; gradient accumulation
+    steps) of a fold's training: ``max_steps`` optimizer steps (:func:`~split_builders.signals.lm.packing.step_rows`),
+    each cut into ``num_processes x accumulation`` forward passes."""
+    lengths = np.array([len(e.ids) for e in encoded])
+    plan = step_rows(fit_rows, lengths, steps=options.max_steps, batch_size=options.batch_size,
+                     batch_tokens=options.batch_tokens, seed=options.seed, fold=fold)
+    accumulation = accumulation_steps(plan, lengths, micro_batch_tokens=options.micro_batch_tokens,
+                                      num_processes=num_processes)
+    return micro_batches(plan, lengths, parts=num_processes * accumulation,
+                         by_tokens=options.batch_tokens is not None), accumulation
 
 
 def _fold_progress(label: str, *, progress: bool):

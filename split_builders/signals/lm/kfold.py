@@ -72,6 +72,13 @@ def training_schedule(rows: np.ndarray, *, steps: int, batch_size: int, seed: in
     number of processes (each process gets an equal, contiguous share of every global batch).
     """
     needed = steps * batch_size
+    stream = epochs(rows, seed=seed, fold=fold)
+    return np.concatenate([next(stream) for _ in range(-(-needed // len(rows)))])[:needed]
+
+
+def epochs(rows: np.ndarray, *, seed: int, fold: int):
+    """The endless stream of training epochs of a fold: consecutive seeded permutations of ``rows``
+    (seeded by (seed, fold)), the order every step plan reads rows in."""
     rng = np.random.default_rng([seed, fold, 1])
-    epochs = [rng.permutation(rows) for _ in range(-(-needed // len(rows)))]
-    return np.concatenate(epochs)[:needed]
+    while True:
+        yield rng.permutation(rows)
