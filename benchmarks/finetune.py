@@ -24,7 +24,7 @@
 3. ``--packing``: the same SNLI rows trained step for step on a random GPT-2-shaped model
    (``--width``, ``--layers``, SmolLM2's vocabulary) the padded way (``packing=False``: right-padded
    rows, the model's own loss over every position's logits) and the packed way (the default: rows
-   concatenated, :class:`~split_builders.signals.lm.packing.PackedCollator`, the chunked linear
+   concatenated, :class:`~split_builders.signals.lm.training_batches.PackedCollator`, the chunked linear
    cross-entropy on the labelled positions only), rounds alternating so that a loaded machine
    slows both alike. Prints real training tokens/s of each and their ratio.
 """
@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loading_scripts import load_source  # noqa: E402
 from split_builders.signals.lm.finetune import DEFAULT_MAX_STEPS, FinetuneOptions  # noqa: E402
-from split_builders.signals.lm.packing import Examples, PaddedCollator  # noqa: E402
+from split_builders.signals.lm.training_batches import Examples, PaddedCollator  # noqa: E402
 from split_builders.signals.lm.models import ensure_local, resolve_model  # noqa: E402
 from split_builders.signals.lm.prompts import render_all, resolve_template  # noqa: E402
 from split_builders.signals.lm.scoring import encode, model_context_length  # noqa: E402
@@ -109,7 +109,7 @@ def compare_packing(*, steps: int, batch: int, device: str, threads: int | None,
     from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
     from split_builders.signals.lm.linear_ce import causal_lm_loss, hidden_states
-    from split_builders.signals.lm.packing import PackedCollator
+    from split_builders.signals.lm.training_batches import PackedCollator
 
     if threads:
         torch.set_num_threads(threads)

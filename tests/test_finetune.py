@@ -18,7 +18,7 @@ from split_builders.errors import EmptyTextError, InvalidParameterError, ModelLo
 from split_builders.signals.lm.finetune import FinetuneOptions, finetune_scores, work_key
 from split_builders.signals.lm.kfold import assign_folds, holdout, training_schedule
 from split_builders.signals.lm.models import resolve_model
-from split_builders.signals.lm.packing import PaddedCollator
+from split_builders.signals.lm.training_batches import PaddedCollator
 from split_builders.signals.lm.scoring import LikelihoodScorer, encode
 
 REPO = Path(__file__).resolve().parents[1]

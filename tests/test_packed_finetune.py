@@ -18,7 +18,7 @@ from split_builders.errors import InvalidParameterError
 from split_builders.signals.lm.finetune import FinetuneOptions, finetune_scores, training_batches, work_key
 from split_builders.signals.lm.linear_ce import causal_lm_loss, chunked_loss_matches, linear_cross_entropy
 from split_builders.signals.lm.models import resolve_model
-from split_builders.signals.lm.packing import PackedCollator, PaddedCollator, micro_batches, step_rows
+from split_builders.signals.lm.training_batches import PackedCollator, PaddedCollator, micro_batches, step_rows
 from split_builders.signals.lm.scoring import encode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

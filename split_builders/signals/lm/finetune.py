@@ -13,7 +13,7 @@ no warmup, 32 examples per (global) batch, evaluation every 64 steps on a seeded
 training folds, the checkpoint with the lowest held-out loss (perplexity) kept, early stopping
 after 10 evaluations without improvement, at most ``max_steps`` steps.
 
-What makes it fast on an accelerator (:mod:`split_builders.signals.lm.packing`): rows are packed
+What makes it fast on an accelerator (:mod:`split_builders.signals.lm.training_batches`): rows are packed
 into one sequence per forward pass (no FLOP on padding; ``packing=False`` pads as before), the
 loss projects only the labelled positions' hidden states onto the vocabulary, a chunk at a time
 (:mod:`split_builders.signals.lm.linear_ce`), the global batch can be given in tokens
@@ -63,7 +63,7 @@ from split_builders.cache import cache_root, load_arrays, save_arrays
 from split_builders.errors import InvalidParameterError, ModelLoadError
 from split_builders.progress import progress_bar
 from split_builders.signals.lm.kfold import assign_folds, check_k, holdout
-from split_builders.signals.lm.packing import (
+from split_builders.signals.lm.training_batches import (
     Examples,
     MicroBatches,
     PackedCollator,
@@ -383,7 +383,7 @@ def _fit(model_ref, encoded, *, fit_rows, eval_rows, fold: int, folder: Path, op
 def training_batches(encoded, fit_rows: np.ndarray, *, options: FinetuneOptions, fold: int,
                      num_processes: int) -> tuple[list[np.ndarray], int]:
     """(the rows of every forward pass, in the order the Trainer reads them; gradient accumulation
-    steps) of a fold's training: ``max_steps`` optimizer steps (:func:`~split_builders.signals.lm.packing.step_rows`),
+    steps) of a fold's training: ``max_steps`` optimizer steps (:func:`~split_builders.signals.lm.training_batches.step_rows`),
     each cut into ``num_processes x accumulation`` forward passes."""
     lengths = np.array([len(e.ids) for e in encoded])
     plan = step_rows(fit_rows, lengths, steps=options.max_steps, batch_size=options.batch_size,

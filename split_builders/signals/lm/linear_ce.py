@@ -128,7 +128,7 @@ def hidden_states(model, lm, inputs):
 def chunked_loss_matches(model) -> bool:
     """Whether the chunked loss equals the model's own on a small packed probe (a model that
     post-processes its logits, e.g. soft-capping, gets its own loss)."""
-    from split_builders.signals.lm.packing import PackedCollator
+    from split_builders.signals.lm.training_batches import PackedCollator
 
     head = model.get_output_embeddings()
     if not isinstance(head, torch.nn.Linear):
