@@ -388,3 +388,10 @@ def test_the_concurrence_bootstrap_calls_scipy_once_per_pair_not_per_resample(mo
     assert result["confidence_interval"].keys() == expected.keys()
     for key, interval in expected.items():
         assert result["confidence_interval"][key] == pytest.approx(interval, abs=1e-12), key
+
+
+def test_an_interval_level_is_printed_as_given(small_release, tmp_path):
+    table = _table(tmp_path / "p.csv", small_release)
+    result = report(small_release, [str(table)], n_resamples=2000, confidence=0.999)
+    assert "Results per config (99.9% intervals)" in result.lines()  # not "100%"
+    assert "99.9% percentile bootstrap" in result.markdown()
