@@ -171,6 +171,38 @@ def _bootstrap_interval(blocks, method, picks, confidence_level):
     ``picks`` holds one row of model indices (drawn with replacement) per resample.
     """
     values = np.array([_concurrence([blocks[i] for i in pick], method) for pick in picks])
+    return _percentile_interval(values, confidence_level)
+
+
+def kendall_resamples(scores, picks):
+    """Kendall's tau-b of every pair of benchmarks in every resample of the models, one rank computation per
+    resample for all pairs: ``scores`` (benchmarks x models, one run each), ``picks`` (resamples x models, model
+    indices drawn with replacement) -> (resamples x benchmarks x benchmarks).
+
+    Each resample's pairs of drawn models are ranked once per benchmark (the sign of their difference: 0 for a
+    tie); a matrix product then gives every pair of benchmarks its concordant minus discordant count, and tau-b is
+    that over the square roots of the pairs untied in each, in scipy.stats.kendalltau's own arithmetic (the same
+    value, NaN where a benchmark's drawn scores are all tied).
+    """
+    scores = np.asarray(scores, dtype=float)
+    picks = np.asarray(picks)
+    first, second = np.triu_indices(picks.shape[1], 1)
+    out = np.empty((len(picks), len(scores), len(scores)))
+    chunk = max(1, 4_000_000 // max(1, len(scores) * len(first)))  # resamples at a time (a few tens of MB)
+    for start in range(0, len(picks), chunk):
+        drawn = scores[:, picks[start:start + chunk]]  # benchmarks x resamples x models
+        signs = np.sign(drawn[:, :, first] - drawn[:, :, second]).transpose(1, 0, 2)  # resamples x benchmarks x pairs
+        agreement = signs @ signs.transpose(0, 2, 1)  # concordant - discordant pairs
+        untied = np.sqrt(np.abs(signs).sum(axis=2))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tau = agreement / untied[:, :, None] / untied[:, None, :]
+        tau[(untied[:, :, None] == 0) | (untied[:, None, :] == 0)] = np.nan
+        out[start:start + chunk] = np.clip(tau, -1.0, 1.0)
+    return out
+
+
+def _percentile_interval(values, confidence_level):
+    values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]
     if values.size == 0:
         return [float("nan"), float("nan")]
@@ -205,6 +237,11 @@ def compute_concurrence(
     models = list(table[benchmarks[0]])
     # One set of resamples for all pairs, so that every interval sees the same "worlds".
     picks = np.random.default_rng(random_state).integers(0, len(models), size=(n_bootstrap, len(models)))
+    resampled = None  # Kendall's tau-b of one run per model: every pair of every resample at once
+    if n_bootstrap and method == "kendall" and all(
+        set(table[b]) == set(models) and all(len(runs) == 1 for runs in table[b].values()) for b in benchmarks
+    ):
+        resampled = kendall_resamples([[table[b][m][0] for m in models] for b in benchmarks], picks)
     matrix = np.full((len(benchmarks), len(benchmarks)), np.nan)
     values, intervals = {}, {}
     pairs = [(i, j) for i in range(len(benchmarks)) for j in range(i + 1, len(benchmarks))]
@@ -219,7 +256,9 @@ def compute_concurrence(
             continue  # one run per model: self-concurrence is 1 by construction
         key = f"{first}|{second}"
         values[key] = float(matrix[i, j])
-        if n_bootstrap:
+        if n_bootstrap and resampled is not None:
+            intervals[key] = _percentile_interval(resampled[:, i, j], confidence_level)
+        elif n_bootstrap:
             intervals[key] = _bootstrap_interval(blocks, method, picks, confidence_level)
     result = {"concurrence": values, "benchmarks": benchmarks, "matrix": matrix.tolist(), "method": method}
     if n_bootstrap:

@@ -10,9 +10,10 @@ def run_report(args) -> int:
     from pathlib import Path
 
     from split_builders.errors import InvalidParameterError
-    from split_builders.evaluation.report import report
+    from split_builders.evaluation.report import check_intervals, report
     from split_builders.release.folder import front_matter
 
+    check_intervals(args.bootstrap_iters, args.confidence, names=("--bootstrap-iters", "--confidence"))
     if args.out is not None:  # before any work: a place the report may not go is refused first
         from split_builders.release.places import check_output_place
 

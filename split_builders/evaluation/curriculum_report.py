@@ -537,16 +537,12 @@ def _check_split(split, kind: str, config: str, where: str, line: int) -> str:
 
 def _value(value):
     """A label or prediction as a class id (int) or a label name (str)."""
-    if isinstance(value, (bool, np.bool_)):
-        return None
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return int(value) if float(value).is_integer() else None
+    from split_builders.evaluation.outcomes import whole_number
+
     if isinstance(value, str):
-        text = value.strip()
-        return int(text) if text.lstrip("-").isdigit() else text
-    return None
+        number = whole_number(value.strip())
+        return number if number is not None else value.strip()
+    return whole_number(value)
 
 
 def _normalised(rows, phenomenon: str, notes: list):

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.evaluation.runs import Run, RunError, _check_ids, _empty, check_version, read_runs
+from split_builders.evaluation.outcomes import RunError, check_outcomes, combine, finish_run
+from split_builders.evaluation.runs import Run, _empty, _harness_runs, check_version, name_runs, read_runs
 
 LOG_SUFFIXES = (".eval", ".json")
 
@@ -39,23 +40,33 @@ def logs_in(folder: Path) -> list[Path]:
 
 
 def read_any_runs(path: str, releases: list, *, name: str | None = None) -> list[Run]:
-    """The runs at ``path``: inspect-ai logs (a log, or a folder of logs and no lm_eval results), else what
-    :func:`~split_builders.evaluation.runs.read_runs` reads."""
+    """The runs at ``path``: inspect-ai logs (a log, or a folder of logs), what
+    :func:`~split_builders.evaluation.runs.read_runs` reads, or both where a folder holds lm_eval results and
+    inspect-ai logs (each of the release's runs read; a folder where neither is of the release is refused)."""
     where = Path(path).expanduser()
-    if (where.is_file() and is_log(where)) or (where.is_dir() and not any(where.rglob("results_*.json"))
-                                               and logs_in(where)):
+    if where.is_file() and is_log(where):
         return inspect_runs(where, releases, name=name)
+    if where.is_dir() and logs_in(where):
+        if not any(where.rglob("results_*.json")):
+            return inspect_runs(where, releases, name=name)
+        runs = _harness_runs(where, releases, name=None, required=False) + inspect_runs(where, releases, name=None,
+                                                                                         required=False)
+        if not runs:
+            names = ", ".join(r.name for r in releases)
+            raise RunError(f"{where}: none of its lm_eval tasks or inspect-ai logs is of the release ({names}); run "
+                           "the release's tasks")
+        return name_runs(runs, where, name, "lm_eval and inspect-ai runs")
     return read_runs(path, releases, name=name)
 
 
-def inspect_runs(where: Path, releases: list, *, name: str | None) -> list[Run]:
+def inspect_runs(where: Path, releases: list, *, name: str | None, required: bool = True) -> list[Run]:
     """One run per model of the inspect-ai logs at ``where`` (a log or a folder of logs)."""
     import pandas as pd
 
     files = [where] if where.is_file() else logs_in(where)
     if not files:
         raise RunError(f"{where} holds no inspect-ai logs (*.eval): give the --log-dir of an inspect eval run")
-    runs, notes = {}, []
+    pieces, notes, unscored = {}, [], []
     for path in files:
         log = _read(path)
         meta = (log.eval.metadata or {}).get("resplit") if isinstance(log.eval.metadata, dict) else None
@@ -70,28 +81,37 @@ def inspect_runs(where: Path, releases: list, *, name: str | None) -> list[Run]:
         check_version(release, meta.get("task"), config, split, files=meta.get("files"),
                       revision=meta.get("revision"), where=path)
         if log.status != "success" and not any(sample.scores for sample in log.samples or []):
-            notes.append(f"{path.name}: the log's status is {log.status} and no sample was scored; left out")
+            unscored.append(f"{path.name}: its status is {log.status} and no sample was scored")
             continue
-        model = name or str(log.eval.model)
-        run = runs.setdefault(model, Run(name=model, path=str(where), outcomes=[], named=name is not None))
+        model = str(log.eval.model)
+        run = Run(name=model, path=str(path), outcomes=None, files=[path])
         frame, samples, epochs = _outcomes(log, release, config, split, model, path)
-        run.outcomes.append(frame)
+        run.outcomes = frame
         total = int(log.eval.dataset.samples or 0) or None
         run.complete[(release.name, config, split)] = (samples, total)
         if log.status != "success":
             run.notes.append(f"{path.name}: the log's status is {log.status}: {samples} sample(s) scored")
         if epochs > 1:
             run.notes.append(f"{path.name}: {epochs} epochs; each row's first epoch is reported")
-    if not runs:
+        pieces.setdefault(model, []).append(run)
+    if not pieces and not required:
+        return []
+    if not pieces and unscored:  # the release's logs are there, but scored nothing: say so, not "not its tasks"
+        raise RunError(f"{where}: no log of the release's tasks has a scored sample ({'; '.join(unscored[:3])}); "
+                       "run the tasks again (until they finish)")
+    if not pieces:
         names = ", ".join(r.name for r in releases)
         raise RunError(f"{where}: none of its inspect-ai logs is of the release's tasks ({names}); run the release's "
                        "tasks (inspect eval RELEASE/inspect_tasks.py@CONFIG)")
-    if name is not None and len(runs) > 1:
-        raise RunError(f"{where} holds logs of {len(runs)} models; name each log folder separately (FOLDER=NAME)")
-    for run in runs.values():
-        run.outcomes = pd.concat(run.outcomes, ignore_index=True) if run.outcomes else _empty()
-        run.notes += notes
-    return list(runs.values())
+    runs = []
+    for group in pieces.values():
+        run = combine(group, where)
+        run.path = str(where)
+        run.outcomes = run.outcomes if len(run.outcomes) else _empty()
+        finish_run(run)
+        run.notes += notes + [f"{note}; left out" for note in unscored]
+        runs.append(run)
+    return name_runs(runs, where, name, "inspect-ai logs")
 
 
 def _read(path: Path):
@@ -120,6 +140,7 @@ def _outcomes(log, release, config: str, split: str, model: str, path: Path):
 
     to_float = value_to_float()
     primary = release.metric or "acc"
+    classes = len(release.label_names) if release.label_names else None
     rows, epochs = [], 1
     for sample in log.samples or []:
         epochs = max(epochs, int(sample.epoch or 1))
@@ -130,15 +151,20 @@ def _outcomes(log, release, config: str, split: str, model: str, path: Path):
             raise RunError(f"{path}: sample {sample.id} keeps no source_id; export the release's inspect tasks again "
                            "(resplit export inspect) so each sample keeps its row")
         score = next(iter(sample.scores.values()))
-        base = {"source_id": int(meta["source_id"]),
-                "example": int(meta.get("example", -1)) if release.kind == "multiple_choice" else -1,
+        base = {"source_id": meta["source_id"],
+                "example": meta.get("example", -1) if release.kind == "multiple_choice" else -1,
                 "functionality": meta.get("functionality"), "capability": meta.get("capability"),
-                "test_type": meta.get("test_type")}
-        value = float(to_float(score.value))
+                "test_type": meta.get("test_type"), "file": str(path), "place": f"sample {sample.id}"}
+        try:
+            value = to_float(score.value)
+        except (TypeError, ValueError):  # the shared check names what is not a number
+            value = score.value
         if primary == "mcc":
             extra = score.metadata or {}
-            gold, pred = extra.get("label", np.nan), extra.get("prediction", np.nan)
-            rows.append({**base, "metric": "mcc", "value": np.nan, "gold": _number(gold), "pred": _number(pred)})
+            gold, pred = extra.get("label"), extra.get("prediction")
+            if pred == -1 and classes:  # no choice made (the task's scorer says -1): a class of its own, as
+                pred = classes          # scikit-learn's MCC counts it
+            rows.append({**base, "metric": "mcc", "value": np.nan, "gold": gold, "pred": pred})
             rows.append({**base, "metric": "acc", "value": value, "gold": np.nan, "pred": np.nan})
         else:
             rows.append({**base, "metric": primary, "value": value, "gold": np.nan, "pred": np.nan})
@@ -147,13 +173,6 @@ def _outcomes(log, release, config: str, split: str, model: str, path: Path):
         raise RunError(f"{path} holds no scored samples; run the task again")
     for column, value in (("split", split), ("config", config), ("release", release.name), ("model", model)):
         frame.insert(0, column, value)
-    _check_ids(frame, release, config, split, str(path))
+    check_outcomes(frame, release, config, split, split_source="the task's metadata",
+                   classes=classes + 1 if classes and primary == "mcc" else classes)
     return frame, int(frame["source_id"].astype(str).str.cat(frame["example"].astype(str), sep="/").nunique()), epochs
-
-
-def _number(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
-

@@ -97,6 +97,27 @@ def curriculum_table(runs, releases: dict, notes: list):
     return pd.DataFrame(table) if table else None
 
 
+def resolve_iid(iid: str | None, releases: list):
+    """``(release, config)`` that ``--iid`` (``CONFIG`` or ``RELEASE/CONFIG``) names, None where it is not given;
+    refused in one line (before any run is read) where no release has G-scores or none (or several) has the
+    config."""
+    if iid is None:
+        return None
+    if not any("g_score" in r.report_tables for r in releases):
+        raise InvalidParameterError(f"--iid {iid}: no release of the report has G-scores (BELUGA's behavioural "
+                                    "releases do); leave --iid out")
+    release_name, _, config = iid.rpartition("/")
+    found = [r for r in releases if config in r.configs and (not release_name or r.name == release_name)]
+    if len(found) != 1:
+        where = ", ".join(f"{r.name}: {', '.join(r.configs)}" for r in releases)
+        raise InvalidParameterError(f"--iid {iid}: {'no' if not found else 'more than one'} release of the report has "
+                                    f"that config ({where}); give RELEASE/CONFIG")
+    if found[0].kind == "multiple_choice":
+        raise InvalidParameterError(f"--iid {iid}: the i.i.d. score is a share of items right; give a config scored "
+                                    "item by item (accuracy or exact match), not a CheckList config")
+    return found[0], config
+
+
 def g_score_table(outcomes, releases: dict, iid: str | None, notes: list):
     """BELUGA's G-score per model and scenario (``scenario`` ``mean``: the mean G over them), from the models'
     hits on the ``iid`` config (``CONFIG`` or ``RELEASE/CONFIG``) and their test cases in each scenario of the
@@ -107,25 +128,16 @@ def g_score_table(outcomes, releases: dict, iid: str | None, notes: list):
 
     declaring = [r for r in releases.values() if "g_score" in r.report_tables]
     if not declaring:
-        if iid is not None:
-            raise InvalidParameterError(f"--iid {iid}: no release of the report has G-scores (BELUGA's behavioural "
-                                        "releases do); leave --iid out")
         return None
     if iid is None:
         notes.append("G-scores (BELUGA) need each model's i.i.d. hits: give --iid CONFIG, the config of the i.i.d. "
                      "test set the models were also run on")
         return None
-    release_name, _, config = iid.rpartition("/")
-    found = [r for r in releases.values() if config in r.configs and (not release_name or r.name == release_name)]
-    if len(found) != 1:
-        where = ", ".join(f"{r.name}: {', '.join(r.configs)}" for r in releases.values())
-        raise InvalidParameterError(f"--iid {iid}: {'no' if not found else 'more than one'} release of the report has "
-                                    f"that config ({where}); give RELEASE/CONFIG")
-    source = found[0]
+    source, config = resolve_iid(iid, list(releases.values()))
     evaluated = source.configs[config]["evaluated"]
     iid_rows = outcomes[(outcomes["release"] == source.name) & (outcomes["config"] == config)
                         & (outcomes["split"] == evaluated)]
-    if source.kind == "multiple_choice" or iid_rows["metric"].isin(["mcc"]).all() and len(iid_rows):
+    if iid_rows["metric"].isin(["mcc"]).all() and len(iid_rows):
         raise InvalidParameterError(f"--iid {iid}: the i.i.d. score is a share of items right; give a config scored "
                                     "item by item (accuracy or exact match)")
     from split_builders.metric_folders import load_metric

@@ -92,7 +92,7 @@ class Report:
 
     def lines(self) -> list[str]:
         """The report for the terminal."""
-        level = f"{round(self.confidence * 100):g}%"
+        level = _level(self.confidence)
         lines = [f"resplit report: {len(self.models)} model(s) on {', '.join(self.releases)}", ""]
         for name, frame in self.tables().items():
             lines += [f"{_TITLES[name]} ({level} intervals)" if name not in ("curriculum", "g_scores") else _TITLES[name],
@@ -101,7 +101,7 @@ class Report:
         return lines
 
     def markdown(self) -> str:
-        level = f"{round(self.confidence * 100):g}%"
+        level = _level(self.confidence)
         parts = [f"# resplit report", "", f"{len(self.models)} model(s) ({', '.join(self.models)}) on "
                  f"{', '.join(self.releases)}; intervals are {level} percentile bootstrap intervals.", ""]
         for name, frame in self.tables().items():
@@ -293,12 +293,10 @@ def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_R
     import pandas as pd
 
     from split_builders.evaluation.inspect_runs import read_any_runs as read_runs
+    from split_builders.evaluation.paper_tables import resolve_iid
     from split_builders.evaluation.runs import RunError, parse_run_argument, read_release
 
-    from split_builders.splits import check_number
-
-    check_number(n_resamples, "n_resamples", integer=True, minimum=0)
-    check_number(confidence, "confidence", minimum=0.5, maximum=0.999)
+    n_resamples, confidence = check_intervals(n_resamples, confidence)
     targets = release if isinstance(release, (list, tuple)) else [release]
     if not targets:
         raise InvalidParameterError("give the release the runs were made on")
@@ -312,22 +310,29 @@ def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_R
     names = [r.name for r in releases]
     if len(set(names)) != len(names):
         raise InvalidParameterError(f"two releases have the same harness group ({', '.join(names)}); give each once")
+    for release in releases:  # what the options name is checked before any run is read
+        if baseline is not None and baseline not in release.configs:
+            raise InvalidParameterError(f"--baseline {baseline!r} is not a config of {release.folder} (its configs: "
+                                        f"{', '.join(release.configs)})")
+    resolve_iid(iid, releases)
     if isinstance(runs, (str, Path)) or hasattr(runs, "columns"):
         runs = [runs]
     if not runs:
         raise InvalidParameterError("give at least one run (an lm_eval --output_path folder or a predictions table)")
-    read = []
+    read, given = [], {}  # given: each file read -> the argument it was read from
     for item in runs:
         if hasattr(item, "columns"):
             read += _frame_runs(item, releases)
             continue
         path, name = item if isinstance(item, tuple) else parse_run_argument(str(item))
-        read += read_runs(path, releases, name=name)
+        got = read_runs(path, releases, name=name)
+        for file in dict.fromkeys(Path(f).resolve() for run in got for f in run.files):
+            if file in given:
+                raise RunError(f"{file} is given twice (in {given[file]} and again in {path}): a run counted twice is not another "
+                               "model; give each run once")
+            given[file] = path
+        read += got
     _unique_names(read)
-    for release in releases:
-        if baseline is not None and baseline not in release.configs:
-            raise InvalidParameterError(f"--baseline {baseline!r} is not a config of {release.folder} (its configs: "
-                                        f"{', '.join(release.configs)})")
     outcomes = pd.concat([run.outcomes for run in read], ignore_index=True)
     notes = [f"{run.name}: {note}" for run in read for note in run.notes]
     complete = {(run.name, *key): value for run in read for key, value in run.complete.items()}
@@ -336,7 +341,8 @@ def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_R
     results = _results(units, complete, n_resamples, seed, confidence)
     gaps = _gaps(units, by_name, baseline, n_resamples, seed, confidence, notes)
     comparisons = _comparisons(units, n_resamples, seed, confidence)
-    concurrence = _concurrence(results, n_resamples, seed, confidence, notes)
+    concurrence = _concurrence(results, min(n_resamples, max(CONCURRENCE_RESAMPLES, least_resamples(confidence))),
+                               seed, confidence, notes)
     from split_builders.evaluation.paper_tables import behavioural_table, curriculum_table, g_score_table
 
     behavioural = behavioural_table(outcomes, by_name, notes)
@@ -350,6 +356,35 @@ def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_R
     return Report(results, gaps, comparisons, concurrence, behavioural, curriculum, g_scores, notes=notes,
                   releases=names,
                   models=models, confidence=confidence)
+
+
+def least_resamples(confidence: float) -> int:
+    """The fewest bootstrap resamples that put one beyond each end of a percentile interval at ``confidence``
+    (``2 / (1 - confidence)``: 40 at 0.95); fewer give an "interval" of the resamples' extremes."""
+    return math.ceil(round(2 / (1 - confidence), 6))
+
+
+def check_intervals(n_resamples, confidence, *, names=("n_resamples", "confidence")) -> tuple[int, float]:
+    """``(n_resamples, confidence)`` checked: a level in [0.5, 0.999] and 0 resamples (no intervals) or at least
+    :func:`least_resamples`; ``names``: the options' names in the message (``--bootstrap-iters``)."""
+    from split_builders.splits import check_number
+
+    confidence = check_number(confidence, names[1], minimum=0.5, maximum=0.999)
+    least, given = least_resamples(confidence), n_resamples
+    try:
+        n_resamples = check_number(n_resamples, names[0], integer=True, minimum=0)
+    except InvalidParameterError:
+        n_resamples = None
+    if n_resamples is None or 0 < n_resamples < least:
+        raise InvalidParameterError(f"{names[0]} must be 0 (no intervals) or at least {least} at {names[1]} "
+                                    f"{confidence:g} (fewer leave no resample beyond each end of the interval), got "
+                                    f"{given!r}")
+    return n_resamples, confidence
+
+
+def _level(confidence: float) -> str:
+    """The interval level as the tables print it: ``95%``, ``99.9%``."""
+    return f"{round(confidence * 100, 4):g}%"
 
 
 def _frame_runs(frame, releases):
@@ -593,7 +628,7 @@ def _concurrence(results, n_resamples: int, seed: int, confidence: float, notes:
     metric = load_metric("concurrence")
     result = metric.compute(model=list(frame["model"]), benchmark=list(frame["benchmark"]),
                             seed=[None] * len(frame), score=[float(v) for v in frame["value"]], method="kendall",
-                            n_bootstrap=min(n_resamples, CONCURRENCE_RESAMPLES), confidence_level=confidence,
+                            n_bootstrap=n_resamples, confidence_level=confidence,
                             random_state=_seed(seed, "concurrence") % (2 ** 32))
     intervals = result.get("confidence_interval") or result.get("confidence_intervals") or {}
     rows = []

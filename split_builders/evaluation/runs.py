@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
+from split_builders.evaluation.outcomes import (RunError, check_outcomes, combine, finish_run, finite_number,
+                                               json_lines, whole_column, whole_number)
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet", ".csv.gz", ".tsv.gz", ".jsonl.gz")
 TABLE_COLUMNS = ("model", "config", "split", "source_id")
@@ -37,10 +39,6 @@ OUTCOME_COLUMNS = ("correct", "score", "prediction")
 OUTCOME_FRAME = ("model", "release", "config", "split", "source_id", "example", "metric", "value", "gold", "pred",
                  "functionality", "capability", "test_type")
 _RESULTS = re.compile(r"^results_(?P<time>.+)\.json$")
-
-
-class RunError(InvalidParameterError):
-    """A run that cannot be read, or that does not belong to the release (one line, naming the file)."""
 
 
 @dataclass
@@ -96,6 +94,7 @@ def read_release(target: str, work: Path | None = None) -> ReleaseInfo:
         raise InvalidParameterError(f"{folder} is not a resplit release (its card records no method): give the folder "
                                     "resplit built")
     method = registry().get(str(record["method"]))
+    released.check_present()  # a data file deleted: one line, as verify names it, not Arrow's FileNotFoundError
     order = evaluation_splits(record)
     configs = {}
     for config in released.configs:
@@ -144,6 +143,13 @@ class Run:
     notes: list = field(default_factory=list)
     samples: list = field(default_factory=list)  # (release, config, split, sample dict) of classification tasks
     named: bool = False  # named by the user (RUN=NAME)
+    files: list = field(default_factory=list)  # the files it was read from
+
+    def rename(self, name: str) -> None:
+        """Name the run (and its outcomes) ``name``."""
+        self.name = name
+        if hasattr(self.outcomes, "columns"):
+            self.outcomes["model"] = name
 
 
 def parse_run_argument(text: str) -> tuple[str, str | None]:
@@ -176,21 +182,35 @@ def read_runs(path: str, releases: list, *, name: str | None = None) -> list[Run
 # -- lm-evaluation-harness --------------------------------------------------------------------
 
 
-def _harness_runs(where: Path, releases: list, *, name: str | None) -> list[Run]:
+def _harness_runs(where: Path, releases: list, *, name: str | None, required: bool = True) -> list[Run]:
     files = [where] if where.is_file() else sorted(where.rglob("results_*.json"))
     if not files:
         raise RunError(f"{where} holds no lm_eval results (results_*.json): give the --output_path of an lm_eval run")
-    runs = [_harness_run(file, releases, name=name) for file in files]
-    runs = [run for run in runs if run is not None]
-    if not runs:
+    pieces = [run for run in (_harness_run(file, releases) for file in files) if run is not None]
+    if not pieces and not required:
+        return []
+    if not pieces:
         names = ", ".join(r.name for r in releases)
         raise RunError(f"{where}: none of its lm_eval tasks belongs to the release ({names}); run the release's tasks "
                        "(lm_eval --include_path RELEASE/lm_eval --tasks GROUP)")
-    if name is not None:
-        if len(runs) > 1:
-            raise RunError(f"{where} holds {len(runs)} lm_eval runs ({', '.join(r.path for r in runs)}); name each "
-                           "results folder separately (FOLDER=NAME)")
-        runs[0].named = True
+    groups = {}  # the results files of one model in one folder are one run (a task run twice is read once)
+    for piece in pieces:
+        groups.setdefault((Path(piece.path).parent, piece.name), []).append(piece)
+    runs = [combine(group, folder) for (folder, _), group in groups.items()]
+    for run in runs:
+        finish_run(run)
+    return name_runs(runs, where, name, "lm_eval runs")
+
+
+def name_runs(runs: list, where, name: str | None, what: str) -> list:
+    """``runs`` named ``name`` (RUN=NAME names one model's run: more are refused)."""
+    if name is None:
+        return runs
+    if len(runs) > 1:
+        raise RunError(f"{where} holds {what} of {len(runs)} models ({', '.join(r.name for r in runs)}); one =NAME "
+                       "names one model: give each model's folder separately (FOLDER=NAME)")
+    runs[0].rename(name)
+    runs[0].named = True
     return runs
 
 
@@ -239,7 +259,7 @@ def check_version(release: ReleaseInfo, task, config: str, split: str, *, files,
                        f"{release.revision}; give the release it was run on, or run this version's tasks")
 
 
-def _harness_run(results_file: Path, releases: list, *, name: str | None = None) -> Run | None:
+def _harness_run(results_file: Path, releases: list) -> Run | None:
     import pandas as pd
 
     match = _RESULTS.match(results_file.name)
@@ -248,11 +268,14 @@ def _harness_run(results_file: Path, releases: list, *, name: str | None = None)
         raise RunError(f"{results_file} is not an lm_eval results file (no 'configs'); give the run as lm_eval wrote it")
     time = match.group("time") if match else ""
     folder = results_file.parent
-    model = name or _model_name(results, folder)
-    n_samples = results.get("n-samples") or {}
-    run = Run(name=model, path=str(results_file), outcomes=None)
+    model = _model_name(results, folder)
+    n_samples = results.get("n-samples") if isinstance(results.get("n-samples"), dict) else {}
+    run = Run(name=model, path=str(results_file), outcomes=None, files=[results_file])
     frames, ours = [], 0
     for task, task_config in sorted(results["configs"].items()):
+        if not isinstance(task_config, dict):
+            raise RunError(f"{results_file}: the config of task {task} is not an object; give the run as lm_eval "
+                           "wrote it")
         found = _task_release(task, task_config, releases)
         if found is None:
             run.notes.append(f"{task}: not a task of the release(s); left out")
@@ -266,11 +289,11 @@ def _harness_run(results_file: Path, releases: list, *, name: str | None = None)
             raise RunError(f"{results_file}: task {task} has no samples file ({samples_file.name}); run lm_eval with "
                            "--log_samples so each sample can be joined to its row")
         metrics = [m.get("metric") for m in task_config.get("metric_list") or [] if isinstance(m, dict)]
-        frame = _harness_samples(samples_file, release, config, split, metrics, run)
-        frames.append(frame)
-        original = (n_samples.get(task) or {}).get("original")
-        effective = (n_samples.get(task) or {}).get("effective")
-        run.complete[(release.name, config, split)] = (effective, original)
+        frames.append(_harness_samples(samples_file, release, config, split, metrics, run))
+        run.files.append(samples_file)
+        counts = n_samples.get(task) if isinstance(n_samples.get(task), dict) else {}
+        run.complete[(release.name, config, split)] = (whole_number(counts.get("effective")),
+                                                       whole_number(counts.get("original")))
     if not ours:
         return None
     run.outcomes = pd.concat(frames, ignore_index=True) if frames else _empty()
@@ -279,20 +302,17 @@ def _harness_run(results_file: Path, releases: list, *, name: str | None = None)
 
 def _model_name(results: dict, folder: Path) -> str:
     """The model a results file records (a local path as its last part), else its folder's name."""
-    config = results.get("config") or {}
+    config = results.get("config") if isinstance(results.get("config"), dict) else {}
     args = config.get("model_args") if isinstance(config.get("model_args"), dict) else {}
     recorded = str(results.get("model_name") or args.get("pretrained") or config.get("model") or folder.name)
     return Path(recorded).name if ("/" in recorded and Path(recorded).exists()) or recorded.startswith(
         (".", "/", "~")) else recorded
 
 
-def _number(value) -> float:
-    if isinstance(value, (list, tuple)):
-        value = value[0] if value else float("nan")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
+def _scalar(value):
+    """A logged metric value: a one-element list (as the harness logs some) unwrapped; anything else as it is (the
+    shared check, :func:`~split_builders.evaluation.outcomes.check_outcomes`, refuses what is not a number)."""
+    return value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value
 
 
 def _harness_samples(path: Path, release: ReleaseInfo, config: str, split: str, metrics: list, run: Run):
@@ -304,37 +324,30 @@ def _harness_samples(path: Path, release: ReleaseInfo, config: str, split: str, 
     if not wanted:
         raise RunError(f"{path}: the task scores {', '.join(map(str, metrics)) or 'nothing'}, not the release's "
                        f"declared metric {primary}; run the release's own tasks")
+    curriculum = bool(release.report_tables and "curriculum" in release.report_tables)
     rows, filters = [], set()
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                sample = json.loads(line)
-            except ValueError:
-                raise RunError(f"{path}: line {number} is not JSON; give the samples file as lm_eval wrote it") from None
-            filters.add(sample.get("filter"))
-            if len(filters) > 1 and sample.get("filter") != next(iter(filters)):
-                continue  # one filter: the first the task defines (the release's tasks define one)
-            doc = sample.get("doc") or {}
-            if "source_id" not in doc:
-                raise RunError(f"{path}: line {number}'s document has no source_id; export the release's tasks again "
-                               "(resplit export lm-eval) so each document keeps its row")
-            base = {"source_id": int(doc["source_id"]), "example": int(doc.get("example", -1) or 0)
-                    if release.kind == "multiple_choice" else -1,
-                    "functionality": doc.get("functionality"), "capability": doc.get("capability"),
-                    "test_type": doc.get("test_type")}
-            for metric in wanted:
-                value = sample.get(metric)
-                gold = pred = np.nan
-                if metric == "mcc":
-                    pair = value if isinstance(value, (list, tuple)) and len(value) == 2 else (np.nan, np.nan)
-                    gold, pred, value = _number(pair[0]), _number(pair[1]), np.nan
-                else:
-                    value = _number(value)
-                rows.append({**base, "metric": metric, "value": value, "gold": gold, "pred": pred})
-            if release.report_tables and "curriculum" in release.report_tables:
-                run.samples.append((release.name, config, split, sample))
+    for number, sample in json_lines(path):
+        filters.add(sample.get("filter"))
+        if len(filters) > 1 and sample.get("filter") != next(iter(filters)):
+            continue  # one filter: the first the task defines (the release's tasks define one)
+        doc = sample.get("doc")
+        if not isinstance(doc, dict) or "source_id" not in doc:
+            raise RunError(f"{path}: line {number}'s document has no source_id; export the release's tasks again "
+                           "(resplit export lm-eval) so each document keeps its row")
+        example = doc.get("example", -1)
+        base = {"source_id": doc["source_id"], "example": (0 if example is None else example)
+                if release.kind == "multiple_choice" else -1, "functionality": doc.get("functionality"),
+                "capability": doc.get("capability"), "test_type": doc.get("test_type"), "file": str(path),
+                "place": f"line {number}"}
+        for metric in wanted:
+            value, gold, pred = _scalar(sample.get(metric)), np.nan, np.nan
+            if metric == "mcc":
+                pair = value if isinstance(value, (list, tuple)) and len(value) == 2 else (None, None)
+                gold, pred, value = pair[0], pair[1], np.nan
+            rows.append({**base, "metric": metric, "value": value, "gold": gold, "pred": pred})
+        if curriculum:
+            _check_choice(sample, path, number)
+            run.samples.append((release.name, config, split, sample))
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise RunError(f"{path} holds no samples; run the task again")
@@ -342,22 +355,30 @@ def _harness_samples(path: Path, release: ReleaseInfo, config: str, split: str, 
     frame.insert(0, "config", config)
     frame.insert(0, "release", release.name)
     frame.insert(0, "model", run.name)
-    _check_ids(frame, release, config, split, str(path))
-    return frame
+    return check_outcomes(frame, release, config, split, split_source="the task's test_split",
+                          classes=len(release.label_names) if release.label_names else None)
 
 
-def _check_ids(frame, release: ReleaseInfo, config: str, split: str, where: str) -> None:
-    if split not in release.configs[config]["splits"]:
-        raise RunError(f"{where}: config {config} of {release.folder} has no {split} split (its splits: "
-                       f"{', '.join(release.configs[config]['splits'])}); give the split the run was made on")
-    ids = release.source_ids(config, split)
-    seen = frame["source_id"].to_numpy()
-    position = np.searchsorted(ids, seen)
-    inside = (position < len(ids)) & (ids[np.minimum(position, len(ids) - 1)] == seen)
-    if not inside.all():
-        bad = seen[~inside][:3]
-        raise RunError(f"{where}: source_id {', '.join(map(str, bad))} is not in {config}/{split} of {release.folder}; "
-                       "the run was made on other rows: give the release it was run on")
+def _parsed(value):
+    """A number the harness logged as text (``"-1.5"``) as a float; anything else as it is."""
+    try:
+        return float(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
+
+
+def _check_choice(sample: dict, path: Path, number: int) -> None:
+    """A classification sample's gold class (``target``) and choice scores (``filtered_resps``), which
+    CURRICULUM's table reads: a class id and numbers, or one line naming the line."""
+    target = whole_number(sample.get("target"))
+    if target is None or target < 0:
+        raise RunError(f"{path}: line {number}: target {sample.get('target')!r} is not a class id; give the samples "
+                       "as the harness wrote them")
+    scores = sample.get("filtered_resps") or []
+    values = [r[0] if isinstance(r, (list, tuple)) and r else r for r in scores] if isinstance(scores, list) else [None]
+    if any(finite_number(_parsed(v)) is None or isinstance(v, bool) for v in values):
+        raise RunError(f"{path}: line {number}: filtered_resps {scores!r} are not the choices' scores; give the "
+                       "samples as the harness wrote them")
 
 
 def test_case_hits(outcomes):
@@ -407,6 +428,13 @@ def _table_runs(path: Path, releases: list, *, name: str | None) -> list[Run]:
     if len(given) != 1:
         raise RunError(f"{path} has {'none' if not given else 'more than one'} of the columns correct, score and "
                        "prediction; give exactly one")
+    if table.empty:
+        raise RunError(f"{path} has no rows")
+    table = table.reset_index(drop=True)
+    lines = path.name.lower().endswith(TABLE_SUFFIXES[:3] + TABLE_SUFFIXES[5:])  # text with one row a line
+    table["file"] = str(path)
+    table["place"] = [f"line {i + (1 if '.jsonl' in path.name.lower() else 2)}" if lines else f"row {i + 1}"
+                      for i in range(len(table))]
     if "model" not in columns:
         if name is None:
             raise RunError(f"{path} has no model column; add one or name the run ({path.name}=NAME)")
@@ -415,14 +443,11 @@ def _table_runs(path: Path, releases: list, *, name: str | None) -> list[Run]:
         raise RunError(f"{path} holds {table['model'].nunique()} models; name them in its model column, not with =NAME")
     elif name is not None:
         table["model"] = name
-    if table.empty:
-        raise RunError(f"{path} has no rows")
-    if table["source_id"].isna().any():
-        raise RunError(f"{path}: row {int(table['source_id'].isna().to_numpy().argmax()) + 2} has no source_id")
-    try:
-        table["source_id"] = table["source_id"].astype("int64")
-    except (TypeError, ValueError):
-        raise RunError(f"{path}: source_id holds values that are not whole numbers; give the release's source_id") from None
+    empty = (table["model"].isna() | (table["model"].astype(str).str.strip() == "")).to_numpy()
+    if empty.any():
+        raise RunError(f"{path}: {table['place'].iloc[int(empty.argmax())]}: the model cell is empty; name the model "
+                       f"of every row (or leave the column out and name the run: {path.name}=NAME)")
+    whole_column(table, "source_id")
     by_release = {r.name: r for r in releases}
     runs = {}
     for (model, release_name, config), part in table.groupby(
@@ -439,14 +464,17 @@ def _table_runs(path: Path, releases: list, *, name: str | None) -> list[Run]:
                                                                      index=part.index)
         for split, rows in part.groupby(splits.fillna(release.configs[config]["evaluated"]), sort=True):
             split = str(split)
-            run = runs.setdefault(str(model), Run(name=str(model), path=str(path), outcomes=[], named=name is not None))
-            frame = _table_outcomes(rows, given[0], release, config, split, path)
-            _check_ids(frame, release, config, split, str(path))
+            run = runs.setdefault(str(model), Run(name=str(model), path=str(path), outcomes=[], named=name is not None,
+                                                  files=[path]))
+            frame = check_outcomes(_table_outcomes(rows, given[0], release, config, split, path), release, config,
+                                   split, split_source="its split column" if "split" in columns else
+                                   "no split column is given, so the config's evaluation split")
             run.outcomes.append(frame)
             n = frame.loc[frame["metric"] == frame["metric"].iloc[0], "source_id"].nunique()
             run.complete[(release.name, config, split)] = (n, release.configs[config]["splits"].get(split))
     for run in runs.values():
         run.outcomes = pd.concat(run.outcomes, ignore_index=True)
+        finish_run(run)
     return list(runs.values())
 
 
@@ -456,8 +484,9 @@ def _table_outcomes(rows, column: str, release: ReleaseInfo, config: str, split:
     metric = release.metric or "acc"
     out = pd.DataFrame({"model": rows["model"].astype(str).to_numpy(), "release": release.name, "config": config,
                         "split": split, "source_id": rows["source_id"].to_numpy(),
-                        "example": (rows["example"].fillna(0).astype("int64").to_numpy() if "example" in rows
-                                    else np.full(len(rows), -1 if release.kind != "multiple_choice" else 0))})
+                        "example": (rows["example"].fillna(0).to_numpy() if "example" in rows
+                                    else np.full(len(rows), -1 if release.kind != "multiple_choice" else 0)),
+                        "file": str(path), "place": rows["place"].to_numpy()})
     for extra in ("functionality", "capability", "test_type"):
         if extra in rows:
             out[extra] = rows[extra].to_numpy()
@@ -471,16 +500,16 @@ def _table_outcomes(rows, column: str, release: ReleaseInfo, config: str, split:
     if column == "correct":
         truth = values.map(_truth)
         if truth.isna().any():
-            bad = values[truth.isna()].iloc[0]
-            raise RunError(f"{path}: correct holds {bad!r}; give 0/1 or true/false")
+            first = int(truth.isna().to_numpy().argmax())
+            raise RunError(f"{path}: {rows['place'].iloc[first]}: correct {values.iloc[first]!r} is not 0/1 or "
+                           "true/false; give 0/1 or true/false")
         out["value"], out["metric"] = truth.to_numpy(dtype=float), ("pass_rate" if release.kind == "multiple_choice"
                                                                     else "acc" if metric == "mcc" else metric)
         return out
     if column == "score":
-        numbers = pd.to_numeric(values, errors="coerce")
-        if numbers.isna().any():
-            raise RunError(f"{path}: score holds {values[numbers.isna()].iloc[0]!r}, not a number")
-        out["value"], out["metric"] = numbers.to_numpy(dtype=float), "score"
+        numbers = pd.to_numeric(values, errors="coerce")  # what is not a finite number: the shared check names it
+        out["value"] = np.where(numbers.isna(), values.to_numpy(dtype=object), numbers.to_numpy(dtype=object))
+        out["metric"] = "score"
         return out
     return _compare_predictions(out, values, release, config, split, path)
 
@@ -524,15 +553,19 @@ def _compare_predictions(out, values, release: ReleaseInfo, config: str, split: 
         if text in names:
             return names.index(text)
         try:
-            number = int(float(text))
+            number = float(text)
         except ValueError:
             return None
-        return number if not names or 0 <= number < len(names) else None
+        if not number.is_integer() or number < 0:  # 1.7 or -0.4 is no class (it was read as 1 and 0)
+            return None
+        return int(number) if not names or number < len(names) else None
 
     predicted = [code(v) for v in values]
     if any(p is None for p in predicted):
-        bad = next(v for v, p in zip(values, predicted) if p is None)
-        raise RunError(f"{path}: prediction {bad!r} is not one of the labels ({', '.join(names)}) nor a class id")
+        first = next(i for i, p in enumerate(predicted) if p is None)
+        span = f"0 to {len(names) - 1}" if names else "0 or more"
+        raise RunError(f"{path}: {out['place'].iloc[first]}: prediction {values.iloc[first]!r} is not one of the "
+                       f"labels ({', '.join(names)}) nor a class id ({span})")
     gold_codes = [code(g) for g in golds]
     out["gold"], out["pred"] = np.asarray(gold_codes, dtype=float), np.asarray(predicted, dtype=float)
     out["value"] = (out["gold"] == out["pred"]).astype(float)

@@ -310,6 +310,15 @@ class Released:
         error.problem = problem
         return error
 
+    def check_present(self) -> None:
+        """Refuse (one line, the first such file, as :meth:`check_files` words it) a data file of the configs read
+        that is missing, not a file or empty (:meth:`file_problem`), without reading any file's bytes."""
+        for config, splits in self.files.items():
+            for split in splits:
+                problem = self.file_problem(config, split)
+                if problem:
+                    raise self._refuse(problem)
+
     def check_files(self) -> None:
         """Refuse (one line, the first damaged file) a release whose data files of the configs read are not
         all the ones the card records (:meth:`problem`)."""
