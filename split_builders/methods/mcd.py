@@ -311,6 +311,12 @@ class MCDSource:
                     found.wrong_count += 1
         return found
 
+    @cached_property
+    def mcd(self):
+        from split_builders.signals.programs.mcd_atoms import mcd_rows
+
+        return mcd_rows(self.programs, self.language, max_size=self.max_compound_size)
+
 
 @dataclass
 class Parsed:
@@ -342,12 +348,6 @@ def check_derivations(data: "MCDSource") -> None:
             f"command means (source_id {int(src.source_ids[row])}: {src.inputs[row]!r} has "
             f"{short(src.targets[row])!r}, which should be {short(expected)!r}); the IN and OUT of its lines are out "
             "of step or edited: fix the file")
-
-    @cached_property
-    def mcd(self):
-        from split_builders.signals.programs.mcd_atoms import mcd_rows
-
-        return mcd_rows(self.programs, self.language, max_size=self.max_compound_size)
 
 
 @dataclass
