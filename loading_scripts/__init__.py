@@ -35,7 +35,7 @@ __all__ = ["Source", "CompositionalSource", "load_source", "load_compositional",
            "TASKS", "COMPOSITIONAL_FOLDERS"]
 
 
-def _detect_task(columns: list[str]) -> str | None:
+def detect_task(columns: list[str]) -> str | None:
     """Recognise the official SNLI / BoolQ file layouts by their columns."""
     if {"sentence1", "sentence2", "gold_label"} <= set(columns):
         return "snli"
@@ -91,7 +91,7 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
                           query_field=query_field or nqg.COLUMNS[0], label_field=label_field,
                           target_field=target_field or nqg.COLUMNS[1], source_id_note=nqg.SOURCE_ID_NOTE)
         table = read_table(path)
-        detected = task or (None if explicit_fields else _detect_task(table.column_names))
+        detected = task or (None if explicit_fields else detect_task(table.column_names))
         if detected == "snli":
             return snli.from_jsonl(path)
         if detected == "boolq":

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from loading_scripts.errors import SourceLoadError, SourceNote
+from loading_scripts.tables import LONE_SURROGATE, unencodable_text
 
 SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
 
@@ -288,6 +289,10 @@ def _records_dataset(path: Path, rows: list[dict]) -> datasets.Dataset:
         columns[name] = values
     try:
         return datasets.Dataset(pa.table(columns))
+    except UnicodeEncodeError:  # Arrow names neither the row nor the field
+        name, row, character, offset = unencodable_text(columns)
+        where = "a field's name" if row is None else f"field {name!r} of row {row}"
+        raise SourceLoadError(f"{path}: {where} holds {character!r} at character {offset}, {LONE_SURROGATE}") from None
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
         bad = next((n for n, v in columns.items() if not _arrow_ok(v)), None)
         where = f"field {bad!r}" if bad is not None else "a field"

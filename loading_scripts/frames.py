@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from loading_scripts.errors import InvalidParameterError
-from loading_scripts.tables import arrow_table
+from loading_scripts.tables import LONE_SURROGATE, arrow_table, unencodable_text
 
 SNLI_LABELS = ("entailment", "neutral", "contradiction")
 SOURCE_SPLIT = "source_split"
@@ -171,23 +171,18 @@ def _frame_table(frame, what: str) -> pa.Table:
 
 def _unwritable_text(frame, what: str) -> str | None:
     """The one line for the first text of ``frame`` that UTF-8 cannot hold (a lone surrogate, as a wrongly
-    decoded file or ``surrogateescape`` leaves), naming its row and column; None when there is none."""
-    for column in frame.columns:
-        values = frame[column]
-        if values.dtype != object:
-            continue
-        for position, value in enumerate(values.tolist()):
-            if not isinstance(value, str):
-                continue
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as error:
-                label = frame.index[position]
-                row = f"row {position}" + (f" (index {label!r})" if label != position else "")
-                return (f"{row} of column {column!r} of {what} holds {value[error.start]!r} at character "
-                        f"{error.start}, a lone surrogate, which is not text UTF-8 can hold: fix that text (or "
-                        "replace such characters: text.encode('utf-8', 'replace').decode('utf-8'))")
-    return None
+    decoded file or ``surrogateescape`` leaves; :func:`~loading_scripts.tables.unencodable_text`), naming its row and
+    column; None when there is none."""
+    found = unencodable_text({column: frame[column].tolist() for column in frame.columns
+                              if frame[column].dtype == object})
+    if found is None:
+        return None
+    column, position, character, offset = found
+    if position is None:
+        return f"a column name of {what} ({column!r}) holds {character!r} at character {offset}, {LONE_SURROGATE}"
+    label = frame.index[position]
+    row = f"row {position}" + (f" (index {label!r})" if label != position else "")
+    return f"{row} of column {column!r} of {what} holds {character!r} at character {offset}, {LONE_SURROGATE}"
 
 
 def official_layout(table: pa.Table) -> pa.Table:

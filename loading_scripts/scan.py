@@ -91,6 +91,8 @@ def load(folder) -> CompositionalSource:
     if tasks is None:
         raise SourceLoadError(f"{folder} holds no tasks.txt(.gz) (SCAN)")
     pairs = read_tasks(tasks)
+    if not pairs:
+        raise SourceLoadError(f"{tasks} holds no 'IN: ... OUT: ...' line (SCAN): the folder's examples are missing")
     source = CompositionalSource(rows_dataset([p[0] for p in pairs], [p[1] for p in pairs]), name=str(folder),
                                  target_language="scan", source_id_note="0-based line of SCAN tasks.txt",
                                  license="bsd-3-clause", language=("en",))

@@ -124,3 +124,37 @@ def quiet_datasets(*, logs: bool = False):
             logger.setLevel(level)
         if not was_disabled:
             datasets.enable_progress_bars()
+
+
+LONE_SURROGATE = ("a lone surrogate, which is not text UTF-8 can hold: fix that text (or replace such characters: "
+                  "text.encode('utf-8', 'replace').decode('utf-8'))")
+"""What a text Arrow cannot hold is and what to do (the end of the one line naming its row and field)."""
+
+
+def unencodable_text(columns) -> tuple | None:
+    """The first text of ``columns`` (``{name: values}``, one value per row; lists and objects searched at any
+    depth) that UTF-8 cannot encode, a lone surrogate such as a JSON escape ``"\\ud800"`` or a wrong decoding
+    leaves, which Arrow refuses with a ``UnicodeEncodeError`` naming neither row nor field: ``(name, row,
+    character, offset)``, or None when every text can be written. Called where Arrow refused, to say where."""
+
+    def problem(value):
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as error:
+                return value[error.start], error.start
+            return None
+        items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        if isinstance(items, (list, tuple)):
+            return next((found for found in map(problem, items) if found), None)
+        return None
+
+    for name, values in columns.items():
+        if problem(name):
+            return name, None, *problem(name)
+        for row, value in enumerate(values):
+            found = problem(value)
+            if found:
+                return name, row, *found
+    return None
+

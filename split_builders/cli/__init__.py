@@ -9,14 +9,14 @@ the metrics (``pass-rate``, ``concurrence``), ``evaluate-suite`` and ``push``.
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import re
 import sys
-import typing
 
 from split_builders._version import __version__
-from split_builders.errors import ResplitError
+
+# Whether this process is the ``resplit`` program (``main()`` called without arguments, from the console script or
+# ``python -m``), not a caller of ``main([...])``; and whether the current command's work is complete.
+_PROGRAM = False
+_DONE = False
 
 # Subcommands that are not split methods; each module exposes ``add_parsers(subparsers)``.
 TOOL_MODULES = (
@@ -37,6 +37,8 @@ GROUP_TITLES = {"common": "common options", "source": "source", "signal": "signa
 
 def _field_parser(spec, hints):
     """How the CLI text of a field becomes its value."""
+    import typing
+
     if spec.metadata.get("parse"):
         return spec.metadata["parse"]
     kind = hints.get(spec.name)
@@ -49,6 +51,8 @@ def _field_parser(spec, hints):
 
 def _with_default(help_text: str, default) -> str:
     """``help_text`` with "(default: X)" appended, unless it already says its default (in its own words)."""
+    import re
+
     if re.search(r"\bdefault\b", help_text, flags=re.IGNORECASE):
         return help_text
     return f"{help_text} (default: {default})"
@@ -56,6 +60,10 @@ def _with_default(help_text: str, default) -> str:
 
 def add_options(parser: argparse.ArgumentParser, method) -> list[str]:
     """Flags for every field of ``method.Options``; returns the field names."""
+    import argparse
+    import dataclasses
+    import typing
+
     hints = typing.get_type_hints(method.Options)
     groups = {}
     names = []
@@ -120,6 +128,7 @@ def run_method(method, names, args) -> int:
         REGISTRY.enable("views", view)
     options = method.options(**{name: getattr(args, name) for name in names if hasattr(args, name)})
     result = build(method, options, progress=not args.no_progress, verbose=args.verbose)
+    work_done()  # the release is in place: the lines below only say so
     if result.out is None:  # not the main process: the main one reports
         return 0
     for line in method.report(result):
@@ -132,7 +141,22 @@ def run_method(method, names, args) -> int:
     return 0
 
 
+def work_done() -> None:
+    """Say that the command's work is complete (what remains is printing and exiting): from here an interrupt
+    changes nothing, so the program ignores Ctrl-C and SIGTERM (one arriving while Python shuts down would
+    otherwise end it with 130 and no word), and one already on its way ends in exit 0, not "interrupted"."""
+    import signal
+    import threading
+
+    global _DONE
+    _DONE = True
+    if _PROGRAM and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
     import importlib
 
     from split_builders.api import registry
@@ -156,6 +180,27 @@ BROKEN_PIPE_STATUS = 141
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``resplit`` command (``argv`` None: ``sys.argv``, as the program). A Ctrl-C from the first line on,
+    while the libraries are still being imported, is one line and exit 130."""
+    global _PROGRAM, _DONE
+    _PROGRAM, _DONE = _PROGRAM or argv is None, False
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before the command was known (the imports of its first second)
+        return _interrupted(None)
+
+
+def _interrupted(command: str | None) -> int:
+    """Exit status (and the one line) of an interrupt: 130 and "interrupted", or 0 where the work was done."""
+    if _DONE:
+        return 0
+    print(f"resplit{' ' + command if command else ''}: interrupted", file=sys.stderr)
+    return 130
+
+
+def _main(argv: list[str] | None) -> int:
+    from split_builders.errors import ResplitError  # imports datasets: a second, inside main's interrupt handler
+
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -163,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 2
         status = int(args.func(args) or 0)
+        work_done()
         sys.stdout.flush()  # a reader that stopped reading is found here, inside the try (not at exit)
         return status
     except BrokenPipeError:
@@ -177,9 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"resplit{' ' + command if command else ''}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was finished is saved (scoring says where)
-        command = getattr(locals().get("args"), "command", None)
-        print(f"resplit{' ' + command if command else ''}: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(getattr(locals().get("args"), "command", None))
     except OSError as error:
         # A place the system refused to write (no permission, a read-only file system, a full disk) that a writer
         # did not name itself: one line with the path, never a traceback.

@@ -87,7 +87,14 @@ def examples_text(table, names):
         return pa.nulls(table.num_rows, pa.large_string())
     if len(columns) == 1:
         return columns[0]
-    return pc.binary_join_element_wise(*columns, pa.scalar("\n", pa.large_string()), null_handling="skip")
+    # pyarrow (26) leaves out of the result the rows where every input is null, so the joined column would be
+    # shorter than the table: those rows join an empty first field instead, and are null again after the join.
+    none = columns[0].is_null()
+    for column in columns[1:]:
+        none = pc.and_(none, column.is_null())
+    first = pc.if_else(none, pa.scalar("", pa.large_string()), columns[0])
+    joined = pc.binary_join_element_wise(first, *columns[1:], pa.scalar("\n", pa.large_string()), null_handling="skip")
+    return pc.if_else(none, pa.scalar(None, pa.large_string()), joined)
 
 
 _PRIME = np.uint64(0x100000001B3)

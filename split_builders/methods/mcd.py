@@ -27,7 +27,7 @@ import numpy as np
 
 from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo,
                                 SplitMethod, check_size, option, parse_size)
-from split_builders.errors import InvalidParameterError
+from split_builders.errors import InvalidParameterError, SourceLoadError
 from split_builders.splitters.partition import CONTENT, content_keys, in_row_order, recorded_row_order
 
 LANGUAGES = ("scan", "cogs")
@@ -39,6 +39,8 @@ PAPER = ("Daniel Keysers, Nathanael Schärli, Nathan Scales, Hylke Buisman, Dani
          "Olivier Bousquet. 2020. *Measuring Compositional Generalization: A Comprehensive Method on Realistic "
          "Data.* ICLR 2020.")
 # The paper's figures for its SCAN MCD splits (compound divergence, atom divergence).
+# What only the search reads: given with --measure (no search), each would be ignored.
+SEARCH_OPTIONS = ("train_size", "test_size", "max_atom_divergence", "candidates", "restarts", "swaps")
 PAPER_DIVERGENCES = {"mcd1": (0.736, 0.015), "mcd2": (0.734, 0.020), "mcd3": (0.735, 0.014)}
 
 
@@ -66,7 +68,10 @@ class MCDOptions(CommonOptions):
     published: bool = option(True, "add the MCD splits published with the dataset as configs "
                                    "(--no-published leaves them out)")
     measure: tuple[str, ...] = option((), "comma-separated published splits (e.g. mcd1,mcd2,mcd3): release only "
-                                          "them, no search, and print their divergences")
+                                          "them, no search, and print their divergences",
+                                      conflicts=SEARCH_OPTIONS,
+                                      conflict_note="--measure releases the published splits as they are, with no "
+                                                    "search, so the search's sizes and settings would be ignored")
 
     def validate(self) -> None:
         self.train_size = check_size(self.train_size, "train_size", allow_zero=False)
@@ -100,6 +105,8 @@ class MCDMethod(SplitMethod):
         from loading_scripts.source import content_sha256
 
         src = load_compositional(options.source)
+        if len(src) == 0:
+            raise SourceLoadError(f"{src.name} holds no rows: there is nothing to split")
         if src.target_language not in LANGUAGES:
             raise InvalidParameterError(f"{src.name}: mcd needs rule derivations, which resplit reads for "
                                         f"{' and '.join(LANGUAGES).upper()} only (this source is {src.target_language}); "
@@ -128,6 +135,7 @@ class MCDMethod(SplitMethod):
         from split_builders.splitters.mcd import split_counts
 
         data = loaded.data
+        check_derivations(data)
         published = mcd_published(data.source)
         unknown = [name for name in options.measure if name not in published]
         if unknown:
@@ -135,7 +143,7 @@ class MCDMethod(SplitMethod):
             raise InvalidParameterError(f"--measure {','.join(unknown)}: not a published MCD split of "
                                         f"{Path(data.source.name).name} (published: {known})")
         if not options.measure:
-            split_counts(options.train_size, options.test_size, data.parsed_count)
+            split_counts(options.train_size, options.test_size, data.parsed.count)
 
     def signal(self, loaded: Loaded, options: MCDOptions, context) -> Signal:
         data = loaded.data
@@ -280,25 +288,66 @@ class MCDSource:
     def programs(self) -> list[str]:
         return self.source.inputs if PROGRAM_SIDE[self.language] == "input" else self.source.targets
 
-    @property
-    def parsed_count(self) -> int:
+    @cached_property
+    def parsed(self) -> "Parsed":
+        """Every row's derivation read once, before any compound is weighted (:class:`Parsed`)."""
         from split_builders.errors import UnparseableProgramError
         from split_builders.signals.programs.mcd_atoms import EXAMPLE_FUNCTIONS
+        from split_builders.signals.programs.scan_grammar import scan_actions
 
-        read, count = EXAMPLE_FUNCTIONS[self.language], 0
-        for program in self.programs:
+        read, found = EXAMPLE_FUNCTIONS[self.language], Parsed()
+        targets = self.source.targets if self.language == "scan" else None
+        for row, program in enumerate(self.programs):
             try:
-                read(program)
-            except UnparseableProgramError:
+                _, tree = read(program)
+            except UnparseableProgramError as error:
+                found.first_problem = found.first_problem or str(error)
                 continue
-            count += 1
-        return count
+            found.count += 1
+            if targets is not None:
+                expected = scan_actions(tree)
+                if expected != " ".join(str(targets[row]).split()):
+                    found.wrong = found.wrong or (row, expected)
+                    found.wrong_count += 1
+        return found
 
     @cached_property
     def mcd(self):
         from split_builders.signals.programs.mcd_atoms import mcd_rows
 
         return mcd_rows(self.programs, self.language, max_size=self.max_compound_size)
+
+
+@dataclass
+class Parsed:
+    """What reading the rows' derivations found: how many parse, the first reason one does not, and (SCAN) the
+    rows whose actions are not what their command means (the first as ``(row, expected actions)``)."""
+
+    count: int = 0
+    first_problem: str | None = None
+    wrong: tuple | None = None
+    wrong_count: int = 0
+
+
+def check_derivations(data: "MCDSource") -> None:
+    """Refuse, before anything is weighted, a source of which no row parses (its first row's reason named: not a
+    size nor a format problem) and a SCAN source whose ``OUT`` is not what its ``IN`` means on some row (lines out
+    of step: a shifted file reads as valid commands with wrong actions, and would be split without a word)."""
+    found, src = data.parsed, data.source
+    name = Path(src.name).name
+    if found.count == 0:
+        side = "command" if PROGRAM_SIDE[data.language] == "input" else "logical form"
+        raise InvalidParameterError(f"{name}: none of its {len(src)} row(s) is a {data.language.upper()} {side} its "
+                                    f"grammar reads (first: {found.first_problem}); mcd splits rows by their "
+                                    "derivations: give a SCAN or COGS source")
+    if found.wrong is not None:
+        row, expected = found.wrong
+        short = lambda actions: " ".join(actions.split()[:6]) + (" ..." if len(actions.split()) > 6 else "")  # noqa: E731
+        raise InvalidParameterError(
+            f"{name}: {found.wrong_count} of its {found.count} SCAN row(s) have actions that are not what their "
+            f"command means (source_id {int(src.source_ids[row])}: {src.inputs[row]!r} has "
+            f"{short(src.targets[row])!r}, which should be {short(expected)!r}); the IN and OUT of its lines are out "
+            "of step or edited: fix the file")
 
 
 @dataclass

@@ -156,6 +156,8 @@ def diff(a: str, b: str, *, configs=None) -> dict:
             for side in (left, right):
                 side.files = {c: side.files[c] for c in configs if c in side.files}
         ids = [{c: {s: r.source_ids(c, s) for s in r.files[c]} for c in r.configs} for r in (left, right)]
+        for target, side in zip((a, b), ids):
+            _check_each_row_once(target, side)
         moves = count_moves(*ids)
         configs = {}
         for config in right.configs:
@@ -177,6 +179,23 @@ def diff(a: str, b: str, *, configs=None) -> dict:
 
         return {"configs": configs, "provenance": provenance_changes(left.record, right.record),
                 "croissant": croissant_changes(read_croissant(left.folder)[0], read_croissant(right.folder)[0])}
+
+
+def _check_each_row_once(target: str, configs: dict) -> None:
+    """Refuse a release whose config holds a ``source_id`` twice (in two splits, or twice in one): rows are compared
+    by ``source_id``, so such a release (edited, or forged with its hashes made to agree) cannot be compared."""
+    from split_builders.errors import InvalidReleaseError
+
+    for config, splits in configs.items():
+        ids, where, names = _located(splits)
+        values, counts = np.unique(ids, return_counts=True)
+        if (counts > 1).any():
+            twice = int(values[counts > 1][0])
+            held = sorted({names[k] for k in where[ids == twice]}, key=names.index)
+            raise InvalidReleaseError(f"{target}: config {config!r} holds source_id {twice} more than once (in "
+                                      f"{' and '.join(map(repr, held))}; {int((counts > 1).sum())} id(s) repeat), "
+                                      f"and a release holds each row once: it cannot be compared (resplit verify "
+                                      f"{target} says what else differs from its card)")
 
 
 def format_diff(result: dict) -> list[str]:

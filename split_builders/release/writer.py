@@ -215,7 +215,7 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
         if not is_unwritable(error):
             raise
         if not is_disk_full(error):  # no permission, a read-only file system: the old release (if any) is as it was
-            raise cannot_write(error, f"{step} of {flag} {str(out_dir)!r}", where=place.parent,
+            raise cannot_write(error, f"{step} of {flag} {str(out_dir)!r}", where=_refusing_folder(error, place),
                                instead=f"another {flag}", kept=f"nothing was changed at {flag}") from None
         done = sum(f.stat().st_size for f in staging.rglob("*") if f.is_file()) if staging and staging.exists() else 0
         raise disk_full(out_dir.parent, f"{step} of {flag} {str(out_dir)!r} ({done / 2**20:.1f} MB written before "
@@ -224,6 +224,18 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return out_dir
+
+
+def _refusing_folder(error: OSError, place: Path) -> Path:
+    """The folder whose permissions refused a write into ``place`` (what the message asks to make writable): the
+    parent where it is read-only; else the release replaced, where it is read-only itself (moving a folder to
+    another parent rewrites its own ``..`` entry, so ``--overwrite`` needs it writable too) or is the path refused
+    (where access cannot be told beforehand: ACLs, an immutable flag, a superuser); else the parent."""
+    for folder in (place.parent, place):
+        if folder.is_dir() and not os.access(folder, os.W_OK):
+            return folder
+    named = {Path(os.fsdecode(name)) for name in (error.filename, error.filename2) if name is not None}
+    return place if place.is_dir() and place in named else place.parent
 
 
 def _move_into_place(staging: Path, out_dir: Path, *, harness_files=None, flag: str = "--out") -> None:

@@ -112,3 +112,31 @@ def parse_scan(command: str) -> Derivation:
         return Derivation("C -> S", (_sentence(words, command),))
     cut = joins[0]
     return Derivation(f"C -> S {words[cut]} S", (_sentence(words[:cut], command), _sentence(words[cut + 1:], command)))
+
+
+def scan_actions(tree: Derivation) -> str:
+    """The action sequence a SCAN command means (Lake & Baroni 2018's interpretation function), from its
+    derivation (:func:`parse_scan`): what the ``OUT:`` of its line must be. ``walk`` is ``I_WALK``; ``turn
+    left`` ``I_TURN_LEFT``; ``x left`` turns, then does ``x``; ``x opposite left`` turns twice first; ``x around
+    left`` does (turn, ``x``) four times; ``twice`` and ``thrice`` repeat; ``a and b`` is ``a`` then ``b``, ``a
+    after b`` is ``b`` then ``a``."""
+
+    def actions(node: Derivation) -> list:
+        rule, children = node.rule, node.children
+        if rule.startswith("U -> "):
+            return [f"I_{rule[5:].upper()}"]
+        if rule.startswith("D -> turn "):
+            return [f"I_TURN_{rule[10:].upper()}"]
+        if rule.startswith("D -> U "):
+            return [f"I_TURN_{rule[7:].upper()}", *actions(children[0])]
+        if rule in ("V -> D", "V -> U", "S -> V", "C -> S"):
+            return actions(children[0])
+        if rule.startswith("V -> D[1] "):  # the D is one turn and (for U left/right) its action
+            turn, *action = actions(children[0])
+            return [turn, turn, *action] if "opposite" in rule else [turn, *action] * 4
+        if rule in ("S -> V twice", "S -> V thrice"):
+            return actions(children[0]) * (2 if rule.endswith("twice") else 3)
+        first, second = actions(children[0]), actions(children[1])
+        return first + second if rule == "C -> S and S" else second + first
+
+    return " ".join(actions(tree))
