@@ -44,6 +44,14 @@ def detect_task(columns: list[str]) -> str | None:
     return None
 
 
+def table_reader(columns, *, task: str | None = None, explicit_fields: bool = False) -> str | None:
+    """The dataset reader a local table with ``columns`` is read with: ``task``, else (without fields given,
+    ``explicit_fields``) the official SNLI / BoolQ layout its columns show; None for the generic reader, which keeps a
+    table's own ``source_id`` column (rows put in ``source_id`` order), where SNLI's and BoolQ's number rows by
+    position."""
+    return task or (None if explicit_fields else detect_task(list(columns)))
+
+
 def load_source(source: str, *, prompt_field: str | None = None, query_field: str | None = None,
                 label_field: str | None = None, target_field: str | None = None,
                 task: str | None = None, revision: str | None = None) -> Source:
@@ -91,7 +99,7 @@ def load_source(source: str, *, prompt_field: str | None = None, query_field: st
                           query_field=query_field or nqg.COLUMNS[0], label_field=label_field,
                           target_field=target_field or nqg.COLUMNS[1], source_id_note=nqg.SOURCE_ID_NOTE)
         table = read_table(path)
-        detected = task or (None if explicit_fields else detect_task(table.column_names))
+        detected = table_reader(table.column_names, task=task, explicit_fields=explicit_fields)
         if detected == "snli":
             return snli.from_jsonl(path)
         if detected == "boolq":

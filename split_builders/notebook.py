@@ -27,10 +27,11 @@ from split_builders.api import get_method
 from split_builders.errors import InvalidParameterError, ResplitError
 
 # split()'s own keywords, besides the method's options.
-OWN_KEYWORDS = ("out", "overwrite", "progress")
+OWN_KEYWORDS = ("out", "overwrite", "progress", "scores_key")
 
 
-def split(method, data, /, *, out=None, overwrite: bool = False, progress: bool = False, **options) -> dict:
+def split(method, data, /, *, out=None, overwrite: bool = False, progress: bool = False, scores_key: str | None = None,
+          **options) -> dict:
     """Split ``data`` with a registered method, as ``resplit <method>`` does.
 
     Parameters
@@ -52,7 +53,12 @@ def split(method, data, /, *, out=None, overwrite: bool = False, progress: bool 
         The method's options (``resplit <method> --help``), by their names or their flags' (``dev_size=`` is
         ``validation_size=``; ``random_state=`` is ``seed=``). ``scores=`` takes a ``.npy`` file, or the scores
         themselves: a numpy array, a list or a pandas ``Series``, one log-likelihood per row of ``data``, in its
-        order. A keyword that names no option is refused in one line with the option a near miss means.
+        order (by position, whatever ids ``data`` carries: a ``source_id`` column of its own, an index; a
+        ``Series`` whose index is not ``data``'s own is ambiguous and refused). A keyword that names no option is
+        refused in one line with the option a near miss means.
+    scores_key : str, optional
+        Align given ``scores=`` by this column of ``data`` instead of by position: ``scores`` is then a mapping
+        (a ``dict`` or a ``Series``) from the column's values (each row's once) to the row's log-likelihood.
 
     Returns
     -------
@@ -85,8 +91,17 @@ def split(method, data, /, *, out=None, overwrite: bool = False, progress: bool 
             source = table_source(method, data, options)
             words[str(source)] = describe(data)
             rows = _rows_of(source)
+        if scores_key is not None and (options.get("scores") is None or rows is None
+                                       or isinstance(options["scores"], (str, os.PathLike))):
+            raise InvalidParameterError("scores_key= names the column of your table that given scores= (a mapping "
+                                        "from its values to scores) are aligned by; give both, or neither")
         if options.get("scores") is not None and not isinstance(options["scores"], (str, os.PathLike)):
-            options["scores"] = str(given_scores_file(options["scores"], rows, words.get(str(source))))
+            what = words.get(str(source))
+            given = options["scores"]
+            if rows is not None:  # one score per row of the user's table, put in the order its reader reads them
+                given = by_position(given, data, key=scores_key, what=what, table=source)
+                given = in_reader_order(given, source, options)
+            options["scores"] = str(given_scores_file(given, rows, what))
             words[f"scores file {options['scores']!r}"] = "scores="
             words[options["scores"]] = "your scores"
         with tempfile.TemporaryDirectory(prefix="resplit-split-") as work:
@@ -97,6 +112,95 @@ def split(method, data, /, *, out=None, overwrite: bool = False, progress: bool 
     except ResplitError as error:
         error.args = (in_python_words(str(error), method, words),)
         raise
+
+
+def by_position(scores, data, *, key: str | None = None, what: str | None = None, table=None):
+    """Given scores one per row of ``data`` in its row order: as they are (an array, a list, a ``Series`` whose
+    index is ``data``'s own), or, with ``key``, looked up by each row's value of the column ``key`` (``scores`` a
+    mapping; the column read from ``data``, else from ``table``, the table file of its rows). Refused in one
+    line: a ``Series`` whose index is not ``data``'s (by position or by label? ambiguous),
+    a ``key`` that is not a column of ``data`` or whose values repeat, a row whose key has no score."""
+    import numpy as np
+    import pandas as pd
+
+    what = what or "your data"
+    if key is not None:
+        try:
+            column = list(data[key]) if _has_column(data, key) else _table_column(table, key)
+        except (KeyError, TypeError, IndexError, ValueError, OSError):
+            raise InvalidParameterError(f"scores_key={key!r} is not a column of {what}; name the column whose values "
+                                        "the scores are keyed by") from None
+        if len(set(map(_key, column))) != len(column):
+            raise InvalidParameterError(f"scores_key={key!r}: the column's values repeat in {what}, so a score "
+                                        "cannot name its row; give a column with one value per row")
+        lookup = scores.to_dict() if isinstance(scores, pd.Series) else scores
+        if not hasattr(lookup, "keys"):
+            raise InvalidParameterError(f"scores_key={key!r} aligns scores= by {key!r}: give a dict or a Series from "
+                                        f"the column's values to scores, not {type(scores).__name__}")
+        lookup = {_key(k): v for k, v in lookup.items()}
+        missing = [value for value in column if _key(value) not in lookup]
+        if missing:
+            raise InvalidParameterError(f"scores= has no score for {len(missing)} row(s) of {what} (scores_key={key!r} "
+                                        f"{missing[0]!r} first); give one score per row")
+        return np.asarray([lookup[_key(value)] for value in column])
+    if isinstance(scores, pd.Series):
+        index = getattr(data, "index", None) if isinstance(data, (pd.DataFrame, pd.Series)) else None
+        default = isinstance(scores.index, pd.RangeIndex) and scores.index.start == 0 and scores.index.step == 1
+        if index is not None and not scores.index.equals(index) and not (
+                default and isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
+            raise InvalidParameterError(f"scores= is a Series whose index is not the index of {what}, so whether it "
+                                        "is aligned by position or by label is ambiguous; give scores.to_numpy() "
+                                        "(by position) or scores.reindex(df.index) (by label)")
+        if index is None and not default:
+            raise InvalidParameterError(f"scores= is a Series with an index of its own, and {what} has none to align "
+                                        "it by; give scores.to_numpy() (one score per row, in its order)")
+    return scores
+
+
+def _has_column(data, key: str) -> bool:
+    """Whether ``data`` (a DataFrame, a Dataset, ...) has the column ``key`` of its own."""
+    names = getattr(data, "columns", None)
+    names = getattr(data, "column_names", None) if names is None else names
+    try:
+        return key in names
+    except TypeError:  # no columns (a DatasetDict's are per split), or not a table
+        return False
+
+
+def _table_column(table, key: str) -> list:
+    """The column ``key`` of the table file ``table`` (the rows as :func:`split` wrote them)."""
+    import pyarrow.parquet as pq
+
+    if table is None or key not in pq.read_schema(table).names:
+        raise KeyError(key)
+    return pq.read_table(table, columns=[key]).column(0).to_pylist()
+
+
+def _key(value):
+    """A key value comparable across numpy and Python types (``np.int64(3)`` and ``3`` alike)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def in_reader_order(scores, source, options: dict):
+    """Scores given in the order of the rows of the table file ``source`` put in the order the source's reader
+    reads them, which ``--scores`` takes: a table with a ``source_id`` column of its own is read in ascending
+    ``source_id`` order by the generic reader (:func:`loading_scripts.table_reader`), by position by SNLI's and
+    BoolQ's. Without that, every row would get another row's score."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from loading_scripts import table_reader
+    from split_builders.builder import FIELD_OPTIONS
+
+    columns = pq.read_schema(source).names
+    explicit = any(options.get(name) for name in FIELD_OPTIONS if name not in ("label_field", "text_fields"))
+    if "source_id" not in columns or table_reader(columns, task=options.get("task"), explicit_fields=explicit):
+        return scores
+    ids = pq.read_table(source, columns=["source_id"]).column(0).to_numpy(zero_copy_only=False)
+    values = np.asarray(getattr(scores, "to_numpy", lambda: scores)())
+    if ids.dtype.kind not in "iu" or values.ndim != 1 or values.size != ids.size:
+        return scores  # refused as it is: by the reader (the ids) or by given_scores_file (the values)
+    return values[np.argsort(ids, kind="stable")]
 
 
 def _rows_of(path) -> int:

@@ -163,7 +163,9 @@ def test_verify_checks_croissant_against_the_files(family_releases, tmp_path):
     (folder / FILE).write_text(json.dumps(document), encoding="utf-8")
     report = verify(str(folder), load=False)
     differs = [f for f in report.findings if f.status == "differs"]
-    assert not report.ok and len(differs) == 2, [f.line() for f in differs]
+    assert not report.ok and len(differs) == 3, [f.line() for f in differs]
+    assert any(f.config == FILE and "changed since resplit wrote it" in f.detail and "export croissant" in f.detail
+               for f in differs)  # its fingerprint no longer holds
     assert any(tampered["contentUrl"] in f.detail and "sha256 000000000000" in f.detail for f in differs)
     assert any(f.config == "random" and "no record set" in f.detail for f in differs)
 
@@ -182,8 +184,10 @@ def test_overwrite_replaces_resplits_croissant_and_refuses_a_users(family_releas
 
     folder = _copy(family_releases["likelihood"], tmp_path)
     path = folder / FILE
+    check_replaceable(folder, harness_files=written_files)  # resplit's, as it wrote it
     path.write_text(path.read_text(encoding="utf-8").replace("Likelihood", "Edited"), encoding="utf-8")
-    check_replaceable(folder, harness_files=written_files)  # resplit's, edited or not (as README.md)
+    with pytest.raises(OutputExistsError, match="changed since resplit wrote it"):  # edited: the user's now
+        check_replaceable(folder, harness_files=written_files)
     path.write_text(json.dumps({"@type": "sc:Dataset", "name": "mine"}), encoding="utf-8")
     with pytest.raises(OutputExistsError, match=FILE):
         check_replaceable(folder, harness_files=written_files)

@@ -269,12 +269,7 @@ def test_a_lock_resplit_made_is_removed_when_the_command_ends(ending, env, capsy
     assert [p.name for p in env.place.iterdir() if p.name.endswith(".lock")] == []
 
 
-def test_a_lock_file_resplit_did_not_make_is_kept(env, capsys, toy_method):
-    """The other side: a lock file that was there before (a killed build's, holding its pid) is used and kept."""
-    lock = env.place / ".out.lock"
-    lock.write_text("12345")
-    assert main(toy_build(env, env.place / "out")) == 0
-    assert lock.is_file() and sorted(p.name for p in env.place.iterdir()) == [".out.lock", "out"]
+# (a lock file a killed build left is now taken over and removed: tests/test_data_loss_round6.py)
 
 
 def test_a_lock_removed_by_its_holder_is_not_shared(tmp_path, monkeypatch):
@@ -297,33 +292,13 @@ def test_a_lock_removed_by_its_holder_is_not_shared(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fcntl, "flock", holder_ends_first)
     with second:
-        assert second.path.read_text() == str(os.getpid())
+        assert second.path.read_text().split()[0] == str(os.getpid())
         with pytest.raises(OutputLockedError, match=f"pid {os.getpid()}"):
             OutputLock(out).__enter__()
     assert not any(tmp_path.iterdir())
 
 
-# -- 6. --out a symbolic link to a release: written through the link --------------------------------------------------
-
-def test_overwrite_through_a_link_replaces_the_release_where_it_points(env, capsys, toy_method):
-    """Before: the link was replaced by a folder, and the release it pointed to was left as it was."""
-    real, link = env.place / "real", env.place / "link"
-    assert main(toy_build(env, real, "--seed", "1")) == 0
-    link.symlink_to(real.name)
-    assert main(toy_build(env, link, "--seed", "2", "--overwrite")) == 0
-    assert link.is_symlink() and os.readlink(link) == real.name
-    assert "seed: 2" in (real / "README.md").read_text()
-    assert sorted(p.name for p in env.place.iterdir()) == ["link", "real"]
-    assert main(["verify", str(link)]) == 0
-
-
-def test_rows_through_a_link_replace_the_file_where_it_points(env, capsys):
-    real, link = env.place / "real.parquet", env.place / "rows.parquet"
-    real.write_bytes(b"stale")
-    link.symlink_to(real.name)
-    assert main(audit(env, "--rows", str(link), "--overwrite")) == 0
-    assert link.is_symlink() and len(pd.read_parquet(real)) > 0
-    assert sorted(p.name for p in env.place.iterdir()) == ["real.parquet", "rows.parquet"]
+# -- 6. --out a symbolic link: now refused, never written through (tests/test_data_loss_round6.py) -----------------
 
 
 # -- 7. one very long text cell -----------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ def run_curriculum_report(args) -> int:
         raise InvalidParameterError("--model names the model of one predictions file; with several, each is named by "
                                     "its model column or its file name")
     if args.figure:  # before the work: a format matplotlib cannot write is refused first (its folder is made)
-        from split_builders.release.places import check_figure_format
+        from split_builders.release.places import check_figure_format, refuse_link
 
+        refuse_link(args.figure, "--figure")
         check_figure_format(args.figure, "--figure")
     report = curriculum_report(args.predictions if len(args.predictions) > 1 else args.predictions[0],
                                model=args.model)

@@ -169,8 +169,21 @@ def run_concurrence(args) -> int:
     result = _run_metric(lambda: metric.compute(
         **columns, method=args.method, n_bootstrap=args.bootstrap,
         confidence_level=args.confidence_level, random_state=args.seed))
-    if args.heatmap:
-        metric.plot_heatmap(result, args.heatmap)
+    if args.heatmap:  # as every file resplit writes: never through a link, beside its place then renamed
+        import os
+        from pathlib import Path
+
+        from split_builders.release.places import write_file
+
+        def draw(staging):
+            named = f"{staging}{Path(args.heatmap).suffix}"  # matplotlib reads the format from the extension
+            try:
+                metric.plot_heatmap(result, named)
+                os.replace(named, staging)
+            finally:
+                Path(named).unlink(missing_ok=True)
+
+        write_file(Path(args.heatmap).expanduser(), draw, overwrite=True, flag="--heatmap")
     values = result["concurrence"]
     if args.bootstrap:
         intervals = result["confidence_interval"]

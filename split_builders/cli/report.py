@@ -15,9 +15,9 @@ def run_report(args) -> int:
 
     check_intervals(args.bootstrap_iters, args.confidence, names=("--bootstrap-iters", "--confidence"))
     if args.out is not None:  # before any work: a place the report may not go is refused first
-        from split_builders.release.places import check_output_place
+        from split_builders.release.file_sets import check_file_set
 
-        check_output_place(args.out, "--out", kind="files", overwrite=args.overwrite)
+        check_file_set(args.out, ("report.md", "report.json", "report.tex"), overwrite=args.overwrite)
     releases, runs = [], []
     for item in args.inputs:  # releases first (a folder whose README records a resplit release), then runs
         path = Path(item).expanduser()

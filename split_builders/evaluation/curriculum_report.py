@@ -281,11 +281,15 @@ class CurriculumReport:
         fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01, label="MCC")
         ax.set_title("CURRICULUM zero-shot diagnostic: Matthews correlation", fontsize=10, pad=20)
         fig.tight_layout()
+        from split_builders.release.places import write_file
+
         path = Path(path)
+        kind = path.suffix.lower().removeprefix(".") or None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # no version stamp in a PNG (the same bytes on every run); other formats take other metadata keys
-            fig.savefig(path, dpi=100, metadata={"Software": None} if path.suffix.lower() == ".png" else None)
+            # no version stamp in a PNG (the same bytes on every run); other formats take other metadata keys;
+            # written as every file resplit writes (never through a link, beside its place then renamed)
+            write_file(path, lambda staging: fig.savefig(staging, dpi=100, format=kind, metadata={"Software": None}
+                                                         if kind == "png" else None), overwrite=True, flag="--figure")
         except OSError as error:
             raise InvalidParameterError(f"cannot write the figure {str(path)!r}: {error.strerror or error}") from None
         finally:

@@ -116,29 +116,20 @@ class Report:
         return _display("gaps" if frame is self.gaps else "results", frame).to_latex(index=False, escape=True)
 
     def write(self, out, *, overwrite: bool = False) -> list[Path]:
-        """Write the report into the folder ``out``: each file beside its place first, then renamed; files
-        already there are replaced only with ``overwrite`` (nothing is written when one is refused)."""
-        from split_builders.release.places import check_output_place, write_file
+        """Write the report into the folder ``out`` as one set of files
+        (:func:`~split_builders.release.file_sets.write_file_set`: written in full elsewhere, then moved; an earlier
+        report's files replaced only with ``overwrite`` and only where unchanged since, its files this report does
+        not write removed; a file, folder or link of the user's where one goes refused, nothing written)."""
+        from split_builders.release.file_sets import write_file_set
 
-        out = check_output_place(out, "--out", kind="files", overwrite=overwrite)
         files = {"report.md": self.markdown(), "report.json": json.dumps(self.as_dict(), indent=2, sort_keys=True,
                                                                           allow_nan=False, default=str) + "\n",
                  "report.tex": self.latex()}
         for name, frame in self.tables().items():
             files[f"{name}.csv"] = _csv_ready(frame).to_csv(index=False)
-        figures = self._figures()
-        names = [*files, *figures]
-        existing = [n for n in names if (out / n).exists()]
-        if existing and not overwrite:
-            raise InvalidParameterError(f"--out {str(out)!r} already holds {', '.join(existing[:4])}; pass --overwrite "
-                                        "to replace them or choose another --out (nothing was written)")
-        written = []
-        for name, text in files.items():
-            written.append(write_file(out / name, lambda path, text=text: Path(path).write_text(text, encoding="utf-8"),
-                                      overwrite=overwrite))
-        for name, draw in figures.items():
-            written.append(write_file(out / name, draw, overwrite=overwrite))
-        return written
+        writes = {name: (lambda path, text=text: Path(path).write_text(text, encoding="utf-8"))
+                  for name, text in files.items()}
+        return write_file_set(out, {**writes, **self._figures()}, overwrite=overwrite)
 
     def _figures(self) -> dict:
         figures = {}

@@ -314,9 +314,18 @@ def limitations(record: dict) -> list[str]:
     return lines or ["The card records no leakage audit of this release."]
 
 
+# The key of the file's own fingerprint (:func:`~split_builders.release.provenance.sealed`): an edited file is the
+# user's, never replaced. Outside Croissant's vocabulary, which readers (mlcroissant) leave alone.
+FINGERPRINT = "resplit:fingerprint"
+
+
 def text(folder) -> str:
-    """``croissant.json``'s bytes as text: :func:`croissant`, indented, in a fixed order."""
-    return json.dumps(croissant(folder), indent=2, ensure_ascii=False) + "\n"
+    """``croissant.json``'s bytes as text: :func:`croissant`, indented, in a fixed order, sealed with its own
+    fingerprint (:data:`FINGERPRINT`)."""
+    from split_builders.release.provenance import UNSEALED, sealed
+
+    document = {**croissant(folder), FINGERPRINT: UNSEALED}
+    return sealed(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
 def write_croissant(folder) -> list[Path]:
@@ -331,13 +340,20 @@ def write_croissant(folder) -> list[Path]:
 
 def export_croissant(folder) -> Path:
     """``resplit export croissant FOLDER``: write the release's ``croissant.json`` again; one there that resplit
-    did not write (or a link, a folder) is refused in one line, nothing changed."""
+    did not write, or that was edited since (its fingerprint no longer matches), or a link or a folder, is refused
+    in one line, nothing changed."""
     from split_builders.errors import OutputExistsError
+    from split_builders.release.places import refuse_link
+    from split_builders.release.provenance import EDITED
 
     path = Path(folder) / FILE
-    if (path.exists() or path.is_symlink()) and (path.is_symlink() or not path.is_file() or not written_before(folder)):
+    refuse_link(path, FILE)
+    if path.exists() and (not path.is_file() or not written_before(folder)):
         raise OutputExistsError(f"{str(path)!r} is not a {FILE} resplit wrote; move it elsewhere and export again "
                                 "(nothing was changed)")
+    if path.exists() and written_before(folder)[FILE] == EDITED:
+        raise OutputExistsError(f"{str(path)!r} was edited since resplit wrote it; move it elsewhere (or delete it) "
+                                "and export again (nothing was changed)")
     return write_croissant(folder)[0]
 
 
@@ -349,11 +365,15 @@ def is_ours(document) -> bool:
 
 
 def written_before(folder) -> dict:
-    """``{"croissant.json": None}`` where the release ``folder`` holds a ``croissant.json`` resplit wrote (None:
-    resplit's whatever its content, as README.md: an ``--overwrite`` replaces it), else ``{}`` (a file of the
-    user's, which is never replaced)."""
+    """``{"croissant.json": digest}`` where the release ``folder`` holds a ``croissant.json`` resplit wrote, else
+    ``{}`` (a file of the user's, which is never replaced). ``digest``
+    (:func:`~split_builders.release.provenance.sealed_digest`): its sha256 where its fingerprint holds,
+    :data:`~split_builders.release.provenance.EDITED` where it was edited since (the user's now), None for a file
+    written before files were sealed (any content)."""
+    from split_builders.release.provenance import sealed_digest
+
     document, _ = read_croissant(folder)
-    return {FILE: None} if is_ours(document) else {}
+    return {FILE: sealed_digest(Path(folder) / FILE)} if is_ours(document) else {}
 
 
 def read_croissant(folder) -> tuple[dict | None, str | None]:

@@ -63,8 +63,8 @@ from split_builders.api import Fields
 from split_builders.errors import InvalidParameterError, InvalidReleaseError
 from split_builders.options import check_repo_id
 from split_builders.publishing.harness_card import NUM_FEWSHOT, Exported, card_lines
-from split_builders.publishing.harness_files import (UTILS, UTILS_SOURCE, _dump, _Function, _plan, _write_files,
-                                                    replace_card_section, written_before)
+from split_builders.publishing.harness_files import (HEADER, UTILS, UTILS_SOURCE, _dump, _Function, _plan,
+                                                    _write_files, replace_card_section, written_before)
 from split_builders.release.provenance import file_sha256 as _file_sha256
 
 FOLDER = "lm_eval"
@@ -536,11 +536,13 @@ def export_lm_eval(folder, out=None, *, repo_id: str | None = None, dataset_path
     record = metadata.get("resplit") or {}
     repo_id, revision = where_tasks_read(folder, metadata, repo_id=repo_id, revision=revision,
                                          dataset_path=dataset_path)
-    from split_builders.release.places import check_output_place
+    from split_builders.release.places import check_output_place, refuse_link
 
     # the one output policy: not '', the root or the home folder, not a file, a writable place
     out = check_output_place(out if out is not None else folder / FOLDER, "--out", kind="files")
     own = out.resolve() == (folder / FOLDER).resolve()
+    if own:  # its card section is written too: a link there is refused before any task is written
+        refuse_link(folder / "README.md", "the card")
     configs, fields, group, tasks, skipped = plan_tasks(folder, metadata)
     exported = Exported(out, group, dataset_path=dataset_path or repo_id, revision=revision, skipped=skipped)
     exported.harness = fields.harness.kind if fields is not None and fields.harness is not None else None
@@ -583,10 +585,17 @@ def _metrics(tasks) -> list:
 def _group(name: str, tasks: list, metrics: list, *, files: dict | None = None) -> str:
     """A group file: its tasks, one group row per metric (configs weighted equally) and, in the default group,
     every file the export wrote (``resplit_files``)."""
-    return _dump({"group": name, "task": list(tasks),
+    from split_builders.release.provenance import UNSEALED, sealed
+
+    text = _dump({"group": name, "task": list(tasks),
                   "aggregate_metric_list": [{"metric": m, "aggregation": "mean", "weight_by_size": False}
                                             for m in metrics],
                   "metadata": {"version": TASK_VERSION, **({"resplit_files": files} if files is not None else {})}})
+    if files is None:
+        return text
+    # the list of what the export wrote carries its own fingerprint: an edited one is the user's
+    return sealed(text.replace(HEADER, f"{HEADER}# {UNSEALED} (this file's fingerprint: an edited copy is yours, "
+                                       "never replaced)\n", 1))
 
 
 def write_lm_eval(folder: Path, *, repo_id: str | None = None, revision: str | None = None) -> list[Path]:

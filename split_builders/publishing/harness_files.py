@@ -6,13 +6,13 @@ pieces."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import yaml
 
 from split_builders.errors import OutputExistsError
 from split_builders.release.provenance import file_sha256 as _file_sha256
+from split_builders.release.provenance import sealed_digest
 
 UTILS = "utils.py"
 HEADER = "# Written by resplit (resplit export lm-eval); exporting again replaces it. Your own tasks: other file names.\n"
@@ -202,8 +202,9 @@ def _dump(mapping: dict) -> str:
 
 def written_before(out: Path, *, configs=()) -> dict:
     """``{file name: sha256}`` of what an earlier export wrote in ``out``: the files its group file lists (the
-    group file itself: None, any content). In a release's own ``lm_eval/`` exported before the list existed
-    (``configs``: the release's configs), ``utils.py``, ``_*.yaml`` and ``<config>.yaml`` (None)."""
+    group file itself by its own fingerprint, :func:`~split_builders.release.provenance.sealed_digest`). In a
+    release's own ``lm_eval/`` exported before the list existed (``configs``: the release's configs), ``utils.py``,
+    ``_*.yaml`` and ``<config>.yaml`` (None)."""
     listed = {}
     for group in sorted(out.glob("_*.yaml")):
         try:
@@ -214,7 +215,7 @@ def written_before(out: Path, *, configs=()) -> dict:
                  and isinstance(data.get("metadata"), dict) else None)
         if isinstance(files, dict):
             listed.update({str(name): str(digest) for name, digest in files.items()})
-            listed[group.name] = None
+            listed[group.name] = sealed_digest(group)  # None: written before lists were sealed (any content)
     if not listed and configs:
         legacy = [UTILS, *(p.name for p in out.glob("_*.yaml") if _legacy_group(p, configs)),
                   *(f"{c}.yaml" for c in configs)]
@@ -261,28 +262,19 @@ def _plan(out: Path, writes: dict, previous: dict, *, what: str = "the tasks") -
 
 def _write_files(out: Path, writes: dict, stale: list, *, what: str = "the harness tasks",
                  instead: str = "another --out") -> list:
-    """Write every file beside its place first, then move each into place; then remove the stale ones. A full
-    disk while writing them is one line (no file in ``out`` replaced)."""
-    from split_builders.errors import cannot_write, is_unwritable
+    """Write every file beside its place first, then move each into place, through the one output policy
+    (:func:`~split_builders.release.places.write_files`: a link in the way refused, never followed); then remove the
+    stale ones. A full disk while writing them is one line (no file in ``out`` replaced)."""
+    from split_builders.release.places import write_files
 
-    temporary = {}
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for name, text in writes.items():
-            temporary[name] = out / f".{name}.{os.getpid()}.tmp"
-            temporary[name].write_text(text, encoding="utf-8")
-        for name, path in temporary.items():
-            os.replace(path, out / name)
-    except OSError as error:
-        if not is_unwritable(error):
-            raise
-        raise cannot_write(error, what, where=out, instead=instead, kept="no file there was replaced") from None
-    finally:
-        for path in temporary.values():
-            path.unlink(missing_ok=True)
+    def text_of(text):
+        return lambda staging: Path(staging).write_text(text, encoding="utf-8")
+
+    paths = write_files({out / name: text_of(text) for name, text in writes.items()}, overwrite=True,
+                        flag="--out", what=what, instead=instead)
     for path in stale:
         path.unlink(missing_ok=True)
-    return [out / name for name in writes]
+    return paths
 
 
 def replace_card_section(folder: Path, start: str, end: str, lines: list, *, after: str | None = None) -> None:
@@ -304,6 +296,7 @@ def replace_card_section(folder: Path, start: str, end: str, lines: list, *, aft
         text = before.rstrip("\n") + "\n\n" + section + "## Source and citation" + following
     else:
         text = text.rstrip("\n") + "\n\n" + section
-    staged = readme.with_name(f".README.md.{os.getpid()}.tmp")
-    staged.write_text(text, encoding="utf-8")
-    os.replace(staged, readme)
+    from split_builders.release.places import write_file
+
+    write_file(readme, lambda staging: Path(staging).write_text(text, encoding="utf-8"), overwrite=True,
+               flag="the card")

@@ -19,7 +19,8 @@ a config has an inspect-ai task exactly when it has a harness task, scored by th
   ``inspect_tasks.py``, and the card says so.
 
 Only files resplit wrote are replaced: ``eval.yaml`` records the sha256 of the ``inspect_tasks.py`` it was
-written with (``resplit.files``); a changed or foreign file in the way is refused in one line naming it.
+written with (``resplit.files``) and carries its own fingerprint; a changed or foreign file (or a link) in the way
+is refused in one line naming it.
 """
 
 from __future__ import annotations
@@ -316,7 +317,11 @@ def _sha256_text(text: str) -> str:
 
 def written_before(folder: Path) -> dict:
     """``{file name: sha256 or None}`` of what an earlier inspect export wrote at the release root ``folder``:
-    ``eval.yaml`` where it is resplit's (it records ``resplit.files``; None: any content) and the files it lists."""
+    ``eval.yaml`` where it is resplit's (it records ``resplit.files``), with the digest its own fingerprint gives
+    (:func:`~split_builders.release.provenance.sealed_digest`: an edited one is the user's), and the files it
+    lists."""
+    from split_builders.release.provenance import sealed_digest
+
     path = Path(folder) / EVAL_FILE
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
@@ -326,7 +331,8 @@ def written_before(folder: Path) -> dict:
              else None)
     if not isinstance(files, dict):
         return {}
-    return {EVAL_FILE: None, **{str(name): str(digest) for name, digest in files.items() if name == TASKS_FILE}}
+    return {EVAL_FILE: sealed_digest(path),
+            **{str(name): str(digest) for name, digest in files.items() if name == TASKS_FILE}}
 
 
 def export_inspect(folder, *, repo_id: str | None = None, revision: str | None = None) -> InspectExported:
@@ -337,7 +343,10 @@ def export_inspect(folder, *, repo_id: str | None = None, revision: str | None =
     from split_builders.publishing import export as lm
     from split_builders.release.folder import read_card
 
+    from split_builders.release.places import refuse_link
+
     folder = Path(folder)
+    refuse_link(folder / "README.md", "the card")  # its section is written too: refused before any task is written
     metadata, _ = read_card(folder)
     repo_id, revision = lm.where_tasks_read(folder, metadata, repo_id=repo_id, revision=revision)
     configs, fields, group, tasks, skipped = lm.plan_tasks(folder, metadata)
@@ -395,9 +404,12 @@ def _eval_yaml(metadata: dict, group: str, entries: list, tasks_source: str) -> 
                 "description": f"{pretty}: one inspect-ai task per config, written by resplit (resplit export inspect).",
                 "evaluation_framework": "inspect-ai", "tasks": entries,
                 "resplit": {"group": group, "files": {TASKS_FILE: _sha256_text(tasks_source)}}}
-    header = ("# Written by resplit (resplit export inspect); exporting again replaces it. "
-              "Run: inspect eval hf/ORG/NAME@REVISION\n")
-    return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
+    from split_builders.release.provenance import UNSEALED, sealed
+
+    header = ("# Written by resplit (resplit export inspect); exporting again replaces it unless it was edited. "
+              "Run: inspect eval hf/ORG/NAME@REVISION\n"
+              f"# {UNSEALED} (this file's fingerprint: an edited copy is yours, never replaced)\n")
+    return sealed(header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120))
 
 
 def card_lines(exported: InspectExported) -> list[str]:

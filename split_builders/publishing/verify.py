@@ -125,10 +125,11 @@ def check_integrity(released: Released, report: Report, *, load: bool = True, al
 
 
 def check_task_files(released: Released, report: Report) -> None:
-    """The harness and inspect-ai task files resplit wrote (``lm_eval/``, ``inspect_tasks.py``) against the sha256
-    their export recorded: a file changed since (a task edited by hand) differs, since ``push`` would publish it as
+    """The files the readers' exports wrote (``lm_eval/``, ``inspect_tasks.py``, and by their own fingerprints
+    ``eval.yaml``, ``croissant.json`` and the harness group file) against the sha256 recorded: a file changed since (a task edited by hand) differs, since ``push`` would publish it as
     the release's own task; a file listed and missing differs too."""
-    from split_builders.publishing.inspect_export import TASKS_FILE
+    from split_builders.publishing.croissant import FILE as CROISSANT
+    from split_builders.publishing.inspect_export import EVAL_FILE, TASKS_FILE
     from split_builders.release.provenance import file_sha256
     from split_builders.publishing.readers import written_files
 
@@ -139,7 +140,8 @@ def check_task_files(released: Released, report: Report) -> None:
     problems = 0
     for name, digest in sorted(checked.items()):
         path = folder / name
-        again = f"`resplit export {'inspect' if name == TASKS_FILE else 'lm-eval'} {folder}`"
+        export = {TASKS_FILE: "inspect", EVAL_FILE: "inspect", CROISSANT: "croissant"}.get(name, "lm-eval")
+        again = f"`resplit export {export} {folder}`"
         if not path.is_file():
             report.add(1, name, None, False, f"listed by the export but missing; {again} writes it again")
         elif file_sha256(path) != digest:

@@ -3,7 +3,8 @@
 work, places that are empty, the root, the home or working folder, an input of the command, a file where a folder
 goes (or the reverse), an existing output without ``--overwrite``, and a folder holding files resplit did not write
 (:func:`check_replaceable`, :func:`release_files`); :class:`OutputLock` is held while a release is written; files are
-written beside their place then renamed (:func:`write_file`); and a staging folder is recognised only by the marker
+written beside their place then renamed (:func:`write_file`, :func:`write_files`), never through a symbolic link (one
+where resplit would write is refused: :func:`refuse_link`); and a staging folder is recognised only by the marker
 resplit writes into it first (:func:`new_staging`, :func:`is_staging`): anything else beside the output is never
 removed. A staged release an interrupted build left is put in place only when it is complete
 (:func:`staged_problem`). The release writer (:mod:`split_builders.release.writer`) writes through it."""
@@ -35,7 +36,7 @@ def check_output_place(path, flag: str, *, kind: str = "folder", overwrite: bool
 
     - an empty path (``''``: the working folder by accident);
     - the root folder or the home folder itself, and for a ``folder`` (replaced as a whole) the working folder;
-    - a symbolic link to nothing;
+    - a symbolic link (:func:`refuse_link`: resplit never writes through one);
     - a path that is, or (for a folder) holds, one of ``inputs`` (what ``reader`` reads: the source, the target
       being audited, a dataset it is checked against);
     - a ``folder`` or ``files`` path that is a file, and a ``file`` path that is a folder;
@@ -65,6 +66,7 @@ def check_output_place(path, flag: str, *, kind: str = "folder", overwrite: bool
     if path.is_symlink() and not path.exists():
         raise InvalidParameterError(f"{flag} {str(path)!r} is a symbolic link to nothing; remove it or choose another "
                                     f"{flag}")
+    refuse_link(path, flag)
     for item in inputs:
         item = Path(item).expanduser().absolute().resolve()
         if resolved == item:
@@ -96,48 +98,84 @@ def check_output_place(path, flag: str, *, kind: str = "folder", overwrite: bool
 
 
 def write_file(path, write, *, overwrite: bool = False, flag: str = "--out") -> Path:
-    """Write the file ``path`` as every resplit writer does: ``write(temporary)`` writes it beside its place
-    (``.<name>.<random>.tmp``), which is then renamed into place, so ``path`` is never half written. Without
-    ``overwrite`` the rename never replaces a file that appeared meanwhile (refused in one line). The file gets
-    the permissions the umask gives. A place the system refuses to write (no permission, a read-only file system,
-    a full disk: :func:`~split_builders.errors.is_unwritable`) is one line (nothing is left but what was there).
-    A ``path`` that is a symbolic link to a file is written through: the file it points to is replaced, the link
-    kept."""
-    path = through_link(Path(path))
-    staging = None
+    """Write the file ``path`` as every resplit writer does (:func:`write_files` with one file): ``write(temporary)``
+    writes it beside its place, which is then renamed into place, so ``path`` is never half written."""
+    return write_files({path: write}, overwrite=overwrite, flag=flag)[0]
+
+
+def write_files(writes: dict, *, overwrite: bool = False, flag: str = "--out", what: str | None = None,
+                instead: str | None = None) -> list[Path]:
+    """Write the files of ``writes`` (``{path: write}``): every ``write(temporary)`` writes its file beside its place
+    (``.<name>.<random>.tmp``), and only when all are written is each renamed into place, so no file is half
+    written and a failure while writing replaces none. Without ``overwrite`` a rename never replaces a file that
+    appeared meanwhile (refused in one line). The files get the permissions the umask gives. A place that is a
+    symbolic link is refused before anything is written (:func:`refuse_link`: never followed, never replaced); a
+    place the system refuses to write (no permission, a read-only file system, a full disk:
+    :func:`~split_builders.errors.is_unwritable`) is one line naming ``what`` (default: the file) and
+    ``instead`` (default: another ``flag``); nothing is left but what was there."""
+    paths = [Path(path) for path in writes]
+    for path in paths:
+        _check_file_place(path, flag)
+    staged = {}
+    path = paths[0] if paths else None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(handle)
-        write(staging)
-        os.chmod(staging, 0o666 & _folder_mode())  # mkstemp's file is private (0600)
-        if overwrite:
-            os.replace(staging, path)
-        else:
-            try:
-                os.link(staging, path)  # fails where the name exists, at the moment of the rename
-            except FileExistsError:
-                raise OutputExistsError(f"{flag} {str(path)!r} exists (it appeared while resplit ran); pass "
-                                        "--overwrite to replace it") from None
-            except OSError as error:
-                if is_disk_full(error) or path.exists():
-                    raise
-                os.replace(staging, path)  # a file system without hard links
+        for path, write in zip(paths, writes.values()):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, staged[path] = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.close(handle)
+            write(staged[path])
+            os.chmod(staged[path], 0o666 & _folder_mode())  # mkstemp's file is private (0600)
+        for path in paths:
+            _put(staged[path], path, overwrite=overwrite, flag=flag)
     except OSError as error:
         if not is_unwritable(error):
             raise
-        raise cannot_write(error, f"{flag} {str(path)!r}", where=path.parent, instead=f"another {flag}",
-                           kept="nothing was left there") from None
+        where = what or f"{flag} {str(path)!r}"
+        raise cannot_write(error, where, where=path.parent, instead=instead or f"another {flag}",
+                           kept="nothing was left there" if len(paths) == 1 else "no file there was replaced") from None
     finally:
-        if staging is not None and os.path.exists(staging):
-            os.remove(staging)
-    return path
+        for staging in staged.values():
+            if os.path.exists(staging):
+                os.remove(staging)
+    return paths
 
 
-def through_link(path: Path) -> Path:
-    """Where writing ``path`` goes: the place a symbolic link ``path`` points to (replaced there, the link kept),
-    else ``path``."""
-    return path.resolve() if path.is_symlink() and path.exists() else path
+def _put(staging, path: Path, *, overwrite: bool, flag: str) -> None:
+    """Rename the written file ``staging`` to ``path``; without ``overwrite`` never over a file there."""
+    _check_file_place(path, flag)  # again: a link or a folder that appeared meanwhile is refused too
+    if overwrite:
+        os.replace(staging, path)
+        return
+    try:
+        os.link(staging, path)  # fails where the name exists, at the moment of the rename
+    except FileExistsError:
+        raise OutputExistsError(f"{flag} {str(path)!r} exists (it appeared while resplit ran); pass "
+                                "--overwrite to replace it") from None
+    except OSError as error:
+        if is_disk_full(error) or path.exists():
+            raise
+        os.replace(staging, path)  # a file system without hard links
+
+
+def _check_file_place(path: Path, flag: str) -> None:
+    """Refuse a link (:func:`refuse_link`) or a folder where resplit writes the file ``path``."""
+    refuse_link(path, flag)
+    if path.is_dir():
+        raise OutputExistsError(f"{flag}: {str(path)!r} is a folder where resplit writes a file; move it elsewhere or "
+                                f"choose another {flag} (nothing was changed)")
+
+
+def refuse_link(path, flag: str = "--out") -> None:
+    """Refuse, in one line naming it, a symbolic link where resplit would write: resplit never writes through a
+    link (the file it points to may be anyone's, anywhere) nor replaces one silently."""
+    path = Path(path)
+    if path.is_symlink():
+        try:
+            target = f" (to {os.readlink(path)!r})"
+        except OSError:
+            target = ""
+        raise OutputExistsError(f"{flag} {str(path)!r} is a symbolic link{target}, and resplit never writes through "
+                                f"a link; remove the link or choose another {flag} (nothing was changed)")
 
 
 # The marker resplit writes into every staging folder (a release being written, ``.<name>.tmp-*``; an old one
@@ -179,10 +217,11 @@ def is_staging(folder) -> bool:
 
 def check_output_file(path, flag: str, *, figure: bool = False) -> Path:
     """A file a command will write (a figure, a report): its folder must exist and be writable, and the
-    path must not be a folder; a ``figure`` must end in an extension matplotlib writes (``.png``, ``.pdf``,
-    ``.svg``, ...). Checked before any work, refused in one line naming ``flag``."""
+    path must not be a folder or a symbolic link (:func:`refuse_link`); a ``figure`` must end in an extension
+    matplotlib writes (``.png``, ``.pdf``, ``.svg``, ...). Checked before any work, refused in one line naming ``flag``."""
     path = Path(path).expanduser()
     folder = path.parent
+    refuse_link(path, flag)
     if path.is_dir():
         raise InvalidParameterError(f"{flag} {str(path)!r} is a folder; give a file name in it (e.g. "
                                     f"{str(path / 'figure.png')!r})")
@@ -231,21 +270,22 @@ class OutputLock:
     """An exclusive lock on an output location, held from the first check to the final move.
 
     The lock is ``.<name>.lock`` beside the output folder, taken with ``flock`` (released by the
-    kernel when the process ends, however it ends); it holds the owner's pid so that a refused build
-    can name it. Holding the lock means no other build is writing here, so staging folders a killed
+    kernel when the process ends, however it ends); it holds the owner's pid and host so that a refused
+    build can name it. Holding the lock means no other build is writing here, so staging folders a killed
     build left behind (``.<name>.tmp-*``, ``.<name>.old-*`` that hold resplit's marker: :func:`is_staging`) are
     removed on acquiring it; folders of those names without the marker are someone else's and left alone.
     ``flag`` names the output in messages (``--out``, ``--write-clean``).
 
-    The lock file is removed when the lock is released (the command succeeded, was refused or failed) where this
-    lock created it; one that was there before (a killed build's, say) is left as it is. Removing it is safe: it is
-    removed while still locked, and a command that locked a file meanwhile removed finds the name no longer its
-    file and locks again. A lock path that is a folder, a link or someone's file, or a place that cannot be
-    written, is refused in one line.
+    The lock file holds the owner's pid and host. It is removed when the lock is released (the command succeeded,
+    was refused or failed). One that was there before and that this lock could take (its command was killed: the
+    kernel released its lock) is stale: it is taken over with a note in :attr:`notes`, and removed on release too.
+    Removing it is safe: it is removed while still locked, and a command that locked a file meanwhile removed finds
+    the name no longer its file and locks again. A lock path that is a folder, a link or someone's file, or a place
+    that cannot be written, is refused in one line.
     """
 
     def __init__(self, out_dir, *, harness_files=None, flag: str = "--out"):
-        self.out_dir = through_link(Path(out_dir))  # a link to a release: locked (and written) where it points
+        self.out_dir = Path(out_dir)  # never a link (refused by check_output_place and the writer)
         self.flag = flag
         self.harness_files = harness_files  # what the harness export wrote (as in :func:`staged_problem`)
         self.path = self.out_dir.parent / f".{self.out_dir.name}.lock"
@@ -265,9 +305,9 @@ class OutputLock:
                 try:
                     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
-                    owner = os.pread(handle, 64, 0).decode("utf-8", "replace").strip() or "unknown"
+                    owner = _holder(os.pread(handle, 256, 0))
                     os.close(handle)
-                    raise OutputLockedError(f"another build (pid {owner}) is writing {str(self.out_dir)!r}; wait "
+                    raise OutputLockedError(f"another build ({owner}) is writing {str(self.out_dir)!r}; wait "
                                             f"for it to finish or choose another {self.flag}") from None
                 except OSError:  # no lock on this file system: nothing of ours is left
                     os.close(handle)
@@ -278,13 +318,22 @@ class OutputLock:
                     os.close(handle)
                     continue
                 self._handle, self._created = handle, created
-            if not self._created and not _is_pid(os.pread(self._handle, 64, 0)):
-                self.__exit__(None, None, None)
-                raise InvalidParameterError(f"{self.flag} {str(self.out_dir)!r}: {str(self.path)!r} is not resplit's "
-                                            "lock file (it holds other text), and resplit writes its lock there; move "
-                                            f"it elsewhere or choose another {self.flag} (nothing was changed)")
+            if not self._created:
+                left = os.pread(self._handle, 256, 0)
+                if not _is_pid(left):
+                    self.__exit__(None, None, None)
+                    raise InvalidParameterError(f"{self.flag} {str(self.out_dir)!r}: {str(self.path)!r} is not "
+                                                "resplit's lock file (it holds other text), and resplit writes its "
+                                                f"lock there; move it elsewhere or choose another {self.flag} "
+                                                "(nothing was changed)")
+                # locked although it was there: the command that made it ended without removing it (killed); taken
+                # over, and removed on release as if made here
+                self._created = True
+                if left.strip():  # (an empty one: its maker stopped before it wrote its pid)
+                    self.notes.append(f"note: took over the lock {str(self.path)!r} that {_holder(left)} left (it "
+                                      "is no longer running); it is removed when this command ends")
             os.ftruncate(self._handle, 0)
-            os.pwrite(self._handle, str(os.getpid()).encode(), 0)
+            os.pwrite(self._handle, _owner().encode(), 0)
         except OSError as error:
             self.__exit__(None, None, None)
             raise self._refusal(error) from None
@@ -389,9 +438,26 @@ class OutputLock:
             os.close(handle)
 
 
+def _owner() -> str:
+    """What resplit writes into a lock file it holds: its process id and host (``<pid> <host>``)."""
+    import socket
+
+    return f"{os.getpid()} {socket.gethostname()}"
+
+
 def _is_pid(text: bytes) -> bool:
-    """Whether ``text`` (a lock file's first bytes) is what resplit writes there: a process id, or nothing."""
-    return text.strip().isdigit() or not text.strip()
+    """Whether ``text`` (a lock file's first bytes) is what resplit writes there: a process id with its host
+    (:func:`_owner`), a process id alone (an older resplit), or nothing."""
+    words = text.split()
+    return not words or (len(words) <= 2 and words[0].isdigit())
+
+
+def _holder(text: bytes) -> str:
+    """The holder a lock file names, in words (``pid 123 on host h``)."""
+    words = text.decode("utf-8", "replace").split()
+    if not words:
+        return "pid unknown"
+    return f"pid {words[0]}" + (f" on host {words[1]}" if len(words) > 1 else "")
 
 
 def _remove_marker(folder: Path) -> None:

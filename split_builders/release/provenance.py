@@ -67,6 +67,43 @@ def file_sha256(path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+# A generated file that lists no other (eval.yaml, croissant.json, a report's list of its files) carries its own
+# fingerprint: SEAL followed by the sha256 of the file's text with those 64 characters as zeros (:func:`sealed`).
+# A file whose seal no longer matches was edited since resplit wrote it: it is the user's, never replaced.
+SEAL = "resplit-sha256:"
+UNSEALED = SEAL + "0" * 64
+EDITED = "(edited since resplit wrote it)"  # the digest :func:`sealed_digest` gives such a file: matches none
+
+
+def sealed(text: str) -> str:
+    """``text`` (holding :data:`SEAL` followed by 64 zeros once) with those zeros replaced by the sha256 of
+    ``text`` as it is: the file's own fingerprint."""
+    if text.count(UNSEALED) != 1:
+        raise ValueError(f"a sealed text holds {UNSEALED!r} exactly once")
+    return text.replace(UNSEALED, SEAL + hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def sealed_digest(path) -> str | None:
+    """What resplit knows of the generated file ``path``, in the terms of its lists of written files
+    (``{name: sha256 or None}``): the file's sha256 where its seal (:func:`sealed`) holds, :data:`EDITED` where it
+    does not (changed since resplit wrote it), None where it has no seal (written before files were sealed: any
+    content) or cannot be read."""
+    import re
+
+    try:
+        data = Path(path).read_bytes()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = re.findall(re.escape(SEAL) + "([0-9a-f]{64})", text)
+    if not found:
+        return None
+    unsealed = text.replace(SEAL + found[0], UNSEALED, 1)
+    if len(found) != 1 or hashlib.sha256(unsealed.encode("utf-8")).hexdigest() != found[0]:
+        return EDITED
+    return hashlib.sha256(data).hexdigest()
+
+
 def source_location(source) -> tuple[dict, Path | None]:
     """What a release records of where its source is, and the local path (None when not local).
 

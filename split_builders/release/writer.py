@@ -43,7 +43,7 @@ from split_builders.progress import progress_bar
 from split_builders.errors import (InvalidParameterError, OutputExistsError, cannot_write, disk_full, is_disk_full,
                                    is_unwritable)
 from split_builders.release.places import (_folder_mode, _remove_marker, check_output_place, check_replaceable,
-                                           new_staging, through_link)
+                                           new_staging)
 
 
 @dataclass
@@ -181,7 +181,7 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
 
     step = "the release folder"
     staging = None
-    place = through_link(out_dir)  # --out a link to a release: the release replaced where it points, the link kept
+    place = out_dir  # never a link: check_output_place refuses one (resplit never writes through a link)
     try:
         place.parent.mkdir(parents=True, exist_ok=True)
         staging = new_staging(place)  # marked as resplit's before anything is written into it

@@ -71,7 +71,7 @@ def read_given_scores(path, *, source_ids, input_rows: int) -> np.ndarray:
                                     "(one log-likelihood per input row)")
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
     ids = np.asarray(source_ids, dtype=np.int64)
-    if scores.size == input_rows and (not ids.size or ids.max() < scores.size):
+    if scores.size == input_rows and (not ids.size or (ids.max() < scores.size and ids.min() >= 0)):
         scores = scores[ids]
     elif scores.size != ids.size:
         counts = f"{input_rows} rows" + (f" ({ids.size} kept)" if ids.size != input_rows else "")
