@@ -122,6 +122,22 @@ def check_integrity(released: Released, report: Report, *, load: bool = True, al
                 _check_loads(released.folder, config, cache, report, plan)
     check_croissant(released, report)
     check_task_files(released, report)
+    check_generated(released, report)
+
+
+def check_generated(released: Released, report: Report) -> None:
+    """Every other file the release carries (:mod:`split_builders.publishing.verify_files`): each file the card
+    names is there, each reader's file its sections declare is there, every task reads this release, and
+    ``eval.yaml`` and ``croissant.json`` are what resplit writes for it where no fingerprint of them is stored."""
+    from split_builders.publishing import verify_files
+
+    verify_files.check_named_files(released, report)
+    verify_files.check_declared(released, report)
+    checked = verify_files.check_lm_eval_targets(released, report) + verify_files.check_inspect_targets(released,
+                                                                                                       report)
+    if checked and not any(f.status == "differs" and "reads another release" in f.detail for f in report.findings):
+        report.add(1, "(task targets)", None, True, f"{checked} task(s) read this release")
+    verify_files.check_regenerated(released, report)
 
 
 def check_task_files(released: Released, report: Report) -> None:
@@ -158,8 +174,12 @@ def check_croissant(released: Released, report: Report) -> None:
     (built before resplit wrote it) is a note, not a difference."""
     from split_builders.publishing.croissant import FILE, croissant_problems, read_croissant
 
+    from split_builders.publishing.verify_files import declared_files
+
     document, problem = read_croissant(released.folder)
     if document is None and not (released.folder / FILE).exists():
+        if FILE in declared_files(released):
+            return  # the card's sections say the export wrote one: check_generated says it is missing
         report.skip(1, FILE, f"the release has no {FILE} (built before resplit wrote one); `resplit export croissant "
                              f"{released.folder}` writes it")
         return
