@@ -212,6 +212,9 @@ def check_regenerated(released, report) -> None:
         path = folder / name
         if stored.get(name) is not None or not path.is_file() or path.is_symlink():
             continue  # fingerprinted (checked by its sha256), or absent (said where the card declares it)
+        if any(f.status == "differs" and (name in (f.config, f.split) or f.detail.startswith(name))
+               for f in report.findings):
+            continue  # what is wrong with it is said already (croissant.json's listing of the data files)
         try:
             text = make()
         except (ResplitError, OSError, ValueError, KeyError, TypeError):
