@@ -43,9 +43,9 @@ def test_an_untouched_release_verifies_with_every_generated_file_checked(small_r
     report = verify(str(small_release), load=False)
     assert report.ok
     checked = {f.config: f.detail for f in report.findings if f.level == 1 and f.status == "identical"}
-    assert {"eval.yaml", "croissant.json", "(named files)", "(task targets)"} <= set(checked)
+    assert {"eval.yaml", "croissant.json", "(named)", "(targets)"} <= set(checked)
     figures = [p for p in (small_release / "figures").iterdir()]
-    assert checked["(named files)"].startswith(f"{len(figures)} file(s)")
+    assert checked["(named)"].startswith(f"{len(figures)} file(s)")
 
 
 def test_verify_names_each_generated_file_edited(small_release, tmp_path):

@@ -5,9 +5,9 @@ Each generated file is checked by the fingerprint its export stored where there 
 (:func:`split_builders.publishing.readers.written_files`: the lm-eval tasks in their group file, ``inspect_tasks.py``
 in ``eval.yaml``; :func:`split_builders.publishing.verify.check_task_files` compares them), else against what resplit
 writes from the release's own card and files (``eval.yaml``, ``croissant.json``: the same release gives the same
-bytes). A file the card's sections declare (the harness and inspect-ai sections, which the same export writes with
-``croissant.json``) and the folder lacks differs, as does every task that reads another release than this one (its
-folder, its data files and their sha256s, its Hub repository).
+bytes, :func:`regenerated_problem`). A file the card's sections declare (the harness and inspect-ai sections, which
+the same export writes with ``croissant.json``) and the folder lacks differs, as does every task that reads another
+release than this one (its folder, its data files and their sha256s, its Hub repository).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def check_named_files(released, report) -> None:
             continue
         problems += 1
     if names and not problems:
-        report.add(1, "(named files)", None, True, f"{len(names)} file(s) the card names are there")
+        report.add(1, "(named)", None, True, f"{len(names)} file(s) the card names are there")
 
 
 def _starts_as_its_format(path: Path) -> bool:
@@ -196,36 +196,41 @@ def check_inspect_targets(released, report) -> int:
     return len(tasks)
 
 
-def check_regenerated(released, report) -> None:
-    """``eval.yaml`` and ``croissant.json`` against the bytes resplit writes for this release, where no fingerprint
-    of them is stored (:func:`split_builders.publishing.readers.written_files` gives none): a file edited since
-    differs, naming it."""
+def regenerated_problem(released, name: str) -> str | None:
+    """Why the generated file ``name`` (``eval.yaml`` or ``croissant.json``) is not the bytes resplit writes for this
+    release from its card and files, or None where it is, where a fingerprint of it is stored
+    (:func:`split_builders.publishing.readers.written_files`: then its sha256 is what is checked), where the folder
+    has none (said where the card declares it) or where the release is too damaged to write it (level 1's other
+    findings say how)."""
     from split_builders.errors import ResplitError
     from split_builders.publishing import croissant, inspect_export
     from split_builders.publishing.readers import written_files
 
     folder = released.folder
-    stored = written_files(folder)
-    expected = {croissant.FILE: lambda: croissant.text(folder),
-                inspect_export.EVAL_FILE: lambda: inspect_export.expected_eval_yaml(folder)}
-    for name, make in expected.items():
-        path = folder / name
-        if stored.get(name) is not None or not path.is_file() or path.is_symlink():
-            continue  # fingerprinted (checked by its sha256), or absent (said where the card declares it)
-        if any(f.status == "differs" and (name in (f.config, f.split) or f.detail.startswith(name))
-               for f in report.findings):
-            continue  # what is wrong with it is said already (croissant.json's listing of the data files)
-        try:
-            text = make()
-        except (ResplitError, OSError, ValueError, KeyError, TypeError):
-            continue  # the release itself is damaged: level 1's other findings say how
-        if text is None:
-            continue
-        try:
-            same = path.read_text(encoding="utf-8") == text
-        except (OSError, UnicodeDecodeError):
-            same = False
-        command = "croissant" if name == croissant.FILE else "inspect"
-        report.add(1, name, None, same, "" if same else (
-            f"not what resplit writes for this release (changed since it was written); `resplit export {command} "
-            f"{folder}` writes it again"))
+    path = folder / name
+    if not path.is_file() or path.is_symlink() or written_files(folder).get(name) is not None:
+        return None
+    make = {croissant.FILE: croissant.text, inspect_export.EVAL_FILE: inspect_export.expected_eval_yaml}[name]
+    try:
+        text = make(folder)
+    except (ResplitError, OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        if text is None or path.read_text(encoding="utf-8") == text:
+            return None
+    except (OSError, UnicodeDecodeError):
+        pass
+    command = "croissant" if name == croissant.FILE else "inspect"
+    return (f"not what resplit writes from this release's card and files (it, or the card, changed since it was "
+            f"written); `resplit export {command} {folder}` writes it again")
+
+
+def check_eval_yaml(released, report) -> None:
+    """``eval.yaml`` against the bytes resplit writes for this release (:func:`regenerated_problem`)."""
+    from split_builders.publishing.inspect_export import EVAL_FILE
+
+    path = released.folder / EVAL_FILE
+    if not path.is_file() or path.is_symlink():
+        return
+    problem = regenerated_problem(released, EVAL_FILE)
+    report.add(1, EVAL_FILE, None, problem is None, problem or "")
