@@ -269,6 +269,53 @@ def content_sha256(dataset: datasets.Dataset) -> str:
     return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
 
 
+_INTEGER_TEXT = r"^\s*[+-]?\d+\s*$"
+
+
+def source_id_values(column, name: str, *, first_row: int = 0) -> np.ndarray:
+    """The ``source_id`` column of ``name`` as int64 ids, checked as every reader checks them: integers, or text
+    or floats that are whole numbers (read as those integers), one per row. A missing id (null, NaN) or a value that
+    is no integer is refused in one line naming its row (counted from 1; ``first_row``: the rows before this
+    chunk) and the value."""
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    fix = "ids must be whole numbers, one per row; fix it, or rename the column to read it as data"
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InvalidParameterError(f"column 'source_id' of {name} has no value on row {first_row + row + 1}; {fix}")
+    if pa.types.is_integer(column.type):
+        return np.asarray(column.to_numpy(), dtype=np.int64)
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        good = pc.match_substring_regex(column, _INTEGER_TEXT).to_numpy(zero_copy_only=False)
+        if good.all():
+            try:
+                return np.asarray(pc.cast(pc.utf8_trim_whitespace(column), pa.int64()).to_numpy(), dtype=np.int64)
+            except pa.ArrowInvalid:  # beyond int64
+                good = np.zeros(len(column), dtype=bool)
+    elif pa.types.is_floating(column.type):
+        values = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
+        good = np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0 ** 63)
+        if good.all():
+            return values.astype(np.int64)
+    else:
+        good = np.zeros(len(column), dtype=bool)
+    row = int(np.flatnonzero(~good)[0])
+    raise InvalidParameterError(f"column 'source_id' of {name} holds {column[row].as_py()!r} on row "
+                                f"{first_row + row + 1}, which is not an integer; {fix}")
+
+
+def check_unique_ids(ids: np.ndarray, name: str) -> None:
+    """Refuse, in one line naming the first repeat (its value and the two rows, counted from 1), ids that repeat."""
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if repeated.size:
+        second = int(order[1:][repeated].min())
+        first = int(np.flatnonzero(ids == ids[second])[0])
+        raise InvalidParameterError(f"column 'source_id' of {name} repeats {int(ids[second])} (rows {first + 1} and "
+                                    f"{second + 1}); an id names one row: fix it, or rename the column to read it as "
+                                    "data")
+
+
 def with_row_numbers(dataset: datasets.Dataset, *, name: str) -> datasets.Dataset:
     """Add ``source_id`` = 0-based row number, or check the one the data already has (whole
     columns: Arrow and numpy). Rows that carry their own ``source_id`` are put in ascending
@@ -276,13 +323,15 @@ def with_row_numbers(dataset: datasets.Dataset, *, name: str) -> datasets.Datase
     the configs in from the released rows (which hold ``source_id``, not the file's order)."""
     table = arrow_table(dataset)
     if "source_id" in dataset.column_names:
-        column = table.column("source_id")
-        if not pa.types.is_integer(column.type) or column.null_count:
-            raise InvalidParameterError(f"column 'source_id' of {name} must hold integers (one per row, none "
-                                        "missing); rename the column to read it as data")
-        ids = np.asarray(column.to_numpy(), dtype=np.int64)
-        if np.unique(ids).size != ids.size:
-            raise InvalidParameterError(f"column 'source_id' of {name} has duplicate values")
+        ids = source_id_values(table.column("source_id"), name)
+        check_unique_ids(ids, name)
+        if not pa.types.is_integer(table.column("source_id").type):  # integers given as text: read as integers
+            table = table.set_column(table.column_names.index("source_id"), "source_id", pa.array(ids, pa.int64()))
+            order = np.argsort(ids, kind="stable")
+            table = table.take(pa.array(order)).combine_chunks()
+            info = dataset.info.copy()
+            info.features = datasets.Features({**dataset.features, "source_id": datasets.Value("int64")})
+            return datasets.Dataset(InMemoryTable(table), info=info, fingerprint=f"resplit-rows-ids-{len(dataset)}")
         if ids.size > 1 and (np.diff(ids) < 0).any():
             order = np.argsort(ids, kind="stable")
             table = table.take(pa.array(order)).combine_chunks()

@@ -169,8 +169,15 @@ def test_verify_checks_croissant_against_the_files(family_releases, tmp_path):
     assert any(tampered["contentUrl"] in f.detail and "sha256 000000000000" in f.detail for f in differs)
     assert any(f.config == "random" and "no record set" in f.detail for f in differs)
 
-    (folder / FILE).unlink()  # a release built before resplit wrote croissant.json: a note, not a failure
+    (folder / FILE).unlink()  # the card's sections say the export wrote one: missing is a failure
     report = verify(str(folder), load=False)
+    assert not report.ok and [f.detail for f in report.findings if f.status == "differs"] == [
+        f"the card says the release holds it and it is missing; `resplit export croissant {folder}` writes it again"]
+    readme = folder / "README.md"  # a release built before resplit wrote croissant.json (and the inspect-ai section)
+    text = readme.read_text(encoding="utf-8")
+    readme.write_text(text.split("<!-- resplit:inspect -->")[0] + text.split("<!-- /resplit:inspect -->")[1],
+                      encoding="utf-8")
+    report = verify(str(folder), load=False)  # a note, not a failure
     note = [f for f in report.findings if f.config == FILE]
     assert report.ok and [f.status for f in note] == ["not checked"] and "export croissant" in note[0].detail
     assert main(["export", "croissant", str(folder)]) == 0

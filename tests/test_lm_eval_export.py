@@ -510,12 +510,16 @@ def test_curriculum_inoculation_tasks_are_a_group_of_their_own_and_exporting_aga
     # a rebuild over it (--overwrite) finds only resplit's files, the auxiliary group included
     _build(["curriculum", "--data", str(shared / "data" / "curriculum"), "--phenomena", "verbnet",
             "--inoculation-sizes", "10,50", "--out", str(folder), "--overwrite"])
-    # the tasks of a release without inoculation configs exported over them: the stale group and tasks removed
+    # the tasks of a release without inoculation configs exported over them (in a folder outside both releases: one
+    # inside a release is refused, its tasks would read another release): the stale group and tasks removed
+    tasks = tmp_path / "tasks"
+    assert main(["export", "lm-eval", str(folder), "--out", str(tasks)]) == 0
+    assert (tasks / "_curriculum_inoculation.yaml").is_file()
     capsys.readouterr()
-    assert main(["export", "lm-eval", str(root / "cur"), "--out", str(folder / "lm_eval")]) == 0
+    assert main(["export", "lm-eval", str(root / "cur"), "--out", str(tasks)]) == 0
     printed = capsys.readouterr().out
     assert "did not write" not in printed and "--tasks curriculum\n" in printed and "--bootstrap_iters" not in printed
-    left = {p.name for p in (folder / "lm_eval").iterdir()}
+    left = {p.name for p in tasks.iterdir()}
     assert "_curriculum_inoculation.yaml" not in left and not any("_inoc_" in name for name in left)
     assert exported["cur"].groups == {}  # no inoculation configs: one group
 

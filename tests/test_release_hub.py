@@ -116,8 +116,9 @@ def test_verify_a_published_version_by_its_tag(published, versions, tmp_path):
             (c, s) for c, splits in expected.items() for s in splits}, level
     assert set(checks.values()) == {"identical"}
     # beside every config and split: croissant.json and the task files, as resplit wrote them into the pushed copy
-    files = {m[1] for m in (re.match(r"level 1\s+(croissant\.json|\(tasks\))\s+identical", line) for line in lines) if m}
-    assert files == {"croissant.json", "(tasks)"}
+    files = {m[1] for m in (re.match(r"level 1\s+(croissant\.json|eval\.yaml|\(\S+\))\s+identical", line)
+                            for line in lines) if m}
+    assert files == {"croissant.json", "eval.yaml", "(tasks)", "(targets)", "(named)"}
     count = 2 * sum(len(splits) for splits in expected.values()) + len(files)
     assert lines[-1] == f"{REPO_ID}@v1.0.0: {count} identical (levels 1, 2) -> OK"
 
@@ -241,13 +242,13 @@ def test_rescore_rebuilds_an_untouched_tmcd_release(geoquery_release, tmp_path, 
     printed = capsys.readouterr().out
     found = _levels(printed)
     splits = {(c, s) for c in ("tmcd", "length") for s in ("train", "test")}
-    files = ("source", "croissant.json", "(tasks)")  # findings of a file, not of a config's split
+    files = ("source", "croissant.json", "eval.yaml", "(tasks)", "(targets)", "(named)")  # not a split's
     for level in (1, 2, 3):
         assert {(c, s) for lv, c, s in found if lv == level and c not in files} == splits, (level, printed)
     assert found[(3, "source", None)] == "identical"  # the source's content hash equals the card's
-    assert found[(1, "croissant.json", None)] == found[(1, "(tasks)", None)] == "identical"
+    assert all(found[(1, name, None)] == "identical" for name in files[1:])
     assert set(found.values()) == {"identical"}, printed
-    assert printed.strip().splitlines()[-1].endswith("15 identical (levels 1, 2, 3) -> OK")
+    assert printed.strip().splitlines()[-1].endswith(f"{len(found)} identical (levels 1, 2, 3) -> OK")
 
 
 def test_rescore_catches_a_changed_seed_in_the_card(geoquery_release, tmp_path, capsys):
@@ -263,9 +264,9 @@ def test_rescore_catches_a_changed_seed_in_the_card(geoquery_release, tmp_path, 
     found = _levels(capsys.readouterr().out)
     # length depends on the seed too: inputs of one length at its cut are ordered by a seeded draw from their
     # content keys (the content row order rule; by file order, under the position rule, they were not)
-    assert {k for k, v in found.items() if v == "differs"} == {
+    # and croissant.json, which records the seed of the card it was written from, is not the card's now
+    assert {k for k, v in found.items() if v == "differs"} == {(1, "croissant.json", None)} | {
         (level, c, s) for level in (2, 3) for c in ("tmcd", "length") for s in ("train", "test")}
-    assert all(v == "identical" for (level, _, _), v in found.items() if level == 1)
 
 
 def test_rescore_alone_catches_a_source_that_changed_since_the_build(geoquery_copy, tmp_path, capsys):

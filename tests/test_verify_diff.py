@@ -57,10 +57,10 @@ def _move_a_row(folder, config="shortest", source="test", target="train"):
                 if described["name"] == split:
                     described["num_examples"] = entry["rows"][split]
     _write_card(folder, meta, body)
-    from split_builders.publishing.croissant import write_croissant
+    from split_builders.publishing.readers import write_readers
     from split_builders.release.folder import row_ids
 
-    write_croissant(folder)  # and its croissant.json, which lists every data file's sha256
+    write_readers(folder)  # and its tasks, which pin every data file's sha256, and croissant.json, which lists them
     return int(row_ids(moved)[0])
 
 

@@ -78,13 +78,15 @@ def run_release(args) -> int:
     overrides = _declared_overrides(recipe, overrides)
     out = Path(args.out or Path("out") / recipe.name)
     options = recipe.method_options(source=source, out=out, overwrite=args.overwrite, settings=settings, **overrides)
-    result = build(recipe.method, options, progress=not args.no_progress, **recipe.card_overrides(args.org))
-    if result.out is None:
-        return 0
-    if against:  # the recipe's `against:`: the card states what the evaluation splits were checked against
-        from split_builders.publishing.against import record_against
+    from split_builders.publishing.against import record_against, resolved_against
 
-        record_against(result.out, against, progress=not args.no_progress)
+    # every `against:` dataset opened before the build (reachable, its splits and fields; a Hub id downloaded once)
+    with resolved_against(against) as against:
+        result = build(recipe.method, options, progress=not args.no_progress, **recipe.card_overrides(args.org))
+        if result.out is None:
+            return 0
+        if against:  # the recipe's `against:`: the card states what the evaluation splits were checked against
+            record_against(result.out, against, progress=not args.no_progress)
     print(f"built {recipe.name}: {len(result.configs)} configs in {result.out}")
     report = verify(str(result.out), load=not args.no_load_check)
     _print_report(report)

@@ -218,6 +218,52 @@ def label_strings(column, names=None):
     return column.cast(pa.large_string())
 
 
+def class_names_of(other: OtherSplit, column: str, names) -> tuple:
+    """``(class names, why not)`` to read the label ``column`` of ``other`` with: the names it declares (a
+    ``ClassLabel``); else, where its labels are class numbers (whole numbers) and the release has class names
+    ``names``, those names when every number is one of the release's classes, or why they cannot be compared
+    (``(None, reason)``); ``(None, None)`` where the labels are compared as they are (text, or a release without
+    names)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if other.label_names.get(column):
+        return tuple(other.label_names[column]), None
+    if not names:
+        return None, None
+    low, high, kind = None, None, None
+    for chunk in other.batches([column]):
+        values = chunk.column(column)
+        kind = kind or values.type
+        if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
+            return None, None
+        numbers = np.asarray(values.drop_null().to_numpy(), dtype=np.float64)
+        numbers = numbers[~np.isnan(numbers)]
+        if numbers.size and not (numbers == np.round(numbers)).all():
+            return None, None  # measurements, not classes: compared as they are
+        if numbers.size:
+            low = numbers.min() if low is None else min(low, numbers.min())
+            high = numbers.max() if high is None else max(high, numbers.max())
+    if kind is None or low is None:
+        return None, None
+    if low < 0 or high >= len(names):
+        return None, (f"its labels are numbers from {low:g} to {high:g}, not class numbers of the release's "
+                      f"{len(names)} classes {', '.join(names)}")
+    return tuple(names), None
+
+
+def _class_numbers(column, names):
+    """A label column of whole numbers as integers where they are read as class ``names``; else as it is."""
+    import pyarrow as pa
+
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not names or not pa.types.is_floating(column.type):
+        return column
+    values = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
+    missing = np.isnan(values)
+    return pa.array(np.where(missing, 0, values).astype(np.int64), pa.int64(), mask=missing)
+
+
 class LabelCodes:
     """One integer per distinct label value, shared by the target and every other dataset (null: -1)."""
 
@@ -347,6 +393,7 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from loading_scripts.source import check_unique_ids, source_id_values
     from split_builders.progress import progress_bar
 
     pool, inputs, label, names_of = evaluation_pool(parts, fields, where=where, against="other datasets",
@@ -369,6 +416,7 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
     stride = np.int64(1) << np.int64(40)
     scale = np.int64(1) << np.int64(31)  # keys of an input and a label: text * scale + label (each < 2**31)
     checked, skipped = [], []
+    not_classes, read_as = {}, []  # splits whose labels are numbers: not the release's classes, or read as them
     other_inputs = list(against_fields) if against_fields else inputs
     if len(other_inputs) != len(inputs):
         raise InvalidParameterError(f"--against-fields names {len(other_inputs)} column(s); the target's input "
@@ -392,17 +440,29 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
                             "reason": f"no column {', '.join(missing)}"})
             continue
         other_label = other_label_field(label, other.columns, against_label_field) if target_labelled else None
-        seen = 0
+        other_names, why = (class_names_of(other, other_label, names_of.get(label)) if other_label
+                            else (None, None))
+        if why:  # numbers that are not the release's classes: said, never compared as text
+            not_classes[f"{other.dataset} ({other.split})"] = why
+            other_label = None
+        elif other_names is not None and other_label not in other.label_names:
+            read_as.append(f"{other.dataset} ({other.split})")
+        seen, id_chunks = 0, []
+        where_ids = f"--against {other.dataset} ({other.split})"
         bar = progress_bar(total=None, description=f"against {other.split}", unit="row", enabled=progress)
         with bar:
             for chunk in other.batches([*other_inputs, *([other_label] if other_label else []),
                                         *(["source_id"] if "source_id" in other.columns else [])]):
                 n = chunk.num_rows
-                ids = (np.asarray(chunk.column("source_id").to_numpy(zero_copy_only=False), dtype=np.int64)
-                       if "source_id" in chunk.column_names else np.arange(seen, seen + n, dtype=np.int64))
+                if "source_id" in chunk.column_names:  # checked as every reader checks ids
+                    ids = source_id_values(chunk.column("source_id"), where_ids, first_row=seen)
+                    id_chunks.append(ids)
+                else:
+                    ids = np.arange(seen, seen + n, dtype=np.int64)
                 renamed = chunk.select(other_inputs).rename_columns(inputs)
                 normalised = examples_text(renamed, inputs)
-                chunk_label = (labels.of(label_strings(chunk.column(other_label), other.label_names.get(other_label)))
+                chunk_label = (labels.of(label_strings(_class_numbers(chunk.column(other_label), other_names),
+                                                       other_names))
                                if other_label else np.full(n, _NO_LABEL, dtype=np.int64))
                 # exact: the same normalised input (hash lookup)
                 same = np.asarray(pc.index_in(normalised, value_set=value_set).fill_null(-1)
@@ -440,6 +500,8 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
                                split_no[has_label], ids[o][has_label])
                 seen += n
                 bar.update(n)
+        if id_chunks:
+            check_unique_ids(np.concatenate(id_chunks), where_ids)
         checked.append({"dataset": other.dataset, "split": other.split, "rows": int(seen),
                         "fields": other_inputs, "label": other_label})
 
@@ -449,6 +511,11 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
     # labels compared with none of the datasets read: said, never counted as 0 input-and-label rows
     uncompared = [f"{c['dataset']} ({c['split']})" for c in checked if target_labelled and not c["label"]]
     not_compared = bool(target_labelled and checked and len(uncompared) == len(checked))
+    notes = [labels_note(uncompared, all_of_them=not_compared, reasons=not_classes)] if uncompared else []
+    if read_as:
+        names = names_of.get(label) or ()
+        notes.append(f"labels of {', '.join(read_as)} are class numbers without names: read as the release's "
+                     f"classes in order ({', '.join(f'{i} {n}' for i, n in enumerate(names))})")
     for (config, split), rows in pool.rows.items():
         ids = pool.ids[(config, split)]
         text = text_codes[rows]
@@ -484,14 +551,21 @@ def contamination(parts: dict, fields, others: list[str], *, work, threshold: fl
         }))
     report = {"threshold": threshold, "ngram": NGRAM, "num_perm": NUM_PERM, "bands": index.bands,
               "rows_per_band": index.rows, "input_fields": inputs, "label_field": label,
-              **({"labels_compared": False, "labels_note": labels_note(uncompared, all_of_them=not_compared)}
-                 if uncompared else {}),
+              **({"labels_compared": False} if uncompared else {}),
+              **({"labels_note": "; ".join(notes)} if notes else {}),
               "checked": checked, **({"skipped": skipped} if skipped else {}), "against": report_splits}
     return report, pa.concat_tables(tables)
 
 
-def labels_note(uncompared: list, *, all_of_them: bool) -> str:
-    """What the report, the terminal and the card say where labels could not be compared."""
+def labels_note(uncompared: list, *, all_of_them: bool, reasons: dict | None = None) -> str:
+    """What the report, the terminal and the card say where labels could not be compared (``reasons``: why, by
+    split, where it is not the lack of a label column)."""
+    if reasons:
+        where = ", ".join(f"{u} ({reasons.get(u, 'no label column')})" for u in uncompared)
+        if all_of_them:
+            return (f"labels not compared: {where}; input_label_contaminated is unknown, not 0: name the label column "
+                    "with --against-label-field, or give class names")
+        return f"labels not compared for {where}: its matches count as input-contaminated only"
     where = ", ".join(uncompared)
     if all_of_them:
         return (f"labels not compared: {where} has no label column (none named like the target's, nor label, "

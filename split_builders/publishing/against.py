@@ -9,12 +9,60 @@ in the card. Only the README changes: the data files, their hashes and the harne
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
+from split_builders.errors import InvalidParameterError
 from split_builders.evidence.contamination import TIERS
 
 SECTION = "## Checked against other datasets"
+
+
+def resolve_against(entries: list[dict], *, work) -> list[dict]:
+    """Open every dataset of a recipe's ``against:`` (``entries``: :meth:`~.recipe.Recipe.against_datasets`) before
+    the build, so that a dataset that cannot be read is refused before anything is built: a Hub id reachable (at its
+    revision) and downloaded once, into ``work`` (kept until the build's check reads it: ``resolved``), the
+    ``splits`` it names present, the columns its ``fields`` name in one of them, a local file a regular file that the
+    audit reads. The entries, each with ``resolved`` (the local folder or file read); one line naming the entry
+    otherwise."""
+    from split_builders.errors import ResplitError
+    from split_builders.evidence.contamination import open_other
+    from split_builders.evidence.inputs import locate_target
+
+    resolved = []
+    for number, entry in enumerate(entries, 1):
+        where = f"recipe against entry {number} ({entry['dataset']!r})"
+        path = entry.get("path") or entry["dataset"]
+        try:
+            local = Path(path) if Path(path).exists() else locate_target(path, work=work,
+                                                                            revision=entry.get("revision"))[0]
+            splits = open_other(str(local), work=work, splits=entry.get("splits"))
+        except ResplitError as error:
+            raise InvalidParameterError(f"{where}: {_reason(error)}") from None
+        fields = entry.get("fields")
+        if fields and not any(all(c in s.columns for c in fields) for s in splits):
+            missing = [c for c in fields if c not in splits[0].columns]
+            raise InvalidParameterError(f"{where}: its fields {', '.join(fields)} are not all columns of any split "
+                                        f"({splits[0].split} has no {', '.join(missing)}; its columns: "
+                                        f"{', '.join(splits[0].columns)}); name its input columns in fields")
+        resolved.append({**entry, "resolved": str(local)})
+    return resolved
+
+
+@contextlib.contextmanager
+def resolved_against(entries: list[dict]):
+    """:func:`resolve_against` in a working folder that lasts as long as the ``with`` block (the build and the
+    check of what it built); the entries as they are where there are none."""
+    if not entries:
+        yield entries
+        return
+    with tempfile.TemporaryDirectory(prefix="resplit-against-") as work:
+        yield resolve_against(entries, work=work)
+
+
+def _reason(error) -> str:
+    return getattr(error, "problem", None) or str(error).splitlines()[0]
 
 
 def against_record(folder, entries: list[dict], *, threshold: float, progress: bool = False) -> list[dict]:
@@ -29,8 +77,9 @@ def against_record(folder, entries: list[dict], *, threshold: float, progress: b
     out = []
     with tempfile.TemporaryDirectory(prefix="resplit-against-") as work:
         for entry in entries:
-            report, _ = contamination(data.parts, data.fields, [entry.get("path") or entry["dataset"]], work=work,
-                                      threshold=threshold, revision=entry.get("revision"),
+            local = entry.get("resolved")  # read before the build (resolve_against): as it was read then
+            report, _ = contamination(data.parts, data.fields, [local or entry.get("path") or entry["dataset"]],
+                                      work=work, threshold=threshold, revision=None if local else entry.get("revision"),
                                       against_fields=entry.get("fields"), against_splits=entry.get("splits"),
                                       where=str(folder), progress=progress)
             out.append({

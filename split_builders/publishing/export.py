@@ -482,6 +482,9 @@ def where_tasks_read(folder: Path, metadata: dict, *, repo_id: str | None, revis
     if repo_id is not None:
         check_repo_id(repo_id, "--dataset-path")
     check_revision(revision)
+    if dataset_path is not None and revision is not None:
+        raise InvalidParameterError(f"--revision {revision}: --dataset-path {dataset_path!r} is not a Hub id ORG/NAME, "
+                                    "and only a Hub repository has revisions; drop --revision, or give the Hub id")
     if repo_id is None and dataset_path is None and recorded_repo_id(metadata) and recorded_revision(metadata):
         repo_id = recorded_repo_id(metadata)  # a published copy: its tasks read the Hub at its own version
     if repo_id is not None:
@@ -495,6 +498,28 @@ def where_tasks_read(folder: Path, metadata: dict, *, repo_id: str | None, revis
                                     f"{recorded_revision(metadata)} of the release; give that, or read the Hub with "
                                     "--dataset-path ORG/NAME")
     return repo_id, revision
+
+
+def check_tasks_place(folder: Path, out: Path) -> None:
+    """Refuse, in one line, an ``--out`` in another release than ``folder`` (its ``lm_eval/``, say): the tasks
+    written there would read ``folder``, and that release's tasks would silently read another release. The nearest
+    folder at or above ``out`` that holds a resplit card must be ``folder`` itself, or there must be none."""
+    from split_builders.release.folder import front_matter
+
+    own = folder.resolve()
+    for place in (out.resolve(), *out.resolve().parents):
+        if place == own:
+            return
+        try:
+            metadata, _ = front_matter(place / "README.md") if (place / "README.md").is_file() else (None, "")
+        except (OSError, UnicodeDecodeError, ValueError, InvalidReleaseError):  # not a card: not a release
+            continue
+        if isinstance(metadata, dict) and isinstance(metadata.get("resplit"), dict):
+            where = "the release" if place == out.resolve() else "inside the release"
+            raise InvalidParameterError(f"--out {str(out)!r} is {where} {str(place)!r}, not "
+                                        f"{str(folder)!r}: tasks written there would read {str(folder)!r} as if they "
+                                        f"were that release's; give --out outside any other release (its own tasks: "
+                                        f"resplit export lm-eval {place}) (nothing was changed)")
 
 
 def plan_tasks(folder: Path, metadata: dict) -> tuple:
@@ -540,6 +565,7 @@ def export_lm_eval(folder, out=None, *, repo_id: str | None = None, dataset_path
 
     # the one output policy: not '', the root or the home folder, not a file, a writable place
     out = check_output_place(out if out is not None else folder / FOLDER, "--out", kind="files")
+    check_tasks_place(folder, out)
     own = out.resolve() == (folder / FOLDER).resolve()
     if own:  # its card section is written too: a link there is refused before any task is written
         refuse_link(folder / "README.md", "the card")

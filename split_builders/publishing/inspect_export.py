@@ -371,13 +371,34 @@ def export_inspect(folder, *, repo_id: str | None = None, revision: str | None =
                 exported.hub[config] = entry["id"]
         exported.mcc = any(spec.get("mcc") for spec in specs.values())
         # written even without entries: it records the task file, so that both are known as resplit's
-        writes[EVAL_FILE] = _eval_yaml(metadata, group, entries, writes[TASKS_FILE])
+        writes[EVAL_FILE] = _eval_yaml(metadata, group, entries, _sha256_text(writes[TASKS_FILE]))
     # the harness export's policy: only what resplit wrote (unchanged since) is replaced, a file in the way refused
     stale, _ = lm._plan(folder, writes, written_before(folder), what="the inspect-ai tasks")
     exported.paths = lm._write_files(folder, writes, stale, what="the inspect-ai tasks",
                                      instead="a writable copy of the release")
     write_card_section(folder, exported)
     return exported
+
+
+def expected_eval_yaml(folder) -> str | None:
+    """The ``eval.yaml`` resplit writes for the release ``folder`` with the ``inspect_tasks.py`` it holds (what
+    ``verify`` compares the file with where no fingerprint of it is stored); None where no config has a task or the
+    folder holds no ``inspect_tasks.py``. Its entries do not depend on where the tasks read the release."""
+    from split_builders.publishing import export as lm
+    from split_builders.release.folder import read_card
+    from split_builders.release.provenance import file_sha256
+
+    folder = Path(folder)
+    if not (folder / TASKS_FILE).is_file():
+        return None
+    metadata, _ = read_card(folder)
+    configs, fields, group, tasks, _ = lm.plan_tasks(folder, metadata)
+    if not tasks:
+        return None
+    by_name = {config.name: config for config in configs}
+    specs = [_spec(task, by_name[name], fields, None) for name, task in tasks.items()]
+    entries = [entry for entry in map(_hub_task, specs) if entry is not None]
+    return _eval_yaml(metadata, group, entries, file_sha256(folder / TASKS_FILE))
 
 
 def _identifier(config: str) -> str:
@@ -398,12 +419,14 @@ def _tasks_source(specs: dict, repo_id: str | None, revision: str | None) -> str
     return source + functions
 
 
-def _eval_yaml(metadata: dict, group: str, entries: list, tasks_source: str) -> str:
+def _eval_yaml(metadata: dict, group: str, entries: list, tasks_sha256: str) -> str:
+    """``eval.yaml``'s text: the Hub's benchmark form of ``entries``, recording the sha256 of the
+    ``inspect_tasks.py`` written with it."""
     pretty = str(metadata.get("pretty_name") or group)
     document = {"name": pretty,
                 "description": f"{pretty}: one inspect-ai task per config, written by resplit (resplit export inspect).",
                 "evaluation_framework": "inspect-ai", "tasks": entries,
-                "resplit": {"group": group, "files": {TASKS_FILE: _sha256_text(tasks_source)}}}
+                "resplit": {"group": group, "files": {TASKS_FILE: tasks_sha256}}}
     from split_builders.release.provenance import UNSEALED, sealed
 
     header = ("# Written by resplit (resplit export inspect); exporting again replaces it unless it was edited. "

@@ -5,7 +5,10 @@ Three levels, each reported per config and split as identical or differs (with t
 1. integrity: every data file's sha256 equals the card's, every config loads with ``datasets``, no
    ``source_id`` is in two splits of one config, the row counts equal the card's, and the folder holds
    no file the card does not name (``--allow-extra`` accepts them), and ``croissant.json`` lists every data file with
-   its sha256 and has a record set per config (a release built before it existed: a note);
+   its sha256 and has a record set per config (a release built before it existed: a note); and every other file
+   resplit wrote (:mod:`~split_builders.publishing.verify_files`): each file the card names (figures) and each
+   reader's file its sections declare is there, the tasks are as their export wrote them and read this release,
+   ``eval.yaml`` and ``croissant.json`` are the bytes resplit writes for it;
 2. rebuild from the release alone: each method re-derives its configs from the per-row signal the
    released rows carry, the parameters and the seed the card records (``SplitMethod.rederive``);
    no source, no model, no GPU;
@@ -122,6 +125,22 @@ def check_integrity(released: Released, report: Report, *, load: bool = True, al
                 _check_loads(released.folder, config, cache, report, plan)
     check_croissant(released, report)
     check_task_files(released, report)
+    check_generated(released, report)
+
+
+def check_generated(released: Released, report: Report) -> None:
+    """Every other file the release carries (:mod:`split_builders.publishing.verify_files`): each file the card
+    names is there, each reader's file its sections declare is there, every task reads this release, and
+    ``eval.yaml`` and ``croissant.json`` are what resplit writes for it where no fingerprint of them is stored."""
+    from split_builders.publishing import verify_files
+
+    verify_files.check_named_files(released, report)
+    verify_files.check_declared(released, report)
+    checked = verify_files.check_lm_eval_targets(released, report) + verify_files.check_inspect_targets(released,
+                                                                                                       report)
+    if checked and not any(f.status == "differs" and "reads another release" in f.detail for f in report.findings):
+        report.add(1, "(targets)", None, True, f"{checked} task(s) read this release")
+    verify_files.check_eval_yaml(released, report)
 
 
 def check_task_files(released: Released, report: Report) -> None:
@@ -160,8 +179,12 @@ def check_croissant(released: Released, report: Report) -> None:
     (built before resplit wrote it) is a note, not a difference."""
     from split_builders.publishing.croissant import FILE, croissant_problems, read_croissant
 
+    from split_builders.publishing.verify_files import declared_files, regenerated_problem
+
     document, problem = read_croissant(released.folder)
     if document is None and not (released.folder / FILE).exists():
+        if FILE in declared_files(released):
+            return  # the card's sections say the export wrote one: check_generated says it is missing
         report.skip(1, FILE, f"the release has no {FILE} (built before resplit wrote one); `resplit export croissant "
                              f"{released.folder}` writes it")
         return
@@ -177,8 +200,9 @@ def check_croissant(released: Released, report: Report) -> None:
     for config, split, detail in problems:
         report.add(1, config, split or FILE, False, f"{detail}; `resplit export croissant {released.folder}` writes "
                                                     "it again")
-    if not problems:
-        report.add(1, FILE, None, True)
+    if not problems:  # its listing is right: the rest of it too (the bytes resplit writes from the card)
+        changed = regenerated_problem(released, FILE)
+        report.add(1, FILE, None, changed is None, changed or "")
 
 
 def _short(problem: str, relative: str) -> str:

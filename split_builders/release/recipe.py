@@ -205,6 +205,9 @@ def _against_path(name: str, number: int, entry: dict, root: Path) -> str:
         if entry.get("revision"):
             raise InvalidParameterError(f"{where} is a {kind} here, which has no revisions: drop its revision, or "
                                         "name the dataset by its Hub id")
+        if kind == "file" and not local.is_file():  # a FIFO or a device: reading it would wait, or never end
+            raise InvalidParameterError(f"{where}: {local} is not a regular file (a FIFO, a socket or a device); give "
+                                        "a table file, a dataset or release folder, or a Hub id ORG/NAME")
         if not os.access(local, os.R_OK | (os.X_OK if kind == "folder" else 0)):
             raise InvalidParameterError(f"{where}: {local} cannot be read (permissions); make it readable")
         if kind == "file" and table_format(local) is None:
