@@ -16,8 +16,9 @@ release writer, provenance and the card skeleton are shared. A new method is one
 :func:`register` call.
 
 Splitters follow scikit-learn's ``model_selection``: keyword-only parameters validated in
-``__init__``, ``get_params()`` and ``repr`` from the constructor signature (:class:`BaseSplitter`),
-and a ``split(...)`` that returns a :class:`Split` of sorted int64 row numbers.
+``__init__``, ``get_params()``, ``set_params()`` and ``repr`` from the constructor signature (:class:`BaseSplitter`:
+``sklearn.base.clone`` works), and a ``split(...)`` that returns a :class:`Split` of sorted int64 row numbers;
+``splitter.as_cv(...)`` is the same split as scikit-learn's ``cv=`` (:class:`SklearnCV`).
 
 This module gathers the contracts for their users; each lives in a module of one job:
 :mod:`split_builders.splits` (splits and sizes), :mod:`split_builders.options` (options and their checks),
@@ -31,12 +32,12 @@ from split_builders.contracts import (HOOKS, REQUIRED_HOOKS, SIGNAL_KINDS, TASKS
 from split_builders.options import (DEFAULT_NULL_SPLITS, MAX_NULL_SPLITS, NULL_SPLITS_ENV, CommonOptions, check_type,
                                     default_null_splits, option)
 from split_builders.registry import get_method, register, registry, unregister
-from split_builders.splits import (DEFAULT_SEED, SPLIT_INPUTS, SPLITS, BaseSplitter, ConfigSplit, Split, check_number,
-                                   check_random_state, check_size, parse_size, resolve_size)
+from split_builders.splits import (DEFAULT_SEED, SPLIT_INPUTS, SPLITS, BaseSplitter, ConfigSplit, SklearnCV, Split,
+                                   check_number, check_random_state, check_size, parse_size, resolve_size)
 
 __all__ = ["BaseSplitter", "CommonOptions", "ConfigSplit", "Context", "DEFAULT_NULL_SPLITS", "DEFAULT_SEED", "Fields",
            "HOOKS", "HarnessTask", "Loaded", "MAX_NULL_SPLITS", "MethodInfo", "NULL_SPLITS_ENV", "REQUIRED_HOOKS",
-           "SIGNAL_KINDS", "SPLITS", "SPLIT_INPUTS", "Signal", "SourceInfo", "Split", "SplitMethod", "TASKS",
-           "check_number", "check_random_state", "check_size",
+           "SIGNAL_KINDS", "SPLITS", "SPLIT_INPUTS", "Signal", "SklearnCV", "SourceInfo", "Split", "SplitMethod",
+           "TASKS", "check_number", "check_random_state", "check_size",
            "check_type", "default_null_splits", "get_method", "option", "parse_size", "register", "registry",
            "resolve_size", "unregister"]

@@ -12,12 +12,17 @@ from loading_scripts.errors import EmptyTextError, FieldError, InvalidParameterE
 
 __all__ = ["ResplitError", "FieldError", "InvalidParameterError", "EmptyTextError", "SourceLoadError", "ModelLoadError",
            "OutputExistsError", "PublishError", "UnparseableProgramError", "AtomConstraintError", "OutputLockedError",
-           "InvalidReleaseError", "DiskFullError", "UnknownOptionError"]
+           "InvalidReleaseError", "DiskFullError", "UnknownOptionError", "PluginWarning"]
 
 
 class UnknownOptionError(InvalidParameterError, TypeError):
     """A keyword that names no option of the method (``tset_size=``): a ``TypeError`` too, as Python's own
     unexpected keyword argument is."""
+
+
+class PluginWarning(UserWarning):
+    """An installed plug-in (an entry point of another distribution) that resplit leaves out: it failed to import,
+    or its name is one resplit reserves. One line naming the distribution; every other command works."""
 
 
 class ModelLoadError(ResplitError, OSError):

@@ -19,6 +19,12 @@ imports no method or view. The entries come from three places, in this order:
 3. :func:`register` (a method) and ``evidence.register_view`` (a view) from your own code.
 
 A second entry of a name is refused, whichever place it comes from. A method's name need not be a module name.
+
+A plug-in (an entry point) fails alone: one that fails to import or to check is left out with one
+:class:`~split_builders.errors.PluginWarning` line naming its distribution and the error, when its name is first used
+(listing every method, as ``resplit --help`` does, uses every name); one whose name is reserved (a built-in method
+or view, or, for a view, a key of a release's provenance, beside which its record is written) or declared already
+is left out the same way, and never replaces the entry it names.
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ import importlib
 import os
 import sys
 import types
+import warnings
 
 from split_builders.contracts import REQUIRED_HOOKS, SplitMethod
-from split_builders.errors import InvalidParameterError
+from split_builders.errors import InvalidParameterError, PluginWarning
 
 KINDS = ("methods", "views", "readers")
 ENTRY_POINT_GROUPS = {"methods": "resplit.methods", "views": "resplit.views", "readers": "resplit.readers"}
@@ -37,6 +44,9 @@ BUILTIN_TABLES = {"methods": "split_builders.methods", "views": "split_builders.
 """The module whose ``BUILTIN`` (``{name: "module:attribute"}``) lists a kind's built-in entries (imported by name)."""
 VIEWS_ENV = "RESPLIT_VIEWS"
 """Comma-separated names of the third-party (entry point) views to enable; none by default."""
+PROVENANCE = "split_builders.release.provenance"
+"""The module whose ``RECORD_KEYS`` and ``CONFIG_KEYS`` no view may be named like (imported by name: the release's
+format is a layer above)."""
 
 
 def load_target(target: str):
@@ -59,6 +69,8 @@ class Registry:
         self._entries = {kind: {} for kind in KINDS}   # name -> object, or the "module:attribute" not yet loaded
         self._origins = {kind: {} for kind in KINDS}   # name -> "built-in", "entry point <dist>" or "registered"
         self._disabled = {kind: {} for kind in KINDS}  # third-party views not enabled: name -> (reference, origin)
+        self._left_out = {kind: {} for kind in KINDS}  # plug-ins refused or broken: name -> the one line said
+        self._plugins = {kind: {} for kind in KINDS}  # entry points: name -> "the plug-in DIST VERSION (...)"
         self._started = set()
         self._entry_points = entry_points
         self.makers = {"methods": _make_method, "views": _make_view, "readers": lambda obj, name: obj}
@@ -80,12 +92,45 @@ class Registry:
         from importlib.metadata import entry_points
 
         enabled = {name.strip() for name in os.environ.get(VIEWS_ENV, "").split(",") if name.strip()}
-        for point in entry_points(group=ENTRY_POINT_GROUPS[kind]):
+        points = entry_points(group=ENTRY_POINT_GROUPS[kind])
+        reserved = self._reserved(kind) if points else {}
+        for point in points:
             origin = f"entry point of {point.dist.name if point.dist is not None else 'an installed package'}"
+            plugin = _plugin(point)
+            taken = reserved.get(point.name) or (
+                f"declared already ({(self._origins[kind].get(point.name) or self._disabled[kind][point.name][1])})"
+                if point.name in self._entries[kind] or point.name in self._disabled[kind] else None)
+            if taken:
+                self._leave_out(kind, point.name, f"{plugin} declares a {kind[:-1]} named {point.name!r}, which is "
+                                                  f"{taken}: it is left out (the plug-in must rename it)")
+                continue
+            self._plugins[kind][point.name] = plugin
             if kind == "views" and point.name not in enabled:
                 self._disabled[kind][point.name] = (point.value, origin)
-                continue
-            self._declare(kind, point.name, point.value, origin)
+            else:
+                self._declare(kind, point.name, point.value, origin)
+
+    def _reserved(self, kind: str, *, builtin: bool = True) -> dict:
+        """``{name: what reserves it}``: what no entry of ``kind`` from a plug-in may be named (the built-in methods and
+        views with ``builtin``; for a view, the keys of a release's provenance)."""
+        reserved = {}
+        if kind == "views":
+            provenance = importlib.import_module(PROVENANCE)
+            reserved.update((key, f"a key of the release's provenance ({PROVENANCE}.RECORD_KEYS / CONFIG_KEYS)")
+                            for key in (*provenance.RECORD_KEYS, *provenance.CONFIG_KEYS))
+        for table_kind, table in BUILTIN_TABLES.items() if builtin else ():
+            reserved.update((name, f"the built-in {table_kind[:-1]} {name!r}")
+                            for name in importlib.import_module(table).BUILTIN)
+        return reserved
+
+    def _leave_out(self, kind: str, name: str, line: str, *, declared: bool = False) -> None:
+        """Leave a plug-in's entry out (``declared``: remove the entry it declared), with one :class:`PluginWarning`
+        line; asked for by name, it is refused in the same line (where no other entry has the name)."""
+        self._left_out[kind][name] = line
+        if declared:
+            self._entries[kind].pop(name, None)
+            self._origins[kind].pop(name, None)
+        warnings.warn(line, PluginWarning, stacklevel=3)
 
     def _declare(self, kind: str, name: str, entry, origin: str) -> None:
         if name in self._entries[kind]:
@@ -95,8 +140,11 @@ class Registry:
         self._origins[kind][name] = origin
 
     def add(self, kind: str, name: str, obj, origin: str = "registered") -> None:
-        """Add a loaded object; a second name is refused."""
+        """Add a loaded object; a second name, and a view named like a key of a release's provenance, are refused."""
         self._start(kind)
+        taken = self._reserved(kind, builtin=False).get(name)
+        if taken:
+            raise InvalidParameterError(f"a {kind[:-1]} may not be named {name!r}: that is {taken}; rename it")
         self._declare(kind, name, obj, origin)
 
     def enable(self, kind: str, name: str) -> None:
@@ -106,6 +154,8 @@ class Registry:
         self._start(kind)
         if name in self._entries[kind]:
             return
+        if name in self._left_out[kind]:
+            raise InvalidParameterError(self._left_out[kind][name])
         if name not in self._disabled[kind]:
             off = ", ".join(self._disabled[kind]) or "none"
             raise InvalidParameterError(f"no installed {kind[:-1]} named {name!r} to enable (installed and off: "
@@ -133,19 +183,46 @@ class Registry:
         return self._origins[kind][name]
 
     def get(self, kind: str, name: str):
-        """The entry ``name`` of ``kind``, loaded (and checked) on first use; KeyError where there is none."""
+        """The entry ``name`` of ``kind``, loaded (and checked) on first use; KeyError where there is none. A plug-in
+        that fails to load (or was left out) is refused in the line its :class:`PluginWarning` said."""
         self._start(kind)
+        if name not in self._entries[kind] and name in self._left_out[kind]:
+            raise InvalidParameterError(self._left_out[kind][name])
         entry = self._entries[kind][name]
         if isinstance(entry, str):
-            made = self.makers[kind](load_target(entry), name)
+            try:
+                made = self.makers[kind](load_target(entry), name)
+            except Exception as error:  # noqa: BLE001 - any failure of a plug-in's own code is the plug-in's
+                origin = self._origins[kind][name]
+                if not origin.startswith("entry point"):
+                    raise
+                detail = " ".join(f"{type(error).__name__}: {error}".split())  # one line, whatever it raised
+                self._leave_out(kind, name, f"{self._plugins[kind][name]} could not be loaded ({detail}): its "
+                                            f"{kind[:-1]} {name!r} is left out", declared=True)
+                raise InvalidParameterError(self._left_out[kind][name]) from error
             if self._entries[kind].get(name) is entry:  # not replaced while loading
                 self._entries[kind][name] = made
             entry = made
         return entry
 
     def items(self, kind: str) -> dict:
-        """``{name: object}`` of ``kind``, every entry loaded, in order."""
-        return {name: self.get(kind, name) for name in self.names(kind)}
+        """``{name: object}`` of ``kind``, every entry loaded, in order; a plug-in that fails to load is left out
+        (with its one warning line)."""
+        found = {}
+        for name in self.names(kind):
+            try:
+                found[name] = self.get(kind, name)
+            except InvalidParameterError:
+                if name in self._entries[kind] or name not in self._left_out[kind]:
+                    raise
+        return found
+
+
+def _plugin(point) -> str:
+    """How a warning names the distribution of an entry point: ``the plug-in NAME VERSION (group: name = value)``."""
+    dist = point.dist
+    who = f"{dist.name} {dist.version}" if dist is not None else "an installed package"
+    return f"the plug-in {who} ({point.group}: {point.name} = {point.value})"
 
 
 def _make_method(found, name: str) -> SplitMethod:
@@ -185,7 +262,8 @@ def register(method):
     if name in REGISTRY.names("methods"):
         existing = REGISTRY.get("methods", name)
         raise InvalidParameterError(f"a split method named {name!r} is already registered "
-                                    f"({type(existing).__name__}); unregister it first to replace it")
+                                    f"({type(existing).__name__}, {REGISTRY.origin('methods', name)}); unregister it "
+                                    "first to replace it")
     REGISTRY.add("methods", name, instance)
     return method
 

@@ -1,6 +1,7 @@
 """Splits and sizes: :class:`Split` (what every splitter returns), :class:`ConfigSplit` (one config of a
-release), :class:`BaseSplitter` (scikit-learn's ``get_params`` / ``repr`` from the constructor), and the one
-checker of numeric parameters and sizes."""
+release), :class:`BaseSplitter` (scikit-learn's ``get_params`` / ``set_params`` / ``repr`` from the constructor, so
+``sklearn.base.clone`` works) and :class:`SklearnCV` (a splitter as a scikit-learn ``cv=``), and the one checker of
+numeric parameters and sizes."""
 
 from __future__ import annotations
 
@@ -131,9 +132,47 @@ class BaseSplitter:
         return [p.name for p in signature.parameters.values()
                 if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"]
 
-    def get_params(self) -> dict:
-        """The constructor's parameters and their values (as recorded in provenance)."""
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor's parameters and their values (as recorded in provenance). ``deep`` is scikit-learn's
+        argument (``sklearn.base.clone`` passes it); no parameter of a splitter is itself an estimator, so deep and
+        shallow are the same."""
         return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params) -> "BaseSplitter":
+        """Change constructor parameters, as scikit-learn's ``set_params`` (``GridSearchCV``, ``clone``): checked as
+        the constructor checks them (the splitter is made again with these changed), so a bad value or a name that
+        is no parameter is refused in one line and the splitter is left as it was. Returns the splitter."""
+        names = self._param_names()
+        unknown = [name for name in params if name not in names]
+        if unknown:
+            raise InvalidParameterError(f"{type(self).__name__} has no parameter {unknown[0]!r}; its parameters: "
+                                        f"{', '.join(names)}")
+        made = type(self)(**{**self.get_params(), **params})
+        vars(self).update(vars(made))
+        return self
+
+    def get_n_splits(self, X=None, y=None, groups=None) -> int:
+        """1: a splitter makes one split (scikit-learn's cross-validator protocol; ``X``, ``y`` and ``groups`` are
+        ignored)."""
+        return 1
+
+    def as_cv(self, signal=None, *, evaluate: str = "test", stratify: bool = True, **inputs) -> "SklearnCV":
+        """This splitter as a scikit-learn cross-validator (``cv=`` of ``cross_val_score``, ``GridSearchCV``,
+        ``check_cv``): one fold, ``(train, test)`` row numbers of :meth:`split`.
+
+        scikit-learn passes only ``X``, ``y`` and ``groups``; what else the splitter reads per row (``signal``, and
+        ``lengths``, ``atoms``, ... of :data:`SPLIT_INPUTS`) is given here, one value per row of ``X``. ``y`` is
+        the splitter's ``labels`` where it requires them, and, with ``stratify``, where ``y`` holds classes and the
+        splitter balances its evaluation sets over labels in its setting (as ``check_cv`` stratifies a class
+        target); ``labels=`` given here is used instead. ``groups`` keeps groups whole. ``evaluate``: the held-out
+        split that is the fold's test, ``"test"`` or ``"validation"`` (to tune with ``GridSearchCV`` without
+        reading the test rows); the other held-out split is in neither train nor test."""
+        return SklearnCV(self, signal=signal, evaluate=evaluate, stratify=stratify, **inputs)
+
+    def _reads_labels(self) -> bool:
+        """Whether :meth:`split` balances over ``labels`` in this splitter's setting (:meth:`as_cv` then gives it
+        ``y``); a splitter that refuses labels in some setting says so here."""
+        return "labels" in _parameters(type(self)._split)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -171,6 +210,65 @@ class BaseSplitter:
         from ``data``: ``n_rows`` rows of GeoQuery (``inputs``, ``targets``, ``atoms``, ``compounds``), and
         ``rng``, a seeded ``numpy.random.Generator`` for the rest (scores, labels, lengths, ...)."""
         return []
+
+
+class SklearnCV:
+    """A splitter as scikit-learn's cross-validator: ``split(X, y=None, groups=None)`` yields one ``(train,
+    test)`` pair of row numbers, ``get_n_splits`` is 1 (made by :meth:`BaseSplitter.as_cv`, which says how ``y``
+    and ``groups`` are read). It needs no scikit-learn until ``split`` reads ``y``."""
+
+    EVALUATE = ("test", "validation")
+
+    def __init__(self, splitter: BaseSplitter, signal=None, *, evaluate: str = "test", stratify: bool = True,
+                 **inputs):
+        if not isinstance(splitter, BaseSplitter):
+            raise InvalidParameterError(f"as_cv needs a resplit splitter, got {type(splitter).__name__}")
+        if evaluate not in self.EVALUATE:
+            raise InvalidParameterError(f"evaluate must be 'test' or 'validation', got {evaluate!r}")
+        if not isinstance(stratify, bool):
+            raise InvalidParameterError(f"stratify must be True or False, got {stratify!r}")
+        unknown = sorted(set(inputs) - (set(SPLIT_INPUTS) - {"n_rows"}))  # the rows are X's
+        if unknown:
+            raise InvalidParameterError(f"as_cv takes the per-row inputs of split(), not {unknown[0]!r}; they are: "
+                                        f"{', '.join(name for name in SPLIT_INPUTS if name != 'n_rows')}")
+        self.splitter, self.evaluate, self.stratify = splitter, evaluate, stratify
+        self.inputs = {name: value for name, value in {"signal": signal, **inputs}.items() if value is not None}
+
+    def get_n_splits(self, X=None, y=None, groups=None) -> int:
+        """1: the splitter's one split."""
+        return 1
+
+    def split(self, X, y=None, groups=None):
+        """Yield the one ``(train, test)`` pair: sorted int64 row numbers of ``X``."""
+        n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
+        for name, values in self.inputs.items():
+            if name != "groups" and len(values) != n_rows:
+                raise InvalidParameterError(f"X has {n_rows} rows but {name}= given to as_cv has {len(values)} "
+                                            "values: give one per row of X")
+        given = dict(self.inputs)
+        if "labels" not in given and y is not None and ("labels" in self.splitter.requires or (
+                self.stratify and self.splitter._reads_labels() and _is_class_target(y))):
+            given["labels"] = y
+        if "groups" not in given and groups is not None:
+            given["groups"] = groups
+        split = self.splitter.split(**given, n_rows=n_rows)
+        held = split.test if self.evaluate == "test" else split.validation
+        if not len(held):
+            raise InvalidParameterError(f"{type(self.splitter).__name__} gave no {self.evaluate} rows: choose "
+                                        f"evaluate={'validation' if self.evaluate == 'test' else 'test'!r}")
+        yield split.train, held
+
+    def __repr__(self) -> str:
+        given = "".join(f", {name}=<{len(values)} values>" for name, values in self.inputs.items())
+        return f"{self.splitter!r}.as_cv(evaluate={self.evaluate!r}, stratify={self.stratify}{given})"
+
+
+def _is_class_target(y) -> bool:
+    """Whether ``y`` holds classes (scikit-learn's ``type_of_target``: binary or multiclass), which the
+    evaluation sets are balanced over, rather than numbers to regress."""
+    from sklearn.utils.multiclass import type_of_target
+
+    return type_of_target(y) in ("binary", "multiclass")
 
 
 def _rows_given(given: dict) -> int | None:

@@ -14,6 +14,6 @@ from split_builders.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     for method in (ClusterMethod,):
-        if method.name not in registry():
+        if type(registry().get(method.name)) is not method:  # a plug-in of its name is refused, not used
             register(method)
     sys.exit(main())

@@ -155,10 +155,14 @@ def test_view_enables_a_third_party_view_for_one_build(tmp_path):
 
 
 def test_an_entry_point_of_a_registered_name_is_refused_in_one_line(tmp_path, monkeypatch):
+    from split_builders.errors import PluginWarning
+
     monkeypatch.syspath_prepend(str(installed(tmp_path / "site", method="likelihood")))
-    with pytest.raises(InvalidParameterError, match="entry point of resplit-plugin declares a method named "
-                                                    "'likelihood', which is registered already"):
-        Registry().names("methods")
+    fresh = Registry()
+    with pytest.warns(PluginWarning, match="the plug-in resplit-plugin 0.1 .* declares a method named 'likelihood', "
+                                           "which is the built-in method 'likelihood': it is left out"):
+        fresh.names("methods")
+    assert fresh.origin("methods", "likelihood") == "built-in"  # never replaced
 
 
 def test_the_command_lists_an_installed_method_without_any_change_to_resplit(tmp_path):

@@ -158,8 +158,14 @@ def work_done() -> None:
 def build_parser() -> argparse.ArgumentParser:
     import argparse
     import importlib
+    import warnings
+    from functools import partial
 
     from split_builders.api import registry
+    from split_builders.cli.evidence import add_view_parser
+    from split_builders.errors import PluginWarning
+    from split_builders.evidence import views
+    from split_builders.registry import REGISTRY
 
     parser = argparse.ArgumentParser(
         prog="resplit",
@@ -167,10 +173,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"resplit {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for method in registry().values():
-        add_method_parser(subparsers, method)
+    later = []  # what is not built in: added after every built-in command, which it cannot take
+    for name, method in registry().items():
+        if REGISTRY.origin("methods", name) == "built-in":
+            add_method_parser(subparsers, method)
+        else:
+            later.append(("split method", name, REGISTRY.origin("methods", name), method.name,
+                          partial(add_method_parser, subparsers, method)))
     for module_name in TOOL_MODULES:
         importlib.import_module(module_name).add_parsers(subparsers)
+    for name, view in views().items():
+        if REGISTRY.origin("views", name) != "built-in":
+            later.append(("evidence view", name, REGISTRY.origin("views", name), view.subcommand,
+                          partial(add_view_parser, subparsers, view)))
+    for what, name, origin, command, add in later:
+        try:
+            add()
+        except argparse.ArgumentError:
+            warnings.warn(f"the {what} {name!r} ({origin}) would take the command {command!r}, which resplit has "
+                          "already: it is left out", PluginWarning, stacklevel=2)
     return parser
 
 
@@ -185,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     global _PROGRAM, _DONE
     _PROGRAM, _DONE = _PROGRAM or argv is None, False
     try:
-        return _main(argv)
+        return _plugin_warnings_shown(argv)
     except KeyboardInterrupt:  # before the command was known (the imports of its first second)
         return _interrupted(None)
 
@@ -198,8 +219,27 @@ def _interrupted(command: str | None) -> int:
     return 130
 
 
+def _plugin_warnings_shown(argv: list[str] | None) -> int:
+    import warnings
+
+    from split_builders.errors import PluginWarning  # imports datasets: a second, inside main's interrupt handler
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        """A plug-in left out is one line, as the command's own errors are."""
+        if issubclass(category, PluginWarning):
+            print(f"resplit: warning: {message}", file=file or sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        return _main(argv)
+
+
 def _main(argv: list[str] | None) -> int:
-    from split_builders.errors import ResplitError  # imports datasets: a second, inside main's interrupt handler
+    from split_builders.errors import ResplitError
 
     try:
         parser = build_parser()

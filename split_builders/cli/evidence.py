@@ -55,25 +55,34 @@ def run_view(view, args) -> int:
 
 
 def add_parsers(subparsers) -> None:
+    """The subcommands of the built-in views (a plug-in's view is added after every built-in command:
+    :func:`split_builders.cli.build_parser`)."""
     from split_builders.evidence import views
+    from split_builders.registry import REGISTRY
 
-    for view in views().values():
-        parser = subparsers.add_parser(view.subcommand, help=view.summary, description=view.description)
-        parser.add_argument("target", help="a release or dataset folder, or HUB_ID[@REVISION]")
-        parser.add_argument("--json", action="store_true", help=f"print one JSON object ({view.json_help})")
-        parser.add_argument("--revision", help="the Hub revision (branch, tag or commit) of a Hub id")
-        parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-        for setting in view.settings:
-            parser.add_argument(setting.flag, dest=setting.name, type=setting.parse, default=setting.default,
-                                help=setting.help)
-        if "configs" not in {s.name for s in view.settings}:  # every view reads only the configs asked for
-            from split_builders.evidence.view import names as _names
+    for name, view in views().items():
+        if REGISTRY.origin("views", name) == "built-in":
+            add_view_parser(subparsers, view)
 
-            parser.add_argument("--configs", type=_names, metavar="A,B",
-                                help="only these configs (default: every config); the others are not read")
-        if getattr(view, "checks_against", False):  # a view's declaration (the audit's)
-            add_against_arguments(parser)
-        parser.set_defaults(func=partial(run_view, view))
+
+def add_view_parser(subparsers, view) -> None:
+    """The subcommand of one evidence view: its target, ``--json`` and its settings as flags."""
+    parser = subparsers.add_parser(view.subcommand, help=view.summary, description=view.description)
+    parser.add_argument("target", help="a release or dataset folder, or HUB_ID[@REVISION]")
+    parser.add_argument("--json", action="store_true", help=f"print one JSON object ({view.json_help})")
+    parser.add_argument("--revision", help="the Hub revision (branch, tag or commit) of a Hub id")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    for setting in view.settings:
+        parser.add_argument(setting.flag, dest=setting.name, type=setting.parse, default=setting.default,
+                            help=setting.help)
+    if "configs" not in {s.name for s in view.settings}:  # every view reads only the configs asked for
+        from split_builders.evidence.view import names as _names
+
+        parser.add_argument("--configs", type=_names, metavar="A,B",
+                            help="only these configs (default: every config); the others are not read")
+    if getattr(view, "checks_against", False):  # a view's declaration (the audit's)
+        add_against_arguments(parser)
+    parser.set_defaults(func=partial(run_view, view))
 
 
 def add_against_arguments(parser) -> None:

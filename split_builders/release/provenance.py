@@ -36,6 +36,12 @@ from pathlib import Path
 
 SCHEMA = 1
 PACKAGES = ("numpy", "torch", "datasets", "transformers")
+RECORD_KEYS = ("schema", "version", "method", "paper", "seed", "parameters", "source", "signal", "environment",
+               "configs")
+"""The keys of ``resplit:`` that :func:`provenance` and the writer fill."""
+CONFIG_KEYS = ("method", "parameters", "rows", "sha256")
+"""The keys of a config's entry under ``resplit.configs`` that the writer fills. An evidence view's record sits
+beside both under the view's name, so no view may be named like one of either (the registry refuses it)."""
 
 
 def environment() -> dict:

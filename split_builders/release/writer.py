@@ -108,6 +108,12 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, 
     ]
     # The evidence (audit, diagnostics, probe, ...): its settings, and per config its numbers beside the config's files.
     records = evidence or {}
+    from split_builders.release.provenance import CONFIG_KEYS, RECORD_KEYS
+
+    taken = [name for name in records if name in {*RECORD_KEYS, *provenance, *CONFIG_KEYS}]
+    if taken:  # the registry refuses such a view; a record must never replace what provenance says
+        raise InvalidParameterError(f"the evidence view {taken[0]!r} is named like a key of the release's provenance; "
+                                    "rename the view")
     metadata["resplit"] = {
         "version": __version__,
         **provenance,

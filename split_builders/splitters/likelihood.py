@@ -122,6 +122,9 @@ class LikelihoodSplitter(TailSplitter):
 
     requires = ("signal",)
 
+    def _reads_labels(self) -> bool:
+        return self.train_size is None  # train_size mode refuses labels (it has no evaluation sets to balance)
+
     def _order(self, n_rows, *, rng=None, signal=None, **inputs) -> np.ndarray:
         """Most likely first (least likely with ``reverse``), ties in row order: the tail is the least likely."""
         key = -signal if self.reverse else signal
