@@ -139,6 +139,9 @@ def test_token_budget_plans_score_every_row_once_within_budget():
     for batch in batches:
         assert lengths[batch].sum() <= budget or len(batch) == 1
     assert sum(len(b) == 1 and lengths[b].sum() > budget for b in batches) == 2
+    capped = plan_packs(lengths, max_batch_tokens=budget, batch_size=3)
+    assert sorted(np.concatenate(capped).tolist()) == list(range(len(lengths)))
+    assert max(len(b) for b in capped) == 3 and all(lengths[b].sum() <= budget or len(b) == 1 for b in capped)
     assert all(np.array_equal(a, b) for a, b in zip(batches, plan_packs(lengths.tolist(), max_batch_tokens=budget)))
     for n in (1, 2, 3):  # sharded r::N after planning: every batch to exactly one process
         assert sorted(i for r in range(n) for i in range(r, len(batches), n)) == list(range(len(batches)))
@@ -162,7 +165,7 @@ def test_packing_is_checked_and_keys_the_cache(gpt2_shaped):
     model, _ = gpt2_shaped
     with pytest.raises(InvalidParameterError, match="packing must be one of auto, padded, packed, got 'zigzag'"):
         LikelihoodScorer(model, None, packing="zigzag")
-    assert LikelihoodScorer(model, None).packing == "padded"  # auto on a CPU
+    assert LikelihoodScorer(model, None).packing == "packed"  # auto
     keys = {cache_key(["p"], ["q"], model_identity="m", dtype="float32", batch_size=32, max_batch_tokens=8192,
                       packing=mode) for mode in ("padded", "packed")}
     assert len(keys) == 2

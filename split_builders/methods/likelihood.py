@@ -78,8 +78,8 @@ class LikelihoodOptions(CommonOptions):
     device: str | None = option(None, "default: what accelerate picks", choices=("cpu", "cuda"), group="signal")
     batch_size: int = option(32, "scoring batch size", group="signal", integer=True, minimum=1)
     max_batch_tokens: int = option(8192, "most tokens in one scoring batch", group="signal", integer=True, minimum=1)
-    packing: str = option("auto", "scoring passes: padded batches, or packed rows without padding (auto: packed on a "
-                                  "GPU, padded on a CPU); the provenance records the one used",
+    packing: str = option("auto", "scoring passes: padded batches, or packed rows without padding (auto: packed); "
+                                  "the provenance records the one used",
                           choices=("auto", "padded", "packed"), group="signal", record=False)
     cache_dir: str | None = option(None, "score cache folder (default: $RESPLIT_CACHE/scores)", group="signal",
                                    record=False)

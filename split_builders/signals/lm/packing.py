@@ -24,15 +24,17 @@ import numpy as np
 VARLEN_ATTENTION = "resplit_varlen"  # the name registered with transformers' AttentionInterface
 
 
-def plan_packs(lengths, *, max_batch_tokens: int) -> list[np.ndarray]:
+def plan_packs(lengths, *, max_batch_tokens: int, batch_size: int | None = None) -> list[np.ndarray]:
     """Forward passes by tokens: rows longest first (ties in input order), each pass holding at
-    most ``max_batch_tokens`` real tokens (a single longer row gets a pass of its own). The plan
-    depends only on the lengths, so it is the same whatever the number of processes."""
+    most ``max_batch_tokens`` real tokens (a single longer row gets a pass of its own) and at most
+    ``batch_size`` rows. The plan depends only on the lengths, so it is the same whatever the
+    number of processes."""
     lengths = np.asarray(lengths)
     order = np.argsort(-lengths, kind="stable")
     batches, current, tokens = [], [], 0
     for index in order:
-        if current and tokens + lengths[index] > max_batch_tokens:
+        full = batch_size is not None and len(current) >= batch_size
+        if current and (full or tokens + lengths[index] > max_batch_tokens):
             batches.append(np.array(current))
             current, tokens = [], 0
         current.append(index)

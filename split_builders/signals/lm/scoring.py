@@ -5,7 +5,7 @@ EOS are scored (Godbole & Jia, 2023). What makes it fast and exact:
 
 * texts are tokenised once and sorted by length; a forward pass is either a padded batch (little
   padding) or padding-free: rows packed with restarting position ids, attention never crossing
-  rows, passes planned by tokens (:mod:`~split_builders.signals.lm.packing`; the default on a GPU);
+  rows, passes planned by tokens (:mod:`~split_builders.signals.lm.packing`; the default);
 * position ids follow each row, so padding side, packing and batch composition do not change a
   score beyond float rounding;
 * the vocabulary projection runs only on positions that predict a query token, in float32 even
@@ -113,13 +113,13 @@ LOGIT_CHUNK = 1 << 26
 
 
 def resolve_packing(packing: str, device) -> str:
-    """``"padded"`` or ``"packed"``: ``auto`` packs on a GPU and pads on a CPU, where packed passes
-    measured no faster (``benchmarks/scoring.py --packing``)."""
+    """``"padded"`` or ``"packed"``; ``auto`` is packed (on a CPU, lanes of 256 tokens measured
+    1.3x padded batches in float32 and level in bfloat16: ``benchmarks/scoring.py --packing``)."""
     if packing not in PACKINGS:
         raise InvalidParameterError(f"packing must be one of {', '.join(PACKINGS)}, got {packing!r}")
     if packing != "auto":
         return packing
-    return "packed" if str(device).startswith("cuda") else "padded"
+    return "packed"
 
 
 def target_logprobs(hidden, targets, weight, bias=None, *, chunk: int = LOGIT_CHUNK):
@@ -147,7 +147,7 @@ class LikelihoodScorer:
     model, tokenizer
         A ``transformers`` causal LM (in eval mode) and its tokenizer.
     batch_size : int, default=32
-        Most examples per padded forward pass.
+        Most examples per forward pass (a GPU wants more: packed passes are then bounded by tokens).
     max_batch_tokens : int, default=8192
         Most tokens per forward pass (padded: counting the padding).
     padding_side : {"right", "left"}, default="right"
@@ -155,8 +155,7 @@ class LikelihoodScorer:
     packing : {"auto", "padded", "packed"}, default="auto"
         ``padded``: length-sorted batches padded to their longest row. ``packed``: no padding;
         rows concatenated with restarting position ids and attention that never crosses rows
-        (:mod:`~split_builders.signals.lm.packing`), passes planned by tokens only. ``auto``:
-        packed on a GPU, padded on a CPU.
+        (:mod:`~split_builders.signals.lm.packing`), passes planned by tokens. ``auto``: packed.
     pack_length : int, optional
         Longest lane of a packed pass when attention takes a dense block mask (default 256); a
         GPU in bfloat16 / float16 runs one lane per pass through varlen attention instead.
@@ -197,7 +196,8 @@ class LikelihoodScorer:
         if self.packing == "packed":
             from split_builders.signals.lm.packing import plan_packs
 
-            return plan_packs([len(e.ids) for e in encoded], max_batch_tokens=self.max_batch_tokens)
+            return plan_packs([len(e.ids) for e in encoded], max_batch_tokens=self.max_batch_tokens,
+                              batch_size=self.batch_size)
         return plan_batches(encoded, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens)
 
     # -- one batch -----------------------------------------------------------------------
@@ -344,8 +344,8 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     device : str, optional
         ``"cpu"`` or ``"cuda"``; default: what ``accelerate`` picks.
     packing : {"auto", "padded", "packed"}
-        Padded or padding-free forward passes (:class:`LikelihoodScorer`); ``auto``: packed on a
-        GPU, padded on a CPU. Part of the cache key.
+        Padded or padding-free forward passes (:class:`LikelihoodScorer`); ``auto``: packed.
+        Part of the cache key.
     checkpoint_seconds : float
         Save progress when this many seconds have passed since the last save (and always after the
         last batch): a ``kill -9`` loses at most this much work, however small the batches. Ctrl-C
