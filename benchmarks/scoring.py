@@ -182,7 +182,7 @@ def timed(function, device):
     return result, time.perf_counter() - start
 
 
-def compare_packing(args, pack_lengths=(128, 512), repeats=2) -> int:
+def compare_packing(args, pack_lengths=(128, 256, 512), repeats=2) -> int:
     """Padded batches against packed passes (:mod:`split_builders.signals.lm.packing`) on the same rows, float32 and
     the fast dtype: examples/s (best of ``repeats``, the modes interleaved so that a busy machine slows them alike),
     the ratio to padded, the largest difference to padded and Spearman's rho to a float64 run."""
