@@ -20,6 +20,7 @@ utilisation), the largest per-example difference against resplit float32 and Spe
     python benchmarks/scoring.py --n 1000            # this machine's CPU
     python benchmarks/scoring.py --n 5000 --device cuda
     python benchmarks/scoring.py --n 200 --json      # last line: one JSON object
+    python benchmarks/scoring.py --n 200 --packing   # padded vs packed passes, same rows (compare_packing)
 """
 
 from __future__ import annotations
@@ -181,6 +182,48 @@ def timed(function, device):
     return result, time.perf_counter() - start
 
 
+def compare_packing(args, pack_lengths=(128, 256, 512), repeats=2) -> int:
+    """Padded batches against packed passes (:mod:`split_builders.signals.lm.packing`) on the same rows, float32 and
+    the fast dtype: examples/s (best of ``repeats``, the modes interleaved so that a busy machine slows them alike),
+    the ratio to padded, the largest difference to padded and Spearman's rho to a float64 run."""
+    device = args.device
+    prompts, queries = snli_pairs(args.n)
+    ref = resolve_model(args.lm)
+    exact = None
+    rows = []
+    for dtype_name in ("float32", args.fast_dtype):
+        loaded = load_model(ref, dtype=getattr(torch, dtype_name), device=device)
+        encoded = encode(loaded.tokenizer, prompts, queries, max_length=model_context_length(loaded.model))
+        if exact is None:
+            exact = float64_scores(ref, encoded, device)
+        modes = {"padded": dict(packing="padded", batch_size=args.batch_size)}
+        for length in pack_lengths if device == "cpu" else (None,):  # one varlen lane per pass on a GPU
+            modes[f"packed/{length or 'varlen'}"] = dict(packing="packed", pack_length=length)
+        scorers = {name: LikelihoodScorer(loaded.model, loaded.tokenizer, **kw) for name, kw in modes.items()}
+        for scorer in scorers.values():  # warm-up
+            scorer.score_encoded(encoded[:16])
+        best, scores = dict.fromkeys(scorers, float("inf")), {}
+        for _ in range(repeats):
+            for name, scorer in scorers.items():
+                scores[name], seconds = timed(lambda: scorer.score_encoded(encoded), device)
+                best[name] = min(best[name], seconds)
+        for name in scorers:
+            rows.append({"dtype": dtype_name, "mode": name, "ex_per_s": args.n / best[name],
+                         "ratio_to_padded": best["padded"] / best[name],
+                         "max_abs_diff_vs_padded": float(np.abs(scores[name] - scores["padded"]).max()),
+                         "spearman_vs_float64": float(spearmanr(scores[name], exact).statistic)})
+    tokens = sum(len(e.ids) for e in encoded)
+    print(f"\n{args.n} SNLI pairs, {tokens} tokens, model {ref.name}, device {device}, {torch.get_num_threads()} "
+          f"threads, torch {torch.__version__}; best of {repeats}, modes interleaved")
+    print(f"{'dtype':<10}{'mode':<14}{'ex/s':>9}{'vs padded':>11}{'max|diff| vs padded':>21}{'spearman f64':>14}")
+    for r in rows:
+        print(f"{r['dtype']:<10}{r['mode']:<14}{r['ex_per_s']:>9.1f}{r['ratio_to_padded']:>10.2f}x"
+              f"{r['max_abs_diff_vs_padded']:>21.2e}{r['spearman_vs_float64']:>14.6f}")
+    if args.json:
+        print(json.dumps({"n": args.n, "device": device, "model": ref.identity, "packing": rows}, sort_keys=True))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1000, help="number of SNLI pairs (default 1000)")
@@ -192,7 +235,10 @@ def main(argv=None) -> int:
     parser.add_argument("--float64-check", type=int, default=32,
                         help="examples checked against a float64 model (those where the fp32 methods differ most)")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    parser.add_argument("--packing", action="store_true", help="only compare padded and packed passes")
     args = parser.parse_args(argv)
+    if args.packing:
+        return compare_packing(args)
 
     device = args.device
     prompts, queries = snli_pairs(args.n)

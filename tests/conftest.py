@@ -47,8 +47,9 @@ FILE_SECONDS = {
     "test_likelihood_scoring.py": 42, "test_gpu_check.py": 32, "test_bad_input.py": 31, "test_release_recipes.py": 28,
     "test_croissant.py": 28, "test_corpus_contamination.py": 25, "test_release_hub.py": 25,
     "test_harness_scoring.py": 25, "test_push_to_hub.py": 24, "test_report_harness.py": 22,
-    "test_likelihood_robustness.py": 20, "test_mcd.py": 17, "test_likelihood_end_to_end.py": 14,
-    "test_contamination.py": 14, "test_registry_extensions.py": 14, "test_tmcd_cli.py": 11, "test_audit.py": 11,
+    "test_likelihood_robustness.py": 20, "test_packed_scoring.py": 20, "test_mcd.py": 17,
+    "test_likelihood_end_to_end.py": 14, "test_contamination.py": 14, "test_registry_extensions.py": 14,
+    "test_tmcd_cli.py": 11, "test_audit.py": 11,
     "test_faults_round5.py": 11, "test_diagnostics.py": 11, "test_behavioural_cli.py": 10, "test_metric_install.py": 10,
     "test_metric_pass_rate.py": 10, "test_crash_recovery.py": 10, "test_lm_eval_export.py": 9, "test_docs.py": 9,
 }

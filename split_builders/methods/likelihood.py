@@ -81,6 +81,9 @@ class LikelihoodOptions(CommonOptions):
     device: str | None = option(None, "default: what accelerate picks", choices=("cpu", "cuda"), group="signal")
     batch_size: int = option(32, "scoring batch size", group="signal", integer=True, minimum=1)
     max_batch_tokens: int = option(8192, "most tokens in one scoring batch", group="signal", integer=True, minimum=1)
+    packing: str = option("auto", "scoring passes: padded batches, or packed rows without padding (auto: packed); "
+                                  "the provenance records the one used",
+                          choices=("auto", "padded", "packed"), group="signal", record=False)
     cache_dir: str | None = option(None, "score cache folder (default: $RESPLIT_CACHE/scores)", group="signal",
                                    record=False)
 
@@ -639,7 +642,7 @@ def _prompted_scores(src, options: LikelihoodOptions, context):
     run = compute_scores(prompts, queries, model_ref=ref, dtype=dtype, device=options.device,
                          cache_dir=Path(options.cache_dir) if options.cache_dir else cache_root() / "scores",
                          batch_size=options.batch_size, max_batch_tokens=options.max_batch_tokens,
-                         progress=context.progress)
+                         packing=options.packing, progress=context.progress)
     scores = np.asarray(run.scores, dtype=np.float64)
     if order is not None:  # back in the rows' own order
         from split_builders.splitters.partition import back_in_place
@@ -648,7 +651,8 @@ def _prompted_scores(src, options: LikelihoodOptions, context):
     provenance = {"kind": "prompted LM log-likelihood s(x) = sum of log p(query tokens + EOS | BOS + prompt)",
                   "model": ref.name, "model_revision": ref.revision, "dtype": dtype,
                   "template": chosen.describe(), "scorer_version": SCORER_VERSION,
-                  "batch_size": options.batch_size, "max_batch_tokens": options.max_batch_tokens}
+                  "batch_size": options.batch_size, "max_batch_tokens": options.max_batch_tokens,
+                  "packing": run.packing}
     scored = (f"{'cached' if run.from_cache else 'scored'} with {ref.name} ({dtype}, "
               f"{run.num_processes} process(es))")
     return LikelihoodScores(scores, "prompted"), provenance, scored, ref, dtype

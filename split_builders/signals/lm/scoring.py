@@ -3,11 +3,14 @@
 Each text is ``BOS + prompt`` followed by ``query + EOS``; only the query tokens and the final
 EOS are scored (Godbole & Jia, 2023). What makes it fast and exact:
 
-* texts are tokenised once, sorted by length and packed into batches (little padding);
-* position ids follow the attention mask, so padding side and batch composition do not change a
+* texts are tokenised once and sorted by length; a forward pass is either a padded batch (little
+  padding) or padding-free: rows packed with restarting position ids, attention never crossing
+  rows, passes planned by tokens (:mod:`~split_builders.signals.lm.packing`; the default);
+* position ids follow each row, so padding side, packing and batch composition do not change a
   score beyond float rounding;
 * the vocabulary projection runs only on positions that predict a query token, in float32 even
-  when the model runs in bfloat16 / float16;
+  when the model runs in bfloat16 / float16, a chunk of positions at a time: log p is the target
+  logit minus a logsumexp over the vocabulary, never a full log-softmax;
 * batches are fixed before any work is shared out: with N processes, process r scores batches
   r, r+N, ... so every example is computed in the very same batch whatever N is, and the gathered
   scores are identical to a one-process run;
@@ -33,7 +36,7 @@ from split_builders.distributed import process_state, sigterm_as_interrupt
 from split_builders.errors import EmptyTextError, InvalidParameterError, ModelLoadError
 from split_builders.progress import progress_bar
 
-SCORER_VERSION = 1  # bump when a change alters scores, so stale cache entries are not reused
+SCORER_VERSION = 2  # bump when a change alters scores, so stale cache entries are not reused
 
 
 @dataclass
@@ -100,6 +103,42 @@ def model_context_length(model) -> int:
     return 2048
 
 
+PACKINGS = ("auto", "padded", "packed")
+# Longest lane of a packed pass where attention takes a dense block mask (CPU; float32 on a GPU):
+# its attention costs the lane's length squared, so short lanes keep that near a padded batch's.
+DENSE_PACK_LENGTH = 256
+# Most logits alive at once in the chunked log-softmax (256 MiB in float32): ~1,300 positions of a
+# 50k vocabulary, enough for full-width matrix products on a GPU.
+LOGIT_CHUNK = 1 << 26
+
+
+def resolve_packing(packing: str, device) -> str:
+    """``"padded"`` or ``"packed"``; ``auto`` is packed (on a CPU, lanes of 256 tokens measured
+    1.3x padded batches in float32 and level in bfloat16: ``benchmarks/scoring.py --packing``)."""
+    if packing not in PACKINGS:
+        raise InvalidParameterError(f"packing must be one of {', '.join(PACKINGS)}, got {packing!r}")
+    if packing != "auto":
+        return packing
+    return "packed"
+
+
+def target_logprobs(hidden, targets, weight, bias=None, *, chunk: int = LOGIT_CHUNK):
+    """log p(target) = logit[target] - logsumexp(logits) for each row of ``hidden``, in ``weight``'s
+    precision (float32, or float64 for a float64 model), projecting a chunk of rows at a time so
+    that at most ``chunk`` logits exist at once (never the full [positions x vocabulary] log-softmax)."""
+    import torch
+
+    rows = max(1, chunk // weight.shape[0])
+    out = torch.empty(len(targets), dtype=weight.dtype, device=hidden.device)
+    for start in range(0, len(targets), rows):
+        logits = hidden[start:start + rows].to(weight.dtype) @ weight.T
+        if bias is not None:
+            logits = logits + bias
+        picked = logits.gather(1, targets[start:start + rows, None])[:, 0]
+        out[start:start + rows] = picked - torch.logsumexp(logits, dim=-1)
+    return out
+
+
 class LikelihoodScorer:
     """Score (prompt, query) pairs with a causal LM.
 
@@ -108,35 +147,62 @@ class LikelihoodScorer:
     model, tokenizer
         A ``transformers`` causal LM (in eval mode) and its tokenizer.
     batch_size : int, default=32
-        Most examples per forward pass.
+        Most examples per forward pass (a GPU wants more: packed passes are then bounded by tokens).
     max_batch_tokens : int, default=8192
-        Most padded tokens per forward pass.
+        Most tokens per forward pass (padded: counting the padding).
     padding_side : {"right", "left"}, default="right"
         Where padding goes; scores do not depend on it (a test checks).
+    packing : {"auto", "padded", "packed"}, default="auto"
+        ``padded``: length-sorted batches padded to their longest row. ``packed``: no padding;
+        rows concatenated with restarting position ids and attention that never crosses rows
+        (:mod:`~split_builders.signals.lm.packing`), passes planned by tokens. ``auto``: packed.
+    pack_length : int, optional
+        Longest lane of a packed pass when attention takes a dense block mask (default 256); a
+        GPU in bfloat16 / float16 runs one lane per pass through varlen attention instead.
     """
 
     def __init__(self, model, tokenizer, *, batch_size: int = 32, max_batch_tokens: int = 8192,
-                 padding_side: str = "right"):
+                 padding_side: str = "right", packing: str = "auto", pack_length: int | None = None):
         import torch
+
+        from split_builders.signals.lm.packing import use_varlen
 
         batch_size = check_number(batch_size, "batch_size", integer=True, minimum=1)
         max_batch_tokens = check_number(max_batch_tokens, "max_batch_tokens", integer=True, minimum=1)
+        pack_length = check_number(pack_length, "pack_length", integer=True, minimum=1, allow_none=True)
         if padding_side not in ("right", "left"):
             raise InvalidParameterError(f"padding_side must be 'right' or 'left', got {padding_side!r}")
         self.model, self.tokenizer = model, tokenizer
         self.batch_size, self.max_batch_tokens, self.padding_side = batch_size, max_batch_tokens, padding_side
         self.max_length = model_context_length(model)
         self.device = next(model.parameters()).device
+        self.packing = resolve_packing(packing, self.device)
+        # One lane per pass through varlen attention where the kernel exists, else lanes of pack_length.
+        self.varlen = self.packing == "packed" and use_varlen(self.device, next(model.parameters()).dtype)
+        self.pack_length = None if self.varlen else (pack_length or DENSE_PACK_LENGTH)
         head = model.get_output_embeddings()
         # Only the positions that predict query tokens need the vocabulary projection: run the
-        # body, pick those positions, project them in float32. Checked once against the full
-        # model (a model that post-processes its logits falls back to the plain forward).
-        self._head_weight = head.weight.detach().float() if isinstance(head, torch.nn.Linear) else None
-        self._head_bias = None if head is None or getattr(head, "bias", None) is None else head.bias.detach().float()
+        # body, pick those positions, project them in float32 (float64 for a float64 model). Checked
+        # once against the full model (a model that post-processes its logits falls back to the plain
+        # forward).
+        self._precision = torch.promote_types(next(model.parameters()).dtype, torch.float32)
+        linear = isinstance(head, torch.nn.Linear)
+        self._head_weight = head.weight.detach().to(self._precision) if linear else None
+        self._head_bias = head.bias.detach().to(self._precision) if linear and head.bias is not None else None
         self._shortcut = self._head_weight is not None and self._shortcut_matches()
 
+    def plan(self, encoded: list[Encoded]) -> list[np.ndarray]:
+        """The forward passes of ``encoded`` for this scorer's packing (fixed before any sharding)."""
+        if self.packing == "packed":
+            from split_builders.signals.lm.packing import plan_packs
+
+            return plan_packs([len(e.ids) for e in encoded], max_batch_tokens=self.max_batch_tokens,
+                              batch_size=self.batch_size)
+        return plan_batches(encoded, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens)
+
     # -- one batch -----------------------------------------------------------------------
-    def _inputs(self, batch: list[Encoded]):
+    def _padded(self, batch: list[Encoded]):
+        """Model inputs of a padded pass and where each example starts: ``(kwargs, rows, starts)``."""
         import torch
 
         width = max(len(e.ids) for e in batch)
@@ -149,40 +215,54 @@ class LikelihoodScorer:
             mask[row, offset:offset + len(example.ids)] = 1
             offsets.append(offset)
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        return ids.to(self.device), mask.to(self.device), positions.to(self.device), offsets
+        inputs = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
+                  "position_ids": positions.to(self.device)}
+        return inputs, list(range(len(batch))), offsets
 
-    def _query_positions(self, batch, offsets):
-        """(row, position) of each hidden state that predicts a query token, and the targets."""
-        rows, cols, targets, owner = [], [], [], []
-        for row, (example, offset) in enumerate(zip(batch, offsets)):
-            for token_index in range(example.query_start, len(example.ids)):
-                rows.append(row)
-                cols.append(offset + token_index - 1)
-                targets.append(example.ids[token_index])
-                owner.append(row)
-        return rows, cols, targets, owner
+    def _packed(self, batch: list[Encoded]):
+        """Model inputs of a packed pass (``attention_mask=None``: ``transformers`` reads the row
+        boundaries from the restarting position ids) and where each example starts."""
+        from split_builders.signals.lm.packing import packed_inputs, varlen_kwargs
+
+        packed = packed_inputs([e.ids for e in batch], pack_length=self.pack_length)
+        inputs = {"input_ids": packed.ids.to(self.device), "attention_mask": None,
+                  "position_ids": packed.positions.to(self.device)}
+        if self.varlen:
+            inputs.update(varlen_kwargs(packed.lengths, self.device))
+        return inputs, packed.lane, packed.start
+
+    def _forward(self, module, inputs):
+        if not self.varlen:
+            return module(**inputs, use_cache=False)
+        from split_builders.signals.lm.packing import VARLEN_ATTENTION, attention_implementation
+
+        with attention_implementation(self.model, VARLEN_ATTENTION):
+            return module(**inputs, use_cache=False)
 
     def _token_logprobs(self, batch: list[Encoded], *, shortcut: bool):
+        """log p of every query token (and EOS) of the batch, and the example each belongs to."""
         import torch
 
-        ids, mask, positions, offsets = self._inputs(batch)
-        rows, cols, targets, owner = self._query_positions(batch, offsets)
-        rows_t, cols_t = torch.tensor(rows, device=self.device), torch.tensor(cols, device=self.device)
+        inputs, rows, starts = self._packed(batch) if self.packing == "packed" else self._padded(batch)
+        lane, col, targets, owner = [], [], [], []
+        for number, (example, row, start) in enumerate(zip(batch, rows, starts)):
+            scored = range(example.query_start, len(example.ids))
+            lane.extend([row] * len(scored))
+            col.extend(start + t - 1 for t in scored)  # the hidden state before a token predicts it
+            targets.extend(example.ids[t] for t in scored)
+            owner.extend([number] * len(scored))
+        where = (torch.tensor(lane, device=self.device), torch.tensor(col, device=self.device))
+        targets = torch.tensor(targets, device=self.device)
         if shortcut:
-            hidden = self.model.base_model(input_ids=ids, attention_mask=mask, position_ids=positions).last_hidden_state
-            picked = hidden[rows_t, cols_t].float()
-            logits = picked @ self._head_weight.T
-            if self._head_bias is not None:
-                logits = logits + self._head_bias
-        else:
-            logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[rows_t, cols_t].float()
-        logprobs = torch.log_softmax(logits, dim=-1)
-        target_t = torch.tensor(targets, device=self.device)
-        token_lp = logprobs.gather(1, target_t[:, None])[:, 0]
+            hidden = self._forward(self.model.base_model, inputs).last_hidden_state[where]
+            token_lp = target_logprobs(hidden, targets, self._head_weight, self._head_bias)
+        else:  # the model's own logits, whatever its head does
+            logits = self._forward(self.model, inputs).logits[where].to(self._precision)
+            token_lp = logits.gather(1, targets[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
         return token_lp.double().cpu().numpy(), np.asarray(owner)
 
     def score_batch(self, batch: list[Encoded]) -> np.ndarray:
-        """s(x) of each example of one batch, as float64."""
+        """s(x) of each example of one batch (one forward pass), as float64."""
         import torch
 
         with torch.inference_mode():
@@ -203,10 +283,13 @@ class LikelihoodScorer:
     # -- many examples --------------------------------------------------------------------
     def score(self, prompts, queries, *, progress: bool = False) -> np.ndarray:
         """s(x) of every (prompt, query) pair, in input order."""
-        encoded = encode(self.tokenizer, prompts, queries, max_length=self.max_length)
-        batches = plan_batches(encoded, batch_size=self.batch_size, max_batch_tokens=self.max_batch_tokens)
+        return self.score_encoded(encode(self.tokenizer, prompts, queries, max_length=self.max_length),
+                                  progress=progress)
+
+    def score_encoded(self, encoded: list[Encoded], *, progress: bool = False) -> np.ndarray:
+        """s(x) of every encoded example, in input order."""
         scores = np.full(len(encoded), np.nan)
-        for batch in progress_bar(batches, description="scoring", unit="batch", enabled=progress):
+        for batch in progress_bar(self.plan(encoded), description="scoring", unit="batch", enabled=progress):
             scores[batch] = self.score_batch([encoded[i] for i in batch])
         return scores
 
@@ -220,11 +303,12 @@ def texts_digest(prompts, queries) -> str:
     return digest.hexdigest()
 
 
-def cache_key(prompts, queries, *, model_identity: str, dtype: str, batch_size: int, max_batch_tokens: int) -> str:
+def cache_key(prompts, queries, *, model_identity: str, dtype: str, batch_size: int, max_batch_tokens: int,
+              packing: str = "padded") -> str:
     """Key of a score file: the exact texts, the exact weights, the numeric precision, and the
     batch plan (scores are reproducible to the bit only for the same batches)."""
     payload = json.dumps({"texts": texts_digest(prompts, queries), "model": model_identity, "dtype": dtype,
-                          "batch_size": batch_size, "max_batch_tokens": max_batch_tokens,
+                          "batch_size": batch_size, "max_batch_tokens": max_batch_tokens, "packing": packing,
                           "scorer": SCORER_VERSION}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
@@ -238,6 +322,7 @@ class ScoreRun:
     from_cache: bool
     num_processes: int
     resumed_batches: int = 0
+    packing: str = "padded"
 
 
 
@@ -245,7 +330,7 @@ class ScoreRun:
 def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str = "float32",
                    device: str | None = None, batch_size: int = 32, max_batch_tokens: int = 8192,
                    checkpoint_seconds: float = 30.0, progress: bool = True,
-                   stop_after_batches: int | None = None) -> ScoreRun:
+                   stop_after_batches: int | None = None, packing: str = "auto") -> ScoreRun:
     """Score every pair once, with caching, checkpoints and sharding over processes.
 
     Parameters
@@ -258,6 +343,9 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     dtype : {"float32", "bfloat16", "float16"}
     device : str, optional
         ``"cpu"`` or ``"cuda"``; default: what ``accelerate`` picks.
+    packing : {"auto", "padded", "packed"}
+        Padded or padding-free forward passes (:class:`LikelihoodScorer`); ``auto``: packed.
+        Part of the cache key.
     checkpoint_seconds : float
         Save progress when this many seconds have passed since the last save (and always after the
         last batch): a ``kill -9`` loses at most this much work, however small the batches. Ctrl-C
@@ -274,13 +362,14 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
     if torch_dtype is None:
         raise InvalidParameterError(f"dtype must be float32, bfloat16 or float16, got {dtype!r}")
-    key = cache_key(prompts, queries, model_identity=model_ref.identity, dtype=dtype,
-                    batch_size=batch_size, max_batch_tokens=max_batch_tokens)
-    final = Path(cache_dir) / f"{key}.scores"
     state = process_state(device)
+    packing = resolve_packing(packing, state.device)
+    key = cache_key(prompts, queries, model_identity=model_ref.identity, dtype=dtype,
+                    batch_size=batch_size, max_batch_tokens=max_batch_tokens, packing=packing)
+    final = Path(cache_dir) / f"{key}.scores"
     cached = load_arrays(final)  # None when absent or damaged (then it is recomputed)
     if cached is not None and cached["scores"].shape == (len(prompts),):
-        return ScoreRun(cached["scores"], final, True, state.num_processes)
+        return ScoreRun(cached["scores"], final, True, state.num_processes, packing=packing)
 
     from split_builders.signals.lm.models import load_model
 
@@ -288,9 +377,10 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     # transformers saves the weights from rank 0 only, so a conversion by another rank is incomplete.
     with state.main_process_first():
         loaded = load_model(model_ref, dtype=torch_dtype, device=state.device)
-    scorer = LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size, max_batch_tokens=max_batch_tokens)
+    scorer = LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size, max_batch_tokens=max_batch_tokens,
+                              packing=packing)
     encoded = encode(loaded.tokenizer, prompts, queries, max_length=scorer.max_length)
-    batches = plan_batches(encoded, batch_size=batch_size, max_batch_tokens=max_batch_tokens)
+    batches = scorer.plan(encoded)
     mine = list(range(state.process_index, len(batches), state.num_processes))
 
     checkpoint = Path(cache_dir) / f"{key}.partial" / f"rank{state.process_index}-of-{state.num_processes}"
@@ -331,9 +421,9 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     if state.is_main_process:
         save_arrays(final, scores=scores)
         meta = {"model": model_ref.identity, "dtype": dtype, "rows": len(scores), "batch_size": batch_size,
-                "max_batch_tokens": max_batch_tokens, "num_processes": state.num_processes}
+                "max_batch_tokens": max_batch_tokens, "packing": packing, "num_processes": state.num_processes}
         atomic_write(final.with_suffix(".json"), json.dumps(meta, indent=2, sort_keys=True).encode())
     state.wait_for_everyone()
     if checkpoint.is_file():
         checkpoint.unlink()
-    return ScoreRun(scores, final, False, state.num_processes, resumed)
+    return ScoreRun(scores, final, False, state.num_processes, resumed, packing)
