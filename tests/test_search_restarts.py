@@ -133,3 +133,37 @@ def test_restarts_under_the_content_row_order_do_not_depend_on_the_rows_order(fa
 def test_a_release_from_before_restarts_re_derives_with_one():
     assert recorded_restarts({"seed": 1}) == 1 and recorded_restarts(None) == 1
     assert recorded_restarts({"restarts": 4}) == 4
+
+
+def _drop_recorded(folder, key: str) -> None:
+    """Drop ``key`` from the README's recorded parameters, as a release built before it was recorded has none."""
+    import yaml
+
+    text = (folder / "README.md").read_text()
+    _, head, body = text.split("---\n", 2)
+    metadata = yaml.safe_load(head)
+    del metadata["resplit"]["parameters"][key]
+    (folder / "README.md").write_text(f"---\n{yaml.safe_dump(metadata, sort_keys=False)}---\n{body}")
+
+
+def test_a_release_without_a_recorded_restart_count_re_derives_with_one(shared, tmp_path):
+    """verify's level 2 searches again with the recorded restarts; a release from before they were recorded was
+    searched once, and re-derives so. The record matters: without it, a search whose kept restart was not the
+    first no longer re-derives."""
+    from split_builders.cli import main as resplit
+    from split_builders.publishing.verify import verify
+
+    def build(out, restarts):
+        assert resplit(["tmcd", "--source", str(shared / "data" / "geoquery" / "geoquery_nqg.tsv"), "--train-size",
+                        "440", "--iterations", "200", "--configs", "tmcd", "--no-published", "--restarts",
+                        str(restarts), "--seed", "1", "--out", str(out), "--no-progress", "--null-splits", "0"]) == 0
+        return out
+
+    old, new = build(tmp_path / "old", 1), build(tmp_path / "new", 2)
+    for folder in (old, new):
+        _drop_recorded(folder, "restarts")
+    report = verify(str(old), load=False)
+    assert report.ok and any(f.config == "tmcd" and f.level == 2 and f.status == "identical" for f in report.findings)
+    assert "restart_kept: 1" in (new / "README.md").read_text()  # seed 1: restart 1 was kept (checked, not assumed)
+    wrong = verify(str(new), load=False)
+    assert not wrong.ok and any(f.config == "tmcd" and f.level == 2 and f.status == "differs" for f in wrong.findings)
