@@ -474,8 +474,8 @@ def how_built(loaded: Loaded, signal: Signal, options: TMCDOptions) -> list:
          f"({options.iterations} iterations, each choosing among 256 sampled rows per side), keeping the "
          f"best split whose atom divergence is at most {options.max_atom_divergence:g} (the bound used) and "
          f"whose test atoms all occur in train; the search runs {options.restarts} time(s), each from its own "
-         "shuffle seeded from the seed, and the best run is kept; the divergences in the table are measured on the final "
-         "splits (after any validation rows are taken from test)."),
+         "shuffle seeded from the seed, and the best run is kept; the divergences in the table are measured on "
+         "the final splits (after any validation rows are taken from test)."),
     ]
     if rows.source.dropped_published:
         paragraphs.append("**Published splits left out:** " + "; ".join(rows.source.dropped_published) + ".")

@@ -168,7 +168,8 @@ REFERENCE_ITERATIONS = 1000  # Shaw et al.'s bound on atom balancing and greedy 
 
 def compositional_configs(atoms: Sequence, compounds: Sequence, *, inputs: Sequence[str], targets: Sequence[str],
                           target_language: str, names: Sequence[str] = ("tmcd",), train_size=0.5,
-                          iterations: int = 50_000, restarts: int = DEFAULT_RESTARTS, max_atom_divergence: float = 0.05, reference: bool = False,
+                          iterations: int = 50_000, restarts: int = DEFAULT_RESTARTS, max_atom_divergence: float = 0.05,
+                          reference: bool = False,
                           validation_size=0, random_state: int = 42, scores=None, published=None,
                           published_from=None, source_ids=None, membership=None, wugs: dict | None = None,
                           progress: bool = False,

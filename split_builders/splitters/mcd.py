@@ -36,8 +36,8 @@ from split_builders.api import (DEFAULT_SEED, BaseSplitter, Split, check_number,
                                 resolve_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.progress import progress_bar
-from split_builders.splitters.restarts import best_restart
 from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
+from split_builders.splitters.restarts import best_restart
 
 
 def split_counts(train_size, test_size, n_rows: int) -> tuple[int, int]:
