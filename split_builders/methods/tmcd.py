@@ -352,9 +352,9 @@ class TMCDMethod(SplitMethod):
         return {name: figures[name] for name in DIVERGENCES if name in figures}
 
     def example_arguments(self, data, work) -> list:
-        """GeoQuery in NQG's format, two configs, a short search."""
+        """GeoQuery in NQG's format, two configs, a short search of two restarts."""
         return ["--source", str(Path(data) / "data" / "geoquery" / "geoquery_nqg.tsv"), "--train-size", "440",
-                "--iterations", "300", "--configs", "tmcd,length"]
+                "--iterations", "300", "--restarts", "2", "--configs", "tmcd,length"]
 
     def group_example(self, data, work, values) -> tuple:
         """GeoQuery's first rows as a table (input, target) with a ``grp`` column holding ``values`` (one per row),
