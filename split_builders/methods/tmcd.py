@@ -30,6 +30,8 @@ from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, Meth
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.compositional import BUILT
 from split_builders.splitters.partition import CONTENT, content_keys, in_row_order, recorded_row_order
+from split_builders.splitters.restarts import recorded_restarts
+from split_builders.splitters.tmcd import DEFAULT_RESTARTS
 
 TARGET_LANGUAGES = ("funql", "sql", "scan", "cogs")
 # The side of a row whose structure the atoms and compounds describe.
@@ -52,13 +54,17 @@ class TMCDOptions(CommonOptions):
                                                   "(0, 1) (default: half of the parseable rows)", parse=parse_size)
     configs: tuple[str, ...] = option(("tmcd",), f"comma-separated subset of {','.join(BUILT)}")
     reference: bool = option(False, "TMCD by Shaw et al.'s first-improvement greedy (1000 iterations; "
-                                    "reproduces tmcd_1.json with --seed 1 --row-order position)", conflicts=("iterations", "max_atom_divergence"),
-                             conflict_note="the reference search runs its own 1000 iterations without an atom "
-                                           "divergence bound")
+                                    "reproduces tmcd_1.json with --seed 1 --row-order position)",
+                             conflicts=("iterations", "max_atom_divergence", "restarts"),
+                             conflict_note="the reference search runs its own 1000 iterations once, without an "
+                                           "atom divergence bound")
     iterations: int = option(50_000, "annealing steps of the TMCD search (at least 1: without a step the search "
                                      "returns its random start split)", integer=True, minimum=1)
     max_atom_divergence: float = option(0.05, "upper bound on the train/test atom divergence the TMCD search keeps",
                                         minimum=0, maximum=1, exclusive=("minimum",))
+    restarts: int = option(DEFAULT_RESTARTS, "annealing runs of the TMCD search, each from its own start seeded from "
+                                             "--seed; the best split within the atom bound is kept", integer=True,
+                           minimum=1)
     validation_size: int | float = option(0, "rows of each built config's test moved to a validation split: a count, "
                                              "or a fraction of test (default 0: none)", parse=parse_size)
     lexical: bool = option(False, "add <config>_rstr and <config>_rcvcv wug-word variants")
@@ -315,7 +321,10 @@ class TMCDMethod(SplitMethod):
         recorded = {k: v for k, v in (record.get("parameters") or {}).items() if k in fields}
         options = self.Options(**{**recorded, "source": str(released.folder), "out": str(released.folder),
                                   "seed": record["seed"], "published": False, "lexical": False, "scores": None,
-                                  "row_order": recorded_row_order(record.get("parameters"))})
+                                  "row_order": recorded_row_order(record.get("parameters")),
+                                  # the reference search has no restarts (and refuses a count away from the default)
+                                  **({} if recorded.get("reference") else
+                                     {"restarts": recorded_restarts(record.get("parameters"))})})
         scores = None
         if "score" in table.column_names and any(e.get("method") == "likelihood" for e in configs.values()):
             scores = np.asarray(table.column("score").to_numpy(), dtype=np.float64)
@@ -343,9 +352,9 @@ class TMCDMethod(SplitMethod):
         return {name: figures[name] for name in DIVERGENCES if name in figures}
 
     def example_arguments(self, data, work) -> list:
-        """GeoQuery in NQG's format, two configs, a short search."""
+        """GeoQuery in NQG's format, two configs, a short search of two restarts."""
         return ["--source", str(Path(data) / "data" / "geoquery" / "geoquery_nqg.tsv"), "--train-size", "440",
-                "--iterations", "300", "--configs", "tmcd,length"]
+                "--iterations", "300", "--restarts", "2", "--configs", "tmcd,length"]
 
     def group_example(self, data, work, values) -> tuple:
         """GeoQuery's first rows as a table (input, target) with a ``grp`` column holding ``values`` (one per row),
@@ -416,7 +425,8 @@ def search_parameters(options: TMCDOptions) -> dict:
     """The options :func:`~split_builders.splitters.compositional.compositional_configs` builds the
     configs with (a build and ``rederive`` alike)."""
     return {"names": options.configs, "train_size": train_share(options), "iterations": options.iterations,
-            "max_atom_divergence": options.max_atom_divergence, "reference": options.reference,
+            "restarts": options.restarts, "max_atom_divergence": options.max_atom_divergence,
+            "reference": options.reference,
             "validation_size": options.validation_size, "random_state": options.seed}
 
 
@@ -463,8 +473,9 @@ def how_built(loaded: Loaded, signal: Signal, options: TMCDOptions) -> list:
          f"`tmcd` starts from Shaw et al.'s shuffled, atom-balanced split and anneals over swaps "
          f"({options.iterations} iterations, each choosing among 256 sampled rows per side), keeping the "
          f"best split whose atom divergence is at most {options.max_atom_divergence:g} (the bound used) and "
-         "whose test atoms all occur in train; the divergences in the table are measured on the final "
-         "splits (after any validation rows are taken from test)."),
+         f"whose test atoms all occur in train; the search runs {options.restarts} time(s), each from its own "
+         "shuffle seeded from the seed, and the best run is kept; the divergences in the table are measured on "
+         "the final splits (after any validation rows are taken from test)."),
     ]
     if rows.source.dropped_published:
         paragraphs.append("**Published splits left out:** " + "; ".join(rows.source.dropped_published) + ".")

@@ -30,7 +30,7 @@ from split_builders.api import (DEFAULT_SEED, BaseSplitter, ConfigSplit, Split, 
                                 resolve_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.base import TailSplitter
-from split_builders.splitters.tmcd import train_count
+from split_builders.splitters.tmcd import DEFAULT_RESTARTS, train_count
 
 _SQL_LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"|\b\d+(\.\d+)?\b")
 
@@ -168,7 +168,8 @@ REFERENCE_ITERATIONS = 1000  # Shaw et al.'s bound on atom balancing and greedy 
 
 def compositional_configs(atoms: Sequence, compounds: Sequence, *, inputs: Sequence[str], targets: Sequence[str],
                           target_language: str, names: Sequence[str] = ("tmcd",), train_size=0.5,
-                          iterations: int = 50_000, max_atom_divergence: float = 0.05, reference: bool = False,
+                          iterations: int = 50_000, restarts: int = DEFAULT_RESTARTS, max_atom_divergence: float = 0.05,
+                          reference: bool = False,
                           validation_size=0, random_state: int = 42, scores=None, published=None,
                           published_from=None, source_ids=None, membership=None, wugs: dict | None = None,
                           progress: bool = False,
@@ -216,12 +217,13 @@ def compositional_configs(atoms: Sequence, compounds: Sequence, *, inputs: Seque
         started = time.perf_counter()
         if units is None:
             split, parameters, what = _search(name, atoms, compounds, parsed, inputs, targets, target_language,
-                                              n_train, iterations=iterations, max_atom_divergence=max_atom_divergence,
+                                              n_train, iterations=iterations, restarts=restarts,
+                                              max_atom_divergence=max_atom_divergence,
                                               reference=reference, random_state=random_state, progress=progress)
         else:
             split, parameters, what = _search_groups(name, units, atoms, compounds, parsed, inputs, targets,
                                                      target_language, n_train, iterations=iterations,
-                                                     max_atom_divergence=max_atom_divergence,
+                                                     restarts=restarts, max_atom_divergence=max_atom_divergence,
                                                      random_state=random_state, progress=progress)
             parameters["grouped_by"] = group_field
             what += f"; rows sharing a `{group_field}` kept in one split"
@@ -287,7 +289,7 @@ def tmcd_description(parameters: dict, validation_rows: int) -> str:
     return text + ". Built by resplit."
 
 
-def _search(name, atoms, compounds, parsed, inputs, targets, target_language, n_train, *, iterations,
+def _search(name, atoms, compounds, parsed, inputs, targets, target_language, n_train, *, iterations, restarts,
             max_atom_divergence, reference, random_state, progress):
     """One built config over the parseable rows: (Split of positions among them, parameters, description)."""
     from split_builders.splitters.tmcd import TMCDSplitter, published_numbering, reference_tmcd
@@ -303,11 +305,9 @@ def _search(name, atoms, compounds, parsed, inputs, targets, target_language, n_
                           "search": "reference first-improvement greedy (Shaw et al. 2021)", **info}
             return Split.of(train, (), test), parameters, DESCRIPTIONS["tmcd_reference"]
         splitter = TMCDSplitter(train_size=n_train, n_iterations=iterations, max_atom_divergence=max_atom_divergence,
-                                random_state=random_state)
+                                n_restarts=restarts, random_state=random_state)
         split = splitter.split(atoms=kept_atoms, compounds=kept_compounds, progress=progress)
-        parameters = {**splitter.get_params(), "search": "annealed sampled swaps (resplit)",
-                      "atom_swaps": splitter.atom_swaps_, "search_met_bound": splitter.bound_met_,
-                      "search_atom_divergence": round(float(splitter.atom_divergence_), 6)}
+        parameters = {**splitter.get_params(), "search": "annealed sampled swaps (resplit)", **_search_record(splitter)}
         return split, parameters, DESCRIPTIONS["tmcd"].format(bound=f"{max_atom_divergence:g}")
     if name == "length":
         splitter = LongestToTestSplitter(train_size=n_train)
@@ -323,8 +323,16 @@ def _search(name, atoms, compounds, parsed, inputs, targets, target_language, n_
     return split, splitter.get_params(), DESCRIPTIONS[name]
 
 
+def _search_record(splitter) -> dict:
+    """What a TMCD config records of its search besides the parameters: atom swaps, whether it met the bound,
+    its atom divergence, each restart's compound divergence and the restart kept."""
+    return {"atom_swaps": splitter.atom_swaps_, "search_met_bound": splitter.bound_met_,
+            "search_atom_divergence": round(float(splitter.atom_divergence_), 6),
+            "restart_compound_divergences": splitter.restart_divergences_, "restart_kept": splitter.restart_}
+
+
 def _search_groups(name, units, atoms, compounds, parsed, inputs, targets, target_language, n_train, *,
-                   iterations, max_atom_divergence, random_state, progress):
+                   iterations, restarts, max_atom_divergence, random_state, progress):
     """One built config over whole groups (``units``, numbered over the parseable rows): (Split of
     positions among the parseable rows, parameters, description)."""
     from collections import Counter
@@ -341,11 +349,10 @@ def _search_groups(name, units, atoms, compounds, parsed, inputs, targets, targe
         for position, unit in enumerate(units.codes.tolist()):
             unit_compounds[unit].update(compounds[parsed[position]])
         splitter = TMCDSplitter(train_size=train_units, n_iterations=iterations,
-                                max_atom_divergence=max_atom_divergence, random_state=random_state)
+                                max_atom_divergence=max_atom_divergence, n_restarts=restarts, random_state=random_state)
         split = splitter.split(atoms=units.union(kept_atoms), compounds=unit_compounds, progress=progress)
         parameters = {**splitter.get_params(), "search": "annealed sampled swaps of whole groups (resplit)",
-                      "atom_swaps": splitter.atom_swaps_, "search_met_bound": splitter.bound_met_,
-                      "search_atom_divergence": round(float(splitter.atom_divergence_), 6)}
+                      **_search_record(splitter)}
         what = DESCRIPTIONS["tmcd"].format(bound=f"{max_atom_divergence:g}")
         return Split.of(units.rows(split.train), (), units.rows(split.test)), parameters, what
     if name == "standard":  # groups in a seeded random order

@@ -13,9 +13,10 @@ dataset's size:
   (the atom constraint), falling back to any candidate when none qualifies;
 * when no candidate keeps the atom divergence within the bound, the one that lowers it most is
   taken;
-* the search ends when both sides have their sizes; it runs ``n_restarts`` times from different
-  random starts (the greedy choices depend much on the first rows) and the filling with the largest
-  compound divergence within the bound goes on. A second phase of ``n_swaps`` swaps between
+* the search ends when both sides have their sizes; it runs ``n_restarts`` times, each from its own
+  random start and generator seeded from the seed (:mod:`~split_builders.splitters.restarts`; the
+  greedy choices depend much on the first rows), and the filling with the largest compound
+  divergence within the bound goes on, with its generator. A second phase of ``n_swaps`` swaps between
   test and the unused examples (then train and the unused examples) keeps each exchange that raises
   compound divergence within the atom bound.
 
@@ -36,6 +37,7 @@ from split_builders.api import (DEFAULT_SEED, BaseSplitter, Split, check_number,
 from split_builders.errors import InvalidParameterError
 from split_builders.progress import progress_bar
 from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
+from split_builders.splitters.restarts import best_restart
 
 
 def split_counts(train_size, test_size, n_rows: int) -> tuple[int, int]:
@@ -146,8 +148,10 @@ class MCDSplitter(BaseSplitter):
     n_swaps : int, default=0
         Exchanges tried after the greedy phase (each between a side and the unused rows).
     n_restarts : int, default=3
-        Greedy fillings from different random starts; the one with the largest compound divergence
-        within the atom bound goes on to the exchanges.
+        Greedy fillings, each from its own random start and generator seeded from ``random_state``
+        (:func:`~split_builders.splitters.restarts.restart_seeds`; restart 0 is the search of
+        ``n_restarts=1``); the one with the largest compound divergence within the atom bound goes
+        on to the exchanges, drawing from its generator.
     n_seed : int, default=1
         Random rows each side starts with.
     random_state : int or None, default=42
@@ -163,6 +167,8 @@ class MCDSplitter(BaseSplitter):
         Exchanges of the second phase that were kept.
     restart_divergences_ : list of float
         Compound divergence of each greedy filling, before the exchanges.
+    restart_ : int
+        The restart that went on to the exchanges.
     """
 
     def __init__(self, *, train_size, test_size, max_atom_divergence: float = 0.02, n_candidates: int = 256,
@@ -197,21 +203,20 @@ class MCDSplitter(BaseSplitter):
         n_train, n_test = split_counts(self.train_size, self.test_size, n_rows)
         if self.n_seed * 2 > min(n_train, n_test) * 2 or 2 * self.n_seed > n_rows:
             raise InvalidParameterError(f"n_seed {self.n_seed} does not fit train {n_train} and test {n_test}")
-        rng = np.random.default_rng(self.random_state)
         compound_table, atom_table = _Table(compounds), _Table(atoms)
         steps = n_train + n_test - 2 * self.n_seed
         bar = progress_bar(total=steps * self.n_restarts + self.n_swaps, description="MCD search", unit="step",
                            enabled=progress)
-        best, best_value = None, -np.inf
         self.restart_divergences_ = []
-        for _ in range(self.n_restarts):
+
+        def search(seed):
+            rng = np.random.default_rng(seed)
             side_of = self._greedy(n_train, n_test, compound_table, atom_table, rng, bar)
             cd, ad = self._state(side_of, compound_table, atom_table)
-            value = cd.value() if ad.value() <= self.max_atom_divergence else cd.value() - 1.0
             self.restart_divergences_.append(round(cd.value(), 6))
-            if value > best_value:
-                best, best_value = side_of, value
-        side_of = best
+            return (cd.value() if ad.value() <= self.max_atom_divergence else cd.value() - 1.0), (side_of, rng)
+
+        self.restart_, (side_of, rng), _ = best_restart(search, self.random_state, self.n_restarts)
         cd, ad = self._state(side_of, compound_table, atom_table)
         self.swaps_kept_ = self._swap(cd, ad, side_of, np.flatnonzero(side_of == 0), rng, bar)
         bar.update(bar.total - bar.n)
@@ -364,7 +369,8 @@ def mcd_configs(atoms: Sequence, compounds: Sequence, *, train_size, test_size, 
             seconds["mcd"] = time.perf_counter() - started
         parameters = {**splitter.get_params(), "search_met_bound": splitter.bound_met_,
                       "swaps_kept": int(splitter.swaps_kept_),
-                      "restart_compound_divergences": [round(float(v), 6) for v in splitter.restart_divergences_]}
+                      "restart_compound_divergences": [round(float(v), 6) for v in splitter.restart_divergences_],
+                      "restart_kept": splitter.restart_}
         configs.append(ConfigSplit("mcd", {"train": parsed[split.train], "test": parsed[split.test]}, method="mcd",
                                    parameters=parameters,
                                    description=DESCRIPTIONS["mcd"].format(bound=f"{max_atom_divergence:g}") + "."))
