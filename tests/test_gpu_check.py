@@ -40,14 +40,24 @@ def test_gpu_check_runs_tiny_on_cpu(tmp_path):
     figures = {name: results["steps"][name]["figures"] for name in STEPS}
     for model in ("gpt2-medium", "gpt2-large", "llama-1b"):
         scored = figures["scoring"]["models"][model]
-        for method in ("resplit_bf16", "resplit_fp32", "evaluate_method", "reference_loop"):
+        for method in ("resplit_bf16", "resplit_bf16_padded", "resplit_fp32", "resplit_fp32_padded", "evaluate_method",
+                       "reference_loop"):
             assert scored[method]["ex_per_s"] > 0 and 0 < scored[method]["mfu"]
-        # the peers compute the same s(x) as resplit in float32
+        # the peers compute the same s(x) as resplit in float32, packed or padded
         assert scored["evaluate_method"]["max_abs_diff_vs_resplit_fp32"] < 1e-3
+        assert scored["packed_vs_padded_fp32_max_abs_diff"] < 1e-4
     assert figures["precision"]["bf16_vs_fp32_spearman"] > 0.5  # random tiny weights: length dominates
     assert figures["precision"]["device_fp32_vs_cpu_fp32_max_abs_diff"] < 1e-3  # CPU against CPU here
     assert figures["precision"]["batch_size_1_vs_planned_fp32_max_abs_diff"] < 1e-3
     assert figures["finetune"]["train_tokens_per_s"] > 0 and figures["finetune"]["scores_finite"]
+    # packed fine-tuning (token budgets) and its padded peer in the same run, each with the paper's-setting estimate
+    assert figures["finetune"]["packing"] and figures["finetune"]["batch_unit"] == "tokens"
+    assert not figures["finetune"]["padded"]["packing"] and figures["finetune"]["padded"]["train_tokens_per_s"] > 0
+    assert figures["finetune"]["padded"]["scores_finite"]
+    for run in (figures["finetune"], figures["finetune"]["padded"]):
+        assert run["full_snli_estimate_hours_one_device"]["total_minutes"] > 0
+    assert figures["precision"]["packed_vs_padded_fp32_max_abs_diff"] < 1e-4
+    assert figures["precision"]["packed_vs_padded_bf16_spearman"] > 0.5
     assert figures["pvi"]["pvi_finite"] and figures["pvi"]["tiny_device_vs_cpu_max_abs_pvi_diff_bits"] < 1e-3
     assert figures["build"]["index_sets_equal"] and figures["build"]["cpu_build_read_cached_scores"]
     # the last lines are the table

@@ -246,3 +246,30 @@ def test_the_trainer_reads_exactly_the_planned_forward_passes(runs, monkeypatch)
         assert accumulation >= 2  # up to 301 tokens a step, about 100 a pass
         assert len(batches) == BASE["max_steps"] * accumulation
         assert read[fold] == [b.tolist() for b in batches]  # every pass, in order, nothing else
+
+
+def test_packed_training_through_the_varlen_route_follows_the_masked_one(runs, tiny_gpt2, tmp_path, monkeypatch):
+    """The GPU's route (rows' boundaries in the batch, attention through PyTorch's varlen kernel, forward and
+    backward) on the CPU, with the per-row reference kernel of the scoring tests standing in for the kernel."""
+    from test_packed_scoring import reference_varlen
+
+    from split_builders.signals.lm import packing
+
+    calls = []
+
+    def kernel(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, scale=None, window_size=(-1, -1)):
+        if query.requires_grad:  # a training pass (held-out scoring takes the route too, without gradients)
+            calls.append(cu_seq_q.numel() - 1)  # rows in the pass
+        return reference_varlen(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, scale=scale,
+                                window_size=window_size)
+
+    monkeypatch.setattr(packing, "use_varlen", lambda device, dtype: True)
+    monkeypatch.setattr(packing, "_kernel", lambda: kernel)
+    prompts, queries = pairs(20)
+    model_ref = resolve_model(str(tiny_gpt2))
+    varlen = finetune_scores(prompts, queries, model_ref=model_ref, device="cpu", progress=False,
+                             options=FinetuneOptions(**BASE, work_dir=tmp_path / "work"))
+    assert calls and max(calls) > 1  # the training's packed passes went through the kernel, several rows a pass
+    masked = runs()
+    np.testing.assert_allclose(_losses(varlen, "train_losses"), _losses(masked, "train_losses"), rtol=0, atol=2e-5)
+    np.testing.assert_allclose(varlen.scores, masked.scores, rtol=0, atol=1e-4)

@@ -14,13 +14,18 @@ what does not depend on it; the JSON is rewritten after every step, so a killed 
 ``peak``       measured dense matmul FLOP/s (fp32 and bf16): the MFU denominators
 ``models``     tokenizers and random-weight models (GPT-2 medium, GPT-2 large, a Llama-3.2-1B-shaped
                model, a BERT-base-sized classifier; ``--tiny``: small configs of the same architectures)
-``scoring``    per LM: resplit bf16 and fp32 (``LikelihoodScorer``), ``evaluate``'s perplexity batching
-               and the reference loop (``benchmarks/scoring.py``'s faithful re-implementations):
+``scoring``    per LM: resplit bf16 and fp32 (``LikelihoodScorer``; packed, padding-free passes: the
+               default), the same padded (the path before issue 52: the peer), ``evaluate``'s perplexity
+               batching and the reference loop (``benchmarks/scoring.py``'s faithful re-implementations):
                examples/s, tokens/s, MFU; batch plans tried on GPT-2 large
 ``precision``  GPT-2 medium: bf16 against fp32 (Spearman, share of ``ll_split`` evaluation rows that
-               stay), device fp32 against CPU fp32 (largest difference), batch-size invariance
-``finetune``   ``finetune_scores`` (k-fold, bf16) with GPT-2 medium: training and held-out evaluation
-               tokens/s and MFU; the full-SNLI estimate rebuilt from them
+               stay), device fp32 against CPU fp32 (largest difference), batch-size invariance, packed
+               against padded (fp32: largest difference; bf16: Spearman)
+``finetune``   ``finetune_scores`` (k-fold, bf16) with GPT-2 medium, packed with token-budget steps and
+               the chunked linear cross-entropy (the default) and padded with 32-row steps (the peer, the
+               path before issue 52): training and held-out evaluation tokens/s and MFU of each; the
+               paper's setting on full SNLI (fine-tuning k = 3, held-out evaluation, scoring every pair)
+               estimated from the timed parts, for both
 ``pvi``        ``CrossFitPVI`` with the ``transformers`` family, BERT-base-sized: rows/s; a tiny model on
                the device against the same on the CPU (a subprocess with CUDA hidden): largest PVI gap
 ``build``      ``accelerate launch --num_processes 1 -m split_builders.cli likelihood ... --dtype auto``,
@@ -99,6 +104,9 @@ SIZES = {
     "finetune_steps": (300, 4),
     "finetune_eval_steps": (100, 2),
     "finetune_batch": (32, 8),
+    "finetune_peer_steps": (100, 4),   # the padded peer's steps (the packed run takes finetune_steps)
+    "finetune_batch_tokens": (65_536, 256),      # the packed run's global batch in tokens
+    "finetune_micro_batch_tokens": (16_384, 128),  # and its tokens per forward pass
     "pvi_rows": (8_000, 48),
     "pvi_tiny_rows": (96, 48),
     "build_rows": (2_000, 60),
@@ -106,7 +114,10 @@ SIZES = {
     "matmul_size": (8192, 256),
 }
 BATCH_PLANS = {"cuda": ((32, 8192), (128, 32768), (512, 65536), (2048, 131072)), "cpu": ((32, 8192), (8, 256))}
-SCORING_PLAN = {"cuda": (512, 65536), "cpu": (32, 8192)}  # (batch_size, max_batch_tokens) of resplit's runs
+# (batch_size, max_batch_tokens) of resplit's runs: packed passes are bounded by tokens, so on a GPU the row cap is
+# high; the padded peer keeps the plan it was measured with before packing (a wider padded batch pads more).
+SCORING_PLAN = {"cuda": (8192, 131072), "cpu": (32, 8192)}
+PADDED_PLAN = {"cuda": (512, 65536), "cpu": (32, 8192)}
 PEERS = ("lm-evaluation-harness HF backend: about 207 log-likelihood requests/s for Llama-3.2-1B on an A100 "
          "(its issue #2418); packed variable-length GPT-2-small inference: about 149k tokens/s on an RTX 3090")
 
@@ -444,13 +455,14 @@ def _rate(seconds: float, rows: int, tokens: int, flops: float, peak: float) -> 
             "mfu": round(flops / seconds / peak, 4)}
 
 
-def _score_timed(check: Check, loaded, prompts, queries, *, plan=None):
-    """resplit's scorer on (prompts, queries): (scores, seconds)."""
+def _score_timed(check: Check, loaded, prompts, queries, *, plan=None, packing: str = "packed"):
+    """resplit's scorer on (prompts, queries): (scores, seconds). ``packing="padded"``: the path before issue 52."""
     from split_builders.signals.lm.scoring import LikelihoodScorer
 
     bench = bench_scoring()
-    batch_size, max_tokens = plan or SCORING_PLAN[check.device]
-    scorer = LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size, max_batch_tokens=max_tokens)
+    batch_size, max_tokens = plan or (SCORING_PLAN if packing == "packed" else PADDED_PLAN)[check.device]
+    scorer = LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size, max_batch_tokens=max_tokens,
+                              packing=packing)
     scorer.score(prompts[:64], queries[:64])  # warm-up: kernels, allocator
     return bench.timed(lambda: scorer.score(prompts, queries), check.device)
 
@@ -475,6 +487,16 @@ def _score_model(check: Check, name: str, prompts, queries, model_figures: dict,
     scores, seconds = _score_timed(check, bf16, prompts[:n_main], queries[:n_main])
     model_figures["resplit_bf16"] = _rate(seconds, n_main, tokens, flops, peak["bfloat16"])
     saved[(name, "bfloat16")] = scores
+    # the peer: the same scorer with padded batches (the path before issue 52), on the first n_padded rows
+    n_padded = min(n_main, check.size("other_model_rows"))
+    padded_encoded = encoded[:n_padded]
+    padded_flops = bench.useful_flops(bf16.model, padded_encoded)
+    padded, seconds = _score_timed(check, bf16, prompts[:n_padded], queries[:n_padded], packing="padded")
+    model_figures["resplit_bf16_padded"] = _rate(seconds, n_padded, sum(len(e.ids) for e in padded_encoded),
+                                                 padded_flops, peak["bfloat16"])
+    saved[(name, "bfloat16", "padded")] = padded
+    model_figures["packed_speedup_vs_padded_bf16"] = round(
+        model_figures["resplit_bf16"]["ex_per_s"] / model_figures["resplit_bf16_padded"]["ex_per_s"], 2)
     del bf16
     # every method on the same n_peer rows
     peer_encoded = encoded[:n_peer]
@@ -484,6 +506,9 @@ def _score_model(check: Check, name: str, prompts, queries, model_figures: dict,
     scores32, seconds = _score_timed(check, fp32, prompts[:n_peer], queries[:n_peer])
     model_figures["resplit_fp32"] = _rate(seconds, n_peer, peer_tokens, peer_flops, peak["float32"])
     saved[(name, "float32")] = scores32
+    padded32, seconds = _score_timed(check, fp32, prompts[:n_peer], queries[:n_peer], packing="padded")
+    model_figures["resplit_fp32_padded"] = _rate(seconds, n_peer, peer_tokens, peer_flops, peak["float32"])
+    model_figures["packed_vs_padded_fp32_max_abs_diff"] = float(np.abs(padded32 - scores32).max())
     for method in ("evaluate_method", "reference_loop"):
         function = getattr(bench, method)
         function(fp32.model, peer_encoded[:16], check.device)  # warm-up
@@ -579,26 +604,41 @@ def step_precision(check: Check) -> dict:
     alone, _ = _score_timed(check, on_device, prompts, queries, plan=(1, 1 << 20))
     figures["batch_size_1_vs_planned_fp32_max_abs_diff"] = float(np.abs(alone - device_scores).max())
     figures["batch_plans_bf16_gpt2_large_max_abs_diff"] = check.state.get("plan_change")
+    # packed against padded: fp32 on the peer rows (equal to rounding), bf16 on the padded peer's rows (the
+    # varlen kernel against padded sdpa: a precision figure, as bf16 against fp32 is)
+    medium = check.results["steps"].get("scoring", {}).get("figures", {}).get("models", {}).get("gpt2-medium", {})
+    figures["packed_vs_padded_fp32_max_abs_diff"] = medium.get("packed_vs_padded_fp32_max_abs_diff")
+    padded = saved.get(("gpt2-medium", "bfloat16", "padded"))
+    if padded is not None:
+        packed = saved[("gpt2-medium", "bfloat16")][:len(padded)]
+        figures["packed_vs_padded_bf16_spearman"] = float(spearmanr(packed, padded).statistic)
+        figures["packed_vs_padded_bf16_max_abs_diff"] = float(np.abs(packed - padded).max())
     return figures
 
 
-def step_finetune(check: Check) -> dict:
+def _finetune_run(check: Check, prompts, queries, *, packed: bool) -> dict:
+    """One timed ``finetune_scores`` run (2 folds, bf16) with GPT-2 medium: its training and held-out evaluation
+    rates. ``packed``: padding-free token-budget steps and the chunked linear cross-entropy (the default);
+    otherwise 32-row padded steps and the model's own loss (the path before issue 52, the peer)."""
     import numpy as np
     import torch
 
     import split_builders.signals.lm.finetune as finetune
-    from split_builders.signals.lm.kfold import assign_folds, holdout, training_schedule
+    from split_builders.signals.lm.kfold import assign_folds, holdout
     from split_builders.signals.lm.scoring import encode, model_context_length
 
-    n = check.size("finetune_rows")
-    rows = snli_rows(check.state["snli_path"], n)
-    prompts, queries = rendered(rows, "snli")  # the fine-tuned setting's template (no label in the prompt)
+    n = len(prompts)
     ref = _ref(check, "gpt2-medium")
     dtype = check.args.finetune_dtype
-    batch_size, score_batch, max_tokens = check.size("finetune_batch"), *SCORING_PLAN[check.device]
-    options = finetune.FinetuneOptions(folds=2, seed=0, max_steps=check.size("finetune_steps"), batch_size=batch_size,
-                                       eval_steps=check.size("finetune_eval_steps"), score_batch_size=min(score_batch, 64),
-                                       max_batch_tokens=max_tokens, work_dir=check.work / "finetune")
+    score_batch, max_tokens = SCORING_PLAN[check.device]
+    budget = dict(packing=True, batch_tokens=check.size("finetune_batch_tokens"),
+                  micro_batch_tokens=check.size("finetune_micro_batch_tokens"), max_steps=check.size("finetune_steps"),
+                  score_batch_size=score_batch, max_batch_tokens=max_tokens) if packed else dict(
+        packing=False, batch_size=check.size("finetune_batch"), max_steps=check.size("finetune_peer_steps"),
+        score_batch_size=min(PADDED_PLAN[check.device][0], 64), max_batch_tokens=PADDED_PLAN[check.device][1])
+    options = finetune.FinetuneOptions(folds=2, seed=0, eval_steps=check.size("finetune_eval_steps"),
+                                       work_dir=check.work / ("finetune-packed" if packed else "finetune-padded"),
+                                       **budget)
     histories = []
     original = finetune._fold_report
 
@@ -620,7 +660,7 @@ def step_finetune(check: Check) -> dict:
     head = model.get_output_embeddings().weight
     if head.data_ptr() != model.get_input_embeddings().weight.data_ptr():
         body -= head.numel()
-    per_token = body + head.numel()  # every position goes through the body and the vocabulary projection
+    per_token = body + head.numel()  # MFU as usual: every position through the body and the vocabulary projection
     encoded = encode(loaded.tokenizer, prompts, queries, max_length=model_context_length(model))
     lengths = np.array([len(e.ids) for e in encoded])
     folds = assign_folds(n, k=options.folds, seed=options.seed)
@@ -630,9 +670,9 @@ def step_finetune(check: Check) -> dict:
     for fold, (report, history) in enumerate(zip(run.fold_reports, histories)):
         fit_rows, eval_rows = holdout(np.flatnonzero(folds != fold), fraction=options.eval_fraction,
                                       seed=options.seed, fold=fold)
-        schedule = training_schedule(fit_rows, steps=options.max_steps, batch_size=options.batch_size,
-                                     seed=options.seed, fold=fold)
-        train_tokens += int(lengths[schedule[:report["steps"] * options.batch_size]].sum())
+        passes, accumulation = finetune.training_batches(encoded, fit_rows, options=options, fold=fold,
+                                                         num_processes=1)
+        train_tokens += int(lengths[np.concatenate(passes[:report["steps"] * accumulation])].sum())
         fold_evals = [h["eval_runtime"] for h in history if "eval_runtime" in h]
         evaluations += len(fold_evals)
         eval_tokens += int(lengths[eval_rows].sum()) * len(fold_evals)
@@ -640,30 +680,56 @@ def step_finetune(check: Check) -> dict:
         runtime = next((h["train_runtime"] for h in history if "train_runtime" in h), None)
         train_seconds += (runtime or report["seconds"]) - sum(fold_evals)
     peak = check.state["peak"]["bfloat16" if dtype != "float32" else "float32"]
-    figures = {"dtype": dtype, "rows": n, "folds": options.folds, "steps_per_fold": [r["steps"] for r in run.fold_reports],
-               "batch": options.batch_size, "seconds_total": round(total, 2),
-               "train_seconds_incl_checkpoints": round(train_seconds, 2), "train_tokens": train_tokens,
-               "train_tokens_per_s": round(train_tokens / train_seconds, 1),
-               "train_mfu": round(6 * per_token * train_tokens / train_seconds / peak, 4),
-               "evaluations": evaluations, "eval_seconds": round(eval_seconds, 2),
-               "eval_tokens_per_s": round(eval_tokens / eval_seconds, 1) if eval_seconds else None,
-               "eval_mfu": round(2 * per_token * eval_tokens / eval_seconds / peak, 4) if eval_seconds else None,
-               "tokens_per_example": round(float(lengths.mean()), 2),
-               "scores_finite": bool(np.isfinite(run.scores).all())}
-    # The README's full-SNLI estimate rebuilt from these rates (one GPU; k=3, 3000 steps of 32, eval every 64
-    # steps on 10% of the training folds, then every pair scored once at the scoring step's bf16 rate).
+    return {"packing": options.packing, "batch": options.batch_tokens or options.batch_size,
+            "batch_unit": "tokens" if options.batch_tokens else "rows", "micro_batch_tokens": options.micro_batch_tokens,
+            "steps_per_fold": [r["steps"] for r in run.fold_reports], "seconds_total": round(total, 2),
+            "train_seconds_incl_checkpoints": round(train_seconds, 2), "train_tokens": train_tokens,
+            "train_tokens_per_s": round(train_tokens / train_seconds, 1),
+            "train_mfu": round(6 * per_token * train_tokens / train_seconds / peak, 4),
+            "evaluations": evaluations, "eval_seconds": round(eval_seconds, 2),
+            "eval_tokens_per_s": round(eval_tokens / eval_seconds, 1) if eval_seconds else None,
+            "eval_mfu": round(2 * per_token * eval_tokens / eval_seconds / peak, 4) if eval_seconds else None,
+            "tokens_per_example": round(float(lengths.mean()), 2), "scores_finite": bool(np.isfinite(run.scores).all())}
+
+
+def _paper_setting_estimate(run: dict, scoring_ex_per_s: float | None) -> dict:
+    """The paper's setting on full SNLI on one device, from one run's rates: k = 3 folds of 3,000 steps of 32 pairs
+    (the same training tokens whatever the step is made of), held-out evaluation every 64 steps on 10% of the
+    training folds, then every pair scored once by its fold's model at the scoring step's rate."""
+    import split_builders.signals.lm.finetune as finetune
+
     paper = finetune.FinetuneOptions()
-    tokens = figures["tokens_per_example"]
-    pairs = 570_152
-    train_h = tokens * paper.batch_size * 3000 * paper.folds / figures["train_tokens_per_s"] / 3600
+    tokens, pairs = run["tokens_per_example"], 570_152
+    train_h = tokens * paper.batch_size * 3000 * paper.folds / run["train_tokens_per_s"] / 3600
     eval_rows = pairs * (paper.folds - 1) / paper.folds * paper.eval_fraction
-    eval_h = (tokens * eval_rows * -(-3000 // paper.eval_steps) * paper.folds / figures["eval_tokens_per_s"] / 3600
-              if figures["eval_tokens_per_s"] else None)
+    eval_h = (tokens * eval_rows * -(-3000 // paper.eval_steps) * paper.folds / run["eval_tokens_per_s"] / 3600
+              if run["eval_tokens_per_s"] else None)
+    score_h = pairs / scoring_ex_per_s / 3600 if scoring_ex_per_s else None
+    parts = {"training": round(train_h, 3), "held_out_evaluation": eval_h and round(eval_h, 3),
+             "scoring": score_h and round(score_h, 4)}
+    if eval_h is not None and score_h is not None:
+        parts["total_minutes"] = round((train_h + eval_h + score_h) * 60, 1)
+    return parts
+
+
+def step_finetune(check: Check) -> dict:
+    n = check.size("finetune_rows")
+    rows = snli_rows(check.state["snli_path"], n)
+    prompts, queries = rendered(rows, "snli")  # the fine-tuned setting's template (no label in the prompt)
+    packed = _finetune_run(check, prompts, queries, packed=True)
+    figures = {"dtype": check.args.finetune_dtype, "rows": n, "folds": 2, **packed}
     scoring = check.results["steps"].get("scoring", {}).get("figures", {}).get("models", {}).get("gpt2-medium", {})
-    score_h = pairs / scoring["resplit_bf16"]["ex_per_s"] / 3600 if scoring else None
-    figures["full_snli_estimate_hours_one_device"] = {"training": round(train_h, 3),
-                                                      "held_out_evaluation": eval_h and round(eval_h, 3),
-                                                      "scoring": score_h and round(score_h, 4)}
+    figures["full_snli_estimate_hours_one_device"] = _paper_setting_estimate(
+        packed, scoring.get("resplit_bf16", {}).get("ex_per_s"))
+    try:  # the peer in the same run; its failure (or the time budget) leaves the packed figures
+        padded = _finetune_run(check, prompts, queries, packed=False)
+    except Exception as error:  # noqa: BLE001
+        figures["padded"] = {"error": f"{type(error).__name__}: {str(error)[:300]}"}
+    else:
+        padded["full_snli_estimate_hours_one_device"] = _paper_setting_estimate(
+            padded, scoring.get("resplit_bf16_padded", {}).get("ex_per_s"))
+        figures["padded"] = padded
+        figures["packed_train_speedup_vs_padded"] = round(packed["train_tokens_per_s"] / padded["train_tokens_per_s"], 2)
     return figures
 
 
@@ -792,6 +858,7 @@ def table(results: dict) -> list[str]:
         "models": lambda: ", ".join(f"{k} {v['parameters'] / 1e6:.1f}M" for k, v in (get('models', 'models') or {}).items()),
         "scoring": lambda: "; ".join(
             f"{m}: bf16 {fmt(f['resplit_bf16']['ex_per_s'], '.0f')} ex/s MFU {fmt(f['resplit_bf16']['mfu'], '.1%')}, "
+            f"{fmt(f.get('packed_speedup_vs_padded_bf16'), '.2f')}x padded, "
             f"{fmt(f['bf16_speedup_vs_evaluate'], '.1f')}x evaluate's"
             for m, f in (get('scoring', 'models') or {}).items()),
         "precision": lambda: f"spearman {fmt(get('precision', 'bf16_vs_fp32_spearman'), '.5f')}, "
@@ -800,7 +867,10 @@ def table(results: dict) -> list[str]:
                              f"batch {fmt(get('precision', 'batch_size_1_vs_planned_fp32_max_abs_diff'), '.1e')}",
         "finetune": lambda: f"train {fmt(get('finetune', 'train_tokens_per_s'), '.0f')} tok/s MFU "
                             f"{fmt(get('finetune', 'train_mfu'), '.1%')}, eval {fmt(get('finetune', 'eval_tokens_per_s'), '.0f')} "
-                            f"tok/s MFU {fmt(get('finetune', 'eval_mfu'), '.1%')}",
+                            f"tok/s MFU {fmt(get('finetune', 'eval_mfu'), '.1%')}; padded train MFU "
+                            f"{fmt(get('finetune', 'padded', 'train_mfu'), '.1%')}; paper's setting "
+                            f"{fmt(get('finetune', 'full_snli_estimate_hours_one_device', 'total_minutes'), '.1f')} min "
+                            f"(padded {fmt(get('finetune', 'padded', 'full_snli_estimate_hours_one_device', 'total_minutes'), '.1f')})",
         "pvi": lambda: f"{fmt(get('pvi', 'rows_per_s'), '.0f')} rows/s, tiny dev-vs-cpu "
                        f"{fmt(get('pvi', 'tiny_device_vs_cpu_max_abs_pvi_diff_bits'), '.1e')} bits",
         "build": lambda: f"index sets equal {get('build', 'index_sets_equal')}, dtype {get('build', 'dtype_auto')}, "

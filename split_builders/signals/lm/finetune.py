@@ -77,7 +77,6 @@ from split_builders.signals.lm.scoring import (
     LikelihoodScorer,
     encode,
     model_context_length,
-    plan_batches,
     texts_digest,
 )
 
@@ -367,17 +366,41 @@ def _fit(model_ref, encoded, *, fit_rows, eval_rows, fold: int, folder: Path, op
     args = _training_arguments(folder / f"fold{fold}-trainer", options, dtype=dtype, device=device,
                                accumulation=accumulation)
     model = _load_trainable(model_ref)
+    collator = PackedCollator(pad_id) if options.packing else PaddedCollator(pad_id)
     trainer = trainer_class(options.packing)(
         model=model, args=args, train_dataset=MicroBatches(encoded, batches), eval_dataset=Examples(encoded, eval_rows),
-        data_collator=PackedCollator(pad_id) if options.packing else PaddedCollator(pad_id),
+        data_collator=collator,
         callbacks=[EarlyStoppingCallback(early_stopping_patience=options.patience),
                    _fold_progress(label or f"fold {fold + 1}", progress=progress)])
     if options.packing:
-        trainer.chunked_loss = chunked_loss_matches(model)
+        trainer.chunked_loss = chunked_loss_matches(model)  # on the model's own attention: before any switch
     if not verbose:
         trainer.remove_callback(PrinterCallback)  # the Trainer's raw log dicts: --verbose only
-    trainer.train()
+    with _varlen_training(trainer, collator, dtype=dtype):
+        trainer.train()
     return trainer, trainer.model
+
+
+@contextlib.contextmanager
+def _varlen_training(trainer, collator, *, dtype: str):
+    """Packed training on a GPU in bfloat16 / float16 with attention through PyTorch's varlen kernel (the scorer's,
+    :func:`~split_builders.signals.lm.packing.varlen_attention`, which has a backward): the collator adds the rows'
+    boundaries and the model runs that attention for the training, then gets its own back. Elsewhere (a CPU, float32,
+    a torch without the kernel, padded batches) nothing changes: the block-diagonal mask of ``transformers``."""
+    import torch
+
+    from split_builders.signals.lm.packing import VARLEN_ATTENTION, attention_implementation, use_varlen
+
+    half = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype, torch.float32)
+    if not (isinstance(collator, PackedCollator) and use_varlen(torch.device(trainer.args.device), half)):
+        yield
+        return
+    collator.varlen = True
+    try:
+        with attention_implementation(trainer.model, VARLEN_ATTENTION):
+            yield
+    finally:
+        collator.varlen = False
 
 
 def training_batches(encoded, fit_rows: np.ndarray, *, options: FinetuneOptions, fold: int,
@@ -437,10 +460,12 @@ def _score_rows(model, tokenizer, encoded, rows: np.ndarray, *, options: Finetun
 
     model.eval()
     model.to({"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype])
+    # the scoring path itself (packed passes planned by tokens where training packs; padded batches otherwise)
     scorer = LikelihoodScorer(model, tokenizer, batch_size=options.score_batch_size,
-                              max_batch_tokens=options.max_batch_tokens)
+                              max_batch_tokens=options.max_batch_tokens,
+                              packing="packed" if options.packing else "padded")
     examples = [encoded[i] for i in rows]
-    batches = plan_batches(examples, batch_size=options.score_batch_size, max_batch_tokens=options.max_batch_tokens)
+    batches = scorer.plan(examples)
     mine = batches[state.process_index::state.num_processes]
     parts = [(batch.tolist(), scorer.score_batch([examples[i] for i in batch]).tolist()) for batch in mine]
     scores = np.full(len(rows), np.nan)

@@ -14,7 +14,9 @@ EOS, as :class:`~split_builders.signals.lm.scoring.LikelihoodScorer` scores):
 * :class:`PackedCollator`: rows concatenated into one sequence with position ids restarting at
   each row (``transformers``' ``DataCollatorWithFlattening``), no padding at all. ``transformers``'
   masking utils read the restarts as sequence boundaries (a block-diagonal causal mask under
-  sdpa/eager, varlen kernels under flash attention), so no row attends to another.
+  sdpa/eager), so no row attends to another; on a GPU in bfloat16 / float16 the rows' boundaries go
+  with the batch and attention runs through PyTorch's varlen kernel, as scoring's does
+  (:mod:`~split_builders.signals.lm.packing`): no mask, no FLOP across rows.
 """
 
 from __future__ import annotations
@@ -161,11 +163,12 @@ class PackedCollator(PaddedCollator):
     trainer drops it before the forward pass.
     """
 
-    def __init__(self, pad_id: int = 0):
+    def __init__(self, pad_id: int = 0, *, varlen: bool = False):
         from transformers import DataCollatorWithFlattening
 
         super().__init__(pad_id)
         self.flatten = DataCollatorWithFlattening(return_position_ids=True, separator_id=-100)
+        self.varlen = varlen  # add the rows' boundaries for varlen attention (a GPU: packing.varlen_attention)
 
     def __call__(self, features: list) -> dict:
         return self.pack(self.rows(features))
@@ -177,4 +180,9 @@ class PackedCollator(PaddedCollator):
         flat = self.flatten([{"input_ids": f["input_ids"],
                               "labels": [-100] * f["query_start"] + f["input_ids"][f["query_start"]:]}
                              for f in features])
-        return {"rows": torch.tensor([f["row"] for f in features], dtype=torch.long), **flat}
+        packed = {"rows": torch.tensor([f["row"] for f in features], dtype=torch.long), **flat}
+        if self.varlen:
+            from split_builders.signals.lm.packing import varlen_kwargs
+
+            packed.update(varlen_kwargs([len(f["input_ids"]) for f in features], torch.device("cpu")))
+        return packed
