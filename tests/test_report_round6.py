@@ -395,3 +395,17 @@ def test_an_interval_level_is_printed_as_given(small_release, tmp_path):
     result = report(small_release, [str(table)], n_resamples=2000, confidence=0.999)
     assert "Results per config (99.9% intervals)" in result.lines()  # not "100%"
     assert "99.9% percentile bootstrap" in result.markdown()
+
+
+def test_a_hub_revision_the_release_cannot_be_compared_with_is_said(small_release, tmp_path):
+    """A task run on a Hub revision of a release that records none cannot be checked against it: a note says so
+    (it was passed over in silence); a revision the release records and the run's differ is still refused."""
+    run = _lm_eval_run(tmp_path / "runs", small_release)
+    results = next(run.rglob("results_*.json"))
+    document = json.loads(results.read_text(encoding="utf-8"))
+    for task in document["configs"].values():
+        task["dataset_kwargs"]["revision"] = "v1.0.0"
+    results.write_text(json.dumps(document), encoding="utf-8")
+    assert read_card(small_release)[0].get("resplit", {}).get("revision") is None
+    notes = report(small_release, [str(run)], n_resamples=0).notes
+    assert any("revision v1.0.0" in note and "not checked" in note for note in notes), notes

@@ -78,13 +78,15 @@ def inspect_runs(where: Path, releases: list, *, name: str | None, required: boo
             notes.append(f"{path.name}: task {meta.get('task')} is not a task of the release(s); left out")
             continue
         config, split = str(meta["config"]), str(meta.get("split") or "test")
-        check_version(release, meta.get("task"), config, split, files=meta.get("files"),
-                      revision=meta.get("revision"), where=path)
+        unchecked = check_version(release, meta.get("task"), config, split, files=meta.get("files"),
+                                  revision=meta.get("revision"), where=path)
         if log.status != "success" and not any(sample.scores for sample in log.samples or []):
             unscored.append(f"{path.name}: its status is {log.status} and no sample was scored")
             continue
         model = str(log.eval.model)
         run = Run(name=model, path=str(path), outcomes=None, files=[path])
+        if unchecked:
+            run.notes.append(f"{path.name}: {unchecked}")
         frame, samples, epochs = _outcomes(log, release, config, split, model, path)
         run.outcomes = frame
         total = int(log.eval.dataset.samples or 0) or None

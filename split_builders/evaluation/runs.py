@@ -236,13 +236,14 @@ def _task_release(task: str, config: dict, releases: list):
 def _check_version(release: ReleaseInfo, task: str, config: str, split: str, task_config: dict, where: Path):
     kwargs = task_config.get("dataset_kwargs") or {}
     kwargs = kwargs if isinstance(kwargs, dict) else {}
-    check_version(release, task, config, split, files=kwargs.get("resplit_files"),
-                  revision=kwargs.get("revision") or task_config.get("revision"), where=where)
+    return check_version(release, task, config, split, files=kwargs.get("resplit_files"),
+                         revision=kwargs.get("revision") or task_config.get("revision"), where=where)
 
 
-def check_version(release: ReleaseInfo, task, config: str, split: str, *, files, revision, where) -> None:
+def check_version(release: ReleaseInfo, task, config: str, split: str, *, files, revision, where) -> str | None:
     """Refuse, in one line, a task that read a config the release lacks, or another version of it: the sha256 of
-    the ``split`` file it pinned (``files``: ``{split: {path, sha256}}``), else its Hub ``revision``."""
+    the ``split`` file it pinned (``files``: ``{split: {path, sha256}}``), else its Hub ``revision``. A revision that
+    cannot be compared (the release records none) is not passed over: the note returned says so."""
     if config not in release.configs:
         raise RunError(f"{where}: task {task} reads config {config!r}, which the release {release.folder} does not "
                        f"have (its configs: {', '.join(release.configs)}); give the release it was run on")
@@ -257,6 +258,10 @@ def check_version(release: ReleaseInfo, task, config: str, split: str, *, files,
     if revision and release.revision and str(revision).lstrip("v") != str(release.revision).lstrip("v"):
         raise RunError(f"{where}: task {task} was run on revision {revision} of the release, {release.folder} is "
                        f"{release.revision}; give the release it was run on, or run this version's tasks")
+    if revision and not release.revision:
+        return (f"{task}: run on revision {revision} of the release, and {release.folder} records no revision (nor the "
+                "task a data file's sha256), so whether the run read these rows is not checked")
+    return None
 
 
 def _harness_run(results_file: Path, releases: list) -> Run | None:
@@ -282,7 +287,9 @@ def _harness_run(results_file: Path, releases: list) -> Run | None:
             continue
         release, config = found
         split = str(task_config.get("test_split") or release.configs.get(config, {}).get("evaluated") or "test")
-        _check_version(release, task, config, split, task_config, results_file)
+        unchecked = _check_version(release, task, config, split, task_config, results_file)
+        if unchecked:
+            run.notes.append(unchecked)
         ours += 1
         samples_file = folder / f"samples_{task}_{time}.jsonl"
         if not samples_file.is_file():
