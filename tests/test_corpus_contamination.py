@@ -316,3 +316,21 @@ def test_against_resolves_the_other_label_field_and_says_when_it_cannot(planted,
     assert "labels not compared: unlabelled.parquet" in card and str(tmp_path) not in card
     line = refused_in_one_line([*base, "--against", str(unlabelled), "--against-label-field", "nope"], capsys)
     assert "--against-label-field nope" in line and "no such column" in line
+
+
+@pytest.mark.parametrize("code", ["ENOSPC", "EACCES"])
+def test_a_work_folder_the_system_refuses_to_write_is_one_line(small_release, planted, tmp_path, capsys, monkeypatch,
+                                                               code):
+    """A full disk (or no permission) under ``--work`` during a corpus audit: one line naming the place and why,
+    as every other writer's (issue 56), never a traceback from datatrove's writers."""
+    import errno
+
+    from test_faults_round5 import REFUSALS, refuse_writes
+
+    work = tmp_path / "work"
+    # the run's own files are written (run.json, the index); the disk fills while the pipeline's tasks write
+    refuse_writes(monkeypatch, work, getattr(errno, code), only=lambda path: {"matches", "tasks"} & set(path.parts))
+    line = refused_in_one_line(["audit", str(small_release), "--against-corpus", str(planted["corpus"]), "--work",
+                                str(work), "--configs", "random", "--tasks", "1", "--workers", "1", "--no-progress"],
+                               capsys, small_release)  # --work keeps what was done (a rerun resumes)
+    assert REFUSALS[code] in line and str(work) in line, line

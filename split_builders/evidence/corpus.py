@@ -35,11 +35,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from split_builders.errors import InvalidParameterError
+from split_builders.errors import InvalidParameterError, cannot_write, is_unwritable
 from split_builders.evidence.contamination import (EVALUATION_SPLITS, TIERS, _class_names, labels_note,
                                                    other_label_field)
 from split_builders.evidence.corpus_index import WORD_NGRAM, EvaluationIndex, record_schema
@@ -272,6 +273,30 @@ def completed_tasks(work: Path, tasks: int) -> list[int]:
     return [k for k in range(tasks) if (done / f"{k:05d}").is_file()]
 
 
+_OS_ERROR = re.compile(r"^\w*Error: \[Errno (\d+)\] ([^:]+)(?:: '(.*)')?$")
+
+
+def refused_write(work: Path, tasks: int) -> OSError | None:
+    """The write the operating system refused an unfinished task (a full disk, no permission, a read-only file
+    system: :func:`~split_builders.errors.is_unwritable`), read from the last line of its datatrove log (the task
+    may run in another process, and a full disk leaves it no room to record more); None where none did."""
+    for k in range(tasks):
+        if k in set(completed_tasks(work, tasks)):
+            continue
+        try:
+            lines = (work / "logs" / "logs" / f"task_{k:05d}.log").read_text(encoding="utf-8",
+                                                                            errors="replace").splitlines()
+        except OSError:
+            continue
+        last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+        match = _OS_ERROR.match(last)
+        if match:
+            error = OSError(int(match.group(1)), match.group(2), match.group(3))
+            if is_unwritable(error):
+                return error
+    return None
+
+
 def failure_line(work: Path, tasks: int, command_hint: str) -> str:
     """One line: which tasks are unfinished and, for those that failed reading a shard, which shard."""
     missing = [k for k in range(tasks) if k not in set(completed_tasks(work, tasks))]
@@ -346,6 +371,10 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
         if executor == "slurm" and len(completed_tasks(work, tasks)) < tasks:  # submitted: merged by a rerun
             return None, None, None
     if len(completed_tasks(work, tasks)) < tasks:
+        refused = refused_write(work, tasks)
+        if refused is not None:  # a full disk (or no permission) under --work: the one line every writer gives
+            raise cannot_write(refused, "the corpus audit's work files", where=work, instead="another --work",
+                               kept="the tasks finished so far are kept: run the same command again to resume")
         raise InvalidParameterError(failure_line(work, tasks, hint))
     return merge(work, index, corpus, tasks=tasks, executor=executor)
 
