@@ -220,12 +220,16 @@ def texts_digest(prompts, queries) -> str:
     return digest.hexdigest()
 
 
-def cache_key(prompts, queries, *, model_identity: str, dtype: str, batch_size: int, max_batch_tokens: int) -> str:
-    """Key of a score file: the exact texts, the exact weights, the numeric precision, and the
-    batch plan (scores are reproducible to the bit only for the same batches)."""
-    payload = json.dumps({"texts": texts_digest(prompts, queries), "model": model_identity, "dtype": dtype,
-                          "batch_size": batch_size, "max_batch_tokens": max_batch_tokens,
-                          "scorer": SCORER_VERSION}, sort_keys=True)
+def cache_key(prompts, queries, *, model_identity: str, dtype: str, batch_size: int, max_batch_tokens: int,
+              engine: dict | None = None) -> str:
+    """Key of a score file: the exact texts, the exact weights, the numeric precision, the engine
+    (:func:`~split_builders.signals.lm.engines.engine_record`: empty for PyTorch, so those keys are
+    unchanged) and the batch plan (scores are reproducible to the bit only for the same batches)."""
+    fields = {"texts": texts_digest(prompts, queries), "model": model_identity, "dtype": dtype,
+              "batch_size": batch_size, "max_batch_tokens": max_batch_tokens, "scorer": SCORER_VERSION}
+    if engine:
+        fields["engine"] = engine
+    payload = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
@@ -255,7 +259,8 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
         The model is loaded only when the scores are not cached yet.
     cache_dir : Path
         Folder of score files (``<key>.npy``) and in-progress checkpoints.
-    dtype : {"float32", "bfloat16", "float16"}
+    dtype : {"float32", "bfloat16", "float16", "int8"}
+        int8 scores on the CPU with CTranslate2 (:mod:`split_builders.signals.lm.engines`).
     device : str, optional
         ``"cpu"`` or ``"cuda"``; default: what ``accelerate`` picks.
     checkpoint_seconds : float
@@ -268,28 +273,25 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     Under ``torchrun`` / ``accelerate launch`` every process calls this function; each scores its
     share of the batches, and every process returns the full, gathered scores.
     """
-    import torch
     from accelerate.utils import gather_object
 
-    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
-    if torch_dtype is None:
-        raise InvalidParameterError(f"dtype must be float32, bfloat16 or float16, got {dtype!r}")
+    from split_builders.signals.lm.engines import engine_record, load_scorer
+
+    engine = engine_record(dtype)  # an unknown dtype, or int8 without its engine, is one line
     key = cache_key(prompts, queries, model_identity=model_ref.identity, dtype=dtype,
-                    batch_size=batch_size, max_batch_tokens=max_batch_tokens)
+                    batch_size=batch_size, max_batch_tokens=max_batch_tokens, engine=engine)
     final = Path(cache_dir) / f"{key}.scores"
     state = process_state(device)
     cached = load_arrays(final)  # None when absent or damaged (then it is recomputed)
     if cached is not None and cached["scores"].shape == (len(prompts),):
         return ScoreRun(cached["scores"], final, True, state.num_processes)
 
-    from split_builders.signals.lm.models import load_model
-
     # The default model is converted from GGUF once, by the main process: under torch.distributed
     # transformers saves the weights from rank 0 only, so a conversion by another rank is incomplete.
     with state.main_process_first():
-        loaded = load_model(model_ref, dtype=torch_dtype, device=state.device)
-    scorer = LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size, max_batch_tokens=max_batch_tokens)
-    encoded = encode(loaded.tokenizer, prompts, queries, max_length=scorer.max_length)
+        scorer = load_scorer(model_ref, dtype=dtype, device=state.device, batch_size=batch_size,
+                             max_batch_tokens=max_batch_tokens)
+    encoded = encode(scorer.tokenizer, prompts, queries, max_length=scorer.max_length)
     batches = plan_batches(encoded, batch_size=batch_size, max_batch_tokens=max_batch_tokens)
     mine = list(range(state.process_index, len(batches), state.num_processes))
 
@@ -331,7 +333,7 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     if state.is_main_process:
         save_arrays(final, scores=scores)
         meta = {"model": model_ref.identity, "dtype": dtype, "rows": len(scores), "batch_size": batch_size,
-                "max_batch_tokens": max_batch_tokens, "num_processes": state.num_processes}
+                "max_batch_tokens": max_batch_tokens, "num_processes": state.num_processes, **engine}
         atomic_write(final.with_suffix(".json"), json.dumps(meta, indent=2, sort_keys=True).encode())
     state.wait_for_everyone()
     if checkpoint.is_file():
