@@ -186,7 +186,7 @@ def int8_scorers(ref, fp32, prompts, queries, encoded, batch_size: int) -> dict:
 
     rows = {}
     if importlib.util.find_spec("ctranslate2") is not None:
-        ct2 = CT2Scorer(ref)
+        ct2 = CT2Scorer(ref, context_length=model_context_length)
         batches = plan_batches(encoded, batch_size=batch_size, max_batch_tokens=8192)
 
         def resplit_int8():

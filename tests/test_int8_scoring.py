@@ -78,3 +78,13 @@ def test_int8_without_ctranslate2_or_an_unknown_dtype_is_one_line(pairs, tmp_pat
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pip install 'resplit[ct2]'" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("extra, message", [(["--finetune"], "fine-tuning trains in float"),
+                                            (["--device", "cuda"], "int8 is the CPU path")])
+def test_int8_with_fine_tuning_or_on_a_gpu_is_one_line(tmp_path, capsys, extra, message):
+    assert main(["likelihood", "--source", "snli-sample", "--limit", "40", "--dtype", "int8", *extra,
+                 "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
+    assert not (tmp_path / "out").exists()

@@ -126,6 +126,8 @@ class LikelihoodOptions(CommonOptions):
             if self.finetune:
                 raise InvalidParameterError("--dtype int8 scores a frozen model; fine-tuning trains in float: "
                                             "give --dtype float32 or bfloat16 with --finetune")
+            if self.device == "cuda":
+                raise InvalidParameterError("--dtype int8 is the CPU path; on a GPU use --dtype bfloat16 (or auto)")
             from split_builders.signals.lm.engines import engine_of
 
             engine_of(self.dtype)  # int8 without CTranslate2 fails before anything is read

@@ -56,24 +56,6 @@ def engine_record(dtype: str) -> dict:
                             "dynamically"}
 
 
-def load_scorer(model_ref, *, dtype: str, device, batch_size: int, max_batch_tokens: int):
-    """A scorer with ``tokenizer``, ``max_length`` and ``score_batch(list[Encoded]) -> float64 array``:
-    :class:`~split_builders.signals.lm.scoring.LikelihoodScorer` on a PyTorch model, or :class:`CT2Scorer`."""
-    import torch
-
-    from split_builders.signals.lm.models import load_model
-    from split_builders.signals.lm.scoring import LikelihoodScorer
-
-    if engine_of(dtype) == "torch":
-        torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
-        loaded = load_model(model_ref, dtype=torch_dtype, device=device)
-        return LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size,
-                                max_batch_tokens=max_batch_tokens)
-    if device is not None and torch.device(device).type != "cpu":
-        raise InvalidParameterError("--dtype int8 is the CPU path; on a GPU use --dtype bfloat16 (or auto)")
-    return CT2Scorer(model_ref)
-
-
 def ct2_folder(model_ref) -> Path:
     """The model converted to CTranslate2 int8 in resplit's cache (converted once, written atomically)."""
     import ctranslate2
@@ -107,21 +89,22 @@ def ct2_folder(model_ref) -> Path:
 
 
 class CT2Scorer:
-    """s(x) from a CTranslate2 int8 generator: ``score_batch`` gives log p of every token after the first,
+    """s(x) from a CTranslate2 int8 generator (the model converted once by :func:`ct2_folder`): ``score_batch`` gives log p of every token after the first,
     of which the query's and EOS's are summed (the definition of
     :class:`~split_builders.signals.lm.scoring.LikelihoodScorer`)."""
 
-    def __init__(self, model_ref):
+    def __init__(self, model_ref, *, device=None, context_length):
         import ctranslate2
         import torch
         from transformers import AutoConfig, AutoTokenizer
 
-        from split_builders.signals.lm.scoring import model_context_length
-
+        if device is not None and torch.device(device).type != "cpu":
+            raise InvalidParameterError("--dtype int8 is the CPU path; on a GPU use --dtype bfloat16 (or auto)")
         folder = ct2_folder(model_ref)
         self.tokenizer = AutoTokenizer.from_pretrained(model_ref.path, trust_remote_code=False)
         config = AutoConfig.from_pretrained(model_ref.path, trust_remote_code=False)
-        self.max_length = model_context_length(SimpleNamespace(config=config))
+        # the context as the PyTorch scorer reads it (scoring.model_context_length, given: no import circle)
+        self.max_length = context_length(SimpleNamespace(config=config))
         self.generator = ctranslate2.Generator(str(folder), device="cpu", compute_type="int8",
                                                intra_threads=torch.get_num_threads())
 

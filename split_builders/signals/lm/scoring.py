@@ -246,6 +246,21 @@ class ScoreRun:
 
 
 
+def _scorer(model_ref, *, dtype: str, engine: dict, device, batch_size: int, max_batch_tokens: int):
+    """The scorer of ``dtype``: :class:`LikelihoodScorer` on the PyTorch model, or CTranslate2's int8 one."""
+    if engine:
+        from split_builders.signals.lm.engines import CT2Scorer
+
+        return CT2Scorer(model_ref, device=device, context_length=model_context_length)
+    import torch
+
+    from split_builders.signals.lm.models import load_model
+
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    loaded = load_model(model_ref, dtype=torch_dtype, device=device)
+    return LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size, max_batch_tokens=max_batch_tokens)
+
+
 def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str = "float32",
                    device: str | None = None, batch_size: int = 32, max_batch_tokens: int = 8192,
                    checkpoint_seconds: float = 30.0, progress: bool = True,
@@ -275,7 +290,7 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     """
     from accelerate.utils import gather_object
 
-    from split_builders.signals.lm.engines import engine_record, load_scorer
+    from split_builders.signals.lm.engines import engine_record
 
     engine = engine_record(dtype)  # an unknown dtype, or int8 without its engine, is one line
     key = cache_key(prompts, queries, model_identity=model_ref.identity, dtype=dtype,
@@ -289,8 +304,8 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     # The default model is converted from GGUF once, by the main process: under torch.distributed
     # transformers saves the weights from rank 0 only, so a conversion by another rank is incomplete.
     with state.main_process_first():
-        scorer = load_scorer(model_ref, dtype=dtype, device=state.device, batch_size=batch_size,
-                             max_batch_tokens=max_batch_tokens)
+        scorer = _scorer(model_ref, dtype=dtype, engine=engine, device=state.device, batch_size=batch_size,
+                         max_batch_tokens=max_batch_tokens)
     encoded = encode(scorer.tokenizer, prompts, queries, max_length=scorer.max_length)
     batches = plan_batches(encoded, batch_size=batch_size, max_batch_tokens=max_batch_tokens)
     mine = list(range(state.process_index, len(batches), state.num_processes))
