@@ -45,6 +45,7 @@ FILE_SECONDS = {
     "test_registered_methods.py": 75, "test_finetune.py": 68, "test_inspect_export.py": 51, "test_notebook_round5.py": 50,
     "test_order_invariance.py": 45, "test_release_recipes_compositional.py": 44, "test_curriculum.py": 17,
     "test_likelihood_scoring.py": 42, "test_gpu_check.py": 32, "test_bad_input.py": 31, "test_release_recipes.py": 28,
+    "test_int8_scoring.py": 30,
     "test_croissant.py": 28, "test_corpus_contamination.py": 25, "test_release_hub.py": 25,
     "test_harness_scoring.py": 25, "test_push_to_hub.py": 24, "test_report_harness.py": 22,
     "test_likelihood_robustness.py": 20, "test_packed_scoring.py": 20, "test_mcd.py": 17,

@@ -304,12 +304,17 @@ def texts_digest(prompts, queries) -> str:
 
 
 def cache_key(prompts, queries, *, model_identity: str, dtype: str, batch_size: int, max_batch_tokens: int,
-              packing: str = "padded") -> str:
-    """Key of a score file: the exact texts, the exact weights, the numeric precision, and the
-    batch plan (scores are reproducible to the bit only for the same batches)."""
-    payload = json.dumps({"texts": texts_digest(prompts, queries), "model": model_identity, "dtype": dtype,
-                          "batch_size": batch_size, "max_batch_tokens": max_batch_tokens, "packing": packing,
-                          "scorer": SCORER_VERSION}, sort_keys=True)
+              packing: str = "padded", engine: dict | None = None) -> str:
+    """Key of a score file: the exact texts, the exact weights, the numeric precision, the engine
+    (:func:`~split_builders.signals.lm.engines.engine_record`: empty for PyTorch, so those keys are
+    unchanged) and the batch plan and packing (scores are reproducible to the bit only for the same
+    passes)."""
+    fields = {"texts": texts_digest(prompts, queries), "model": model_identity, "dtype": dtype,
+              "batch_size": batch_size, "max_batch_tokens": max_batch_tokens, "packing": packing,
+              "scorer": SCORER_VERSION}
+    if engine:
+        fields["engine"] = engine
+    payload = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
@@ -327,6 +332,25 @@ class ScoreRun:
 
 
 
+def _scorer(model_ref, *, dtype: str, engine: dict, device, batch_size: int, max_batch_tokens: int, packing: str):
+    """The scorer of ``dtype``: :class:`LikelihoodScorer` on the PyTorch model, or CTranslate2's int8 one."""
+    if engine:
+        from functools import partial
+
+        from split_builders.signals.lm.engines import CT2Scorer
+
+        return CT2Scorer(model_ref, device=device, context_length=model_context_length,
+                         plan=partial(plan_batches, batch_size=batch_size, max_batch_tokens=max_batch_tokens))
+    import torch
+
+    from split_builders.signals.lm.models import load_model
+
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    loaded = load_model(model_ref, dtype=torch_dtype, device=device)
+    return LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size, max_batch_tokens=max_batch_tokens,
+                            packing=packing)
+
+
 def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str = "float32",
                    device: str | None = None, batch_size: int = 32, max_batch_tokens: int = 8192,
                    checkpoint_seconds: float = 30.0, progress: bool = True,
@@ -340,7 +364,8 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
         The model is loaded only when the scores are not cached yet.
     cache_dir : Path
         Folder of score files (``<key>.npy``) and in-progress checkpoints.
-    dtype : {"float32", "bfloat16", "float16"}
+    dtype : {"float32", "bfloat16", "float16", "int8"}
+        int8 scores on the CPU with CTranslate2 (:mod:`split_builders.signals.lm.engines`).
     device : str, optional
         ``"cpu"`` or ``"cuda"``; default: what ``accelerate`` picks.
     packing : {"auto", "padded", "packed"}
@@ -356,30 +381,28 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     Under ``torchrun`` / ``accelerate launch`` every process calls this function; each scores its
     share of the batches, and every process returns the full, gathered scores.
     """
-    import torch
     from accelerate.utils import gather_object
 
-    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
-    if torch_dtype is None:
-        raise InvalidParameterError(f"dtype must be float32, bfloat16 or float16, got {dtype!r}")
+    from split_builders.signals.lm.engines import engine_record
+
+    engine = engine_record(dtype)  # an unknown dtype, or int8 without its engine, is one line
     state = process_state(device)
-    packing = resolve_packing(packing, state.device)
+    packing = resolve_packing(packing, state.device)  # checked whatever the engine
+    if engine:
+        packing = "padded"  # CTranslate2 pads its own batches: packing is PyTorch's
     key = cache_key(prompts, queries, model_identity=model_ref.identity, dtype=dtype,
-                    batch_size=batch_size, max_batch_tokens=max_batch_tokens, packing=packing)
+                    batch_size=batch_size, max_batch_tokens=max_batch_tokens, packing=packing, engine=engine)
     final = Path(cache_dir) / f"{key}.scores"
     cached = load_arrays(final)  # None when absent or damaged (then it is recomputed)
     if cached is not None and cached["scores"].shape == (len(prompts),):
         return ScoreRun(cached["scores"], final, True, state.num_processes, packing=packing)
 
-    from split_builders.signals.lm.models import load_model
-
     # The default model is converted from GGUF once, by the main process: under torch.distributed
     # transformers saves the weights from rank 0 only, so a conversion by another rank is incomplete.
     with state.main_process_first():
-        loaded = load_model(model_ref, dtype=torch_dtype, device=state.device)
-    scorer = LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size, max_batch_tokens=max_batch_tokens,
-                              packing=packing)
-    encoded = encode(loaded.tokenizer, prompts, queries, max_length=scorer.max_length)
+        scorer = _scorer(model_ref, dtype=dtype, engine=engine, device=state.device, batch_size=batch_size,
+                         max_batch_tokens=max_batch_tokens, packing=packing)
+    encoded = encode(scorer.tokenizer, prompts, queries, max_length=scorer.max_length)
     batches = scorer.plan(encoded)
     mine = list(range(state.process_index, len(batches), state.num_processes))
 
@@ -421,7 +444,8 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
     if state.is_main_process:
         save_arrays(final, scores=scores)
         meta = {"model": model_ref.identity, "dtype": dtype, "rows": len(scores), "batch_size": batch_size,
-                "max_batch_tokens": max_batch_tokens, "packing": packing, "num_processes": state.num_processes}
+                "max_batch_tokens": max_batch_tokens, "packing": packing, "num_processes": state.num_processes,
+                **engine}
         atomic_write(final.with_suffix(".json"), json.dumps(meta, indent=2, sort_keys=True).encode())
     state.wait_for_everyone()
     if checkpoint.is_file():
