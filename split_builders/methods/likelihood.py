@@ -44,10 +44,7 @@ GIVEN_KIND = "given log-likelihoods"  # the signal kind of a build from --scores
 FINETUNE_GROUP = "fine-tuned setting (the paper's ll_split)"
 
 
-# ---------------------------------------------------------------------------------------------
-# Options
-# ---------------------------------------------------------------------------------------------
-
+# -- Options ----------------------------------------------------------------------------------
 
 @dataclass(kw_only=True)
 class LikelihoodOptions(CommonOptions):
@@ -552,11 +549,7 @@ class LikelihoodMethod(SplitMethod):
                 "grp")
 
 
-# ---------------------------------------------------------------------------------------------
-# Helpers
-# ---------------------------------------------------------------------------------------------
-
-
+# -- Helpers ----------------------------------------------------------------------------------
 
 def content_keys(src) -> np.ndarray:
     """Each row's content key: its prompt, query and target, and its label by name, as released
