@@ -82,6 +82,68 @@ def test_verify_names_each_generated_file_deleted(small_release, tmp_path):
         assert "missing" in differs[name], name
 
 
+def _one_pixel_changed(figure) -> None:
+    """Re-save the PNG ``figure`` with one pixel changed: still a valid PNG, other bytes."""
+    from PIL import Image
+
+    with Image.open(figure) as image:
+        image = image.convert("RGBA")
+    red, green, blue, alpha = image.getpixel((0, 0))
+    image.putpixel((0, 0), (255 - red, green, blue, alpha))
+    image.save(figure, format="PNG")
+
+
+def _card_record(folder) -> dict:
+    return yaml.safe_load((folder / "README.md").read_text(encoding="utf-8").split("---\n")[1])["resplit"]
+
+
+def test_an_untouched_release_records_and_checks_every_figures_sha256(small_release):
+    import hashlib
+
+    drawn = {f"figures/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in (small_release / "figures").iterdir()}
+    assert drawn and _card_record(small_release)["figures"] == drawn  # every figure the build wrote, as written
+    report = verify(str(small_release), load=False)
+    named = {f.config: f.detail for f in report.findings if f.status == "identical"}["(named)"]
+    assert report.ok and f"{len(drawn)} figure(s) have the sha256 the card records" in named
+
+
+def test_a_figure_edited_after_the_build_that_is_still_a_png_fails_verify(small_release, tmp_path):
+    folder = _copy(small_release, tmp_path)
+    figure = sorted((folder / "figures").iterdir())[1]
+    _one_pixel_changed(figure)
+    assert figure.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    report = verify(str(folder), load=False)
+    differs = _differs(report)
+    assert not report.ok and set(differs) == {f"figures/{figure.name}"}
+    assert "not the sha256 the card records" in differs[f"figures/{figure.name}"]
+
+
+def _built_before_figures_were_recorded(release, tmp_path):
+    """A copy of ``release`` whose card records no ``resplit.figures`` (as one built before they were)."""
+    folder = _copy(release, tmp_path)
+    readme = folder / "README.md"
+    _, front, body = readme.read_text(encoding="utf-8").split("---\n", 2)
+    metadata = yaml.safe_load(front)
+    del metadata["resplit"]["figures"]
+    readme.write_text(f"---\n{yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)}---\n{body}",
+                      encoding="utf-8")
+    return folder
+
+
+def test_a_release_without_recorded_figures_keeps_the_image_check_and_says_so(small_release, tmp_path):
+    """A release built before figures were recorded (no ``resplit.figures``): an edited PNG cannot be told, and the
+    finding says so; a figure that is not an image still differs."""
+    folder = _built_before_figures_were_recorded(small_release, tmp_path)
+    figures = sorted((folder / "figures").iterdir())
+    _one_pixel_changed(figures[1])
+    report = verify(str(folder), load=False)
+    named = {f.config: f.detail for f in report.findings if f.status == "identical"}["(named)"]
+    assert report.ok and "figure contents are not recorded" in named
+    figures[0].write_text("not a figure\n", encoding="utf-8")
+    assert set(_differs(verify(str(folder), load=False))) == {f"figures/{figures[0].name}"}
+
+
 def test_verify_fails_tasks_exported_from_another_release(small_release, tmp_path, monkeypatch):
     """Release A's tasks written into B's lm_eval/ (the export's own refusal bypassed: verify does not rely on it)
     and A's inspect tasks copied into B: every one reads A, and verify B names them."""
@@ -170,6 +232,18 @@ def test_class_numbers_of_other_are_read_as_the_releases_classes(small_release, 
     assert test["input_label_contaminated"] == 0 and test["input_contaminated"] == len(rows)
 
 
+def test_a_clean_release_records_its_own_figures_not_those_it_was_cut_from(small_release, own_rows, tmp_path,
+                                                                          capsys):
+    """``audit --write-clean`` copies the release's provenance; the figures it records are its own (its card draws
+    none), so it verifies."""
+    rows, _ = own_rows
+    other, out = tmp_path / "own.csv", tmp_path / "clean"
+    rows.rename(columns={"label": "gold_label"}).to_csv(other, index=False)
+    _audit(capsys, small_release, "--against", str(other), "--write-clean", str(out))
+    assert _card_record(small_release)["figures"] and _card_record(out)["figures"] == {}
+    assert not (out / "figures").exists() and verify(str(out), load=False).ok
+
+
 def test_numbers_that_are_not_the_releases_classes_are_not_compared(small_release, own_rows, tmp_path, capsys):
     rows, names = own_rows
     other = tmp_path / "scores.parquet"
@@ -237,3 +311,12 @@ def test_a_recipe_against_that_cannot_be_read_is_refused_before_the_build(entry,
     line = refused_in_one_line(env.release_args(env.recipe(f"against:\n  - {entry}\n")), capsys, env.release,
                                out=env.out)
     assert "against entry 1" in line and expected in line
+
+
+def test_diff_reports_no_provenance_change_for_recorded_figures(small_release, tmp_path):
+    """The figures' sha256s are file fingerprints, like the data files' (compared row by row): a release built
+    before they were recorded and the same release with them differ in no provenance."""
+    from split_builders.publishing.diff import diff
+
+    old = _built_before_figures_were_recorded(small_release, tmp_path)
+    assert diff(str(old), str(small_release))["provenance"] == {}

@@ -1,5 +1,6 @@
-"""What ``verify`` checks of the files a release carries besides its data: the files its card names (figures), the
-readers' files (``lm_eval/``, ``inspect_tasks.py``, ``eval.yaml``, ``croissant.json``) and where their tasks read.
+"""What ``verify`` checks of the files a release carries besides its data: the files its card names (figures, each
+against the sha256 the card records where it records one: ``resplit.figures``), the readers' files (``lm_eval/``,
+``inspect_tasks.py``, ``eval.yaml``, ``croissant.json``) and where their tasks read.
 
 Each generated file is checked by the fingerprint its export stored where there is one
 (:func:`split_builders.publishing.readers.written_files`: the lm-eval tasks in their group file, ``inspect_tasks.py``
@@ -24,12 +25,21 @@ _IMAGE_SIGNATURES = {".png": b"\x89PNG\r\n\x1a\n", ".pdf": b"%PDF", ".jpg": b"\x
 
 
 def check_named_files(released, report) -> None:
-    """Every file the card names (its figures and links; the data files are level 1's) is a regular file in the
-    folder, and a figure starts as its format does (a PNG the card shows that is not a PNG differs)."""
+    """Every file the card names (its figures and links; the data files are level 1's) and every figure it records
+    (``resplit.figures``) is a regular file in the folder, a figure starts as its format does (a PNG the card shows
+    that is not a PNG differs) and has the sha256 the card records (an edited figure that is still an image
+    differs). A release built before figures were recorded has the first checks only, and its finding says so."""
     from split_builders.release.folder import UNNAMED_FILES, named_files
 
+    recorded = released.record.get("figures")
+    if recorded is not None and not (isinstance(recorded, dict)
+                                     and all(isinstance(v, str) for v in recorded.values())):
+        report.add(1, "(figures)", None, False, "the card's resplit.figures is not a mapping of file to sha256 "
+                                                "(changed after the build); restore the card or rebuild the release")
+        recorded = {}
     data = {path for splits in released.files.values() for path in splits.values()}
-    names = sorted(named_files(released.metadata, released.body) - data - {"README.md", *UNNAMED_FILES})
+    names = sorted((named_files(released.metadata, released.body) | set(map(str, recorded or {})))
+                   - data - {"README.md", *UNNAMED_FILES})
     problems = 0
     for name in names:
         path = released.folder / name
@@ -39,11 +49,26 @@ def check_named_files(released, report) -> None:
         elif not _starts_as_its_format(path):
             report.add(1, name, None, False, f"the card shows it as a {path.suffix} figure and it is not one (changed "
                                              "after the build); restore it or rebuild the release")
+        elif recorded and name in recorded and _sha256(path) != recorded[name]:
+            report.add(1, name, None, False, "its bytes are not the sha256 the card records for it (changed after "
+                                             "the build); restore it or rebuild the release")
         else:
             continue
         problems += 1
     if names and not problems:
-        report.add(1, "(named)", None, True, f"{len(names)} file(s) the card names are there")
+        contents = (f"; {len(recorded)} figure(s) have the sha256 the card records" if recorded is not None else
+                    "; figure contents are not recorded (built before resplit recorded its figures' sha256), so "
+                    "only that each is there and an image is checked; a rebuild records them")
+        report.add(1, "(named)", None, True, f"{len(names)} file(s) the card names are there{contents}")
+
+
+def _sha256(path: Path) -> str | None:
+    from split_builders.release.provenance import file_sha256
+
+    try:
+        return file_sha256(path)
+    except OSError:
+        return None
 
 
 def _starts_as_its_format(path: Path) -> bool:

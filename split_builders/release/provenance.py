@@ -14,10 +14,13 @@
                sha256: of a local source file}
       signal: {kind, model, model_revision, dtype, ...: what rebuilding the configs needs}
       environment: {python, numpy, torch, datasets, transformers}
+      figures: {figures/<name>.png: sha256 of each file the card's drawing wrote}
       configs:
         <config>: {method, parameters, rows: {split: n}, sha256: {split: sha256 of the data file}}
 
-The writer adds ``version`` and ``configs`` (it knows the files); everything else comes from here.
+The writer adds ``version``, ``figures`` and ``configs`` (it knows the files); everything else comes from here.
+``verify`` compares each figure with its recorded sha256; a release from before ``figures`` was recorded has no
+such key (its figures are only checked to be there and to be images).
 
 No local path of the builder's machine is recorded: a local source is named by its file (or folder)
 name and a file by its sha256 too. Where a local source was is remembered on the machine that built
@@ -37,7 +40,7 @@ from pathlib import Path
 SCHEMA = 1
 PACKAGES = ("numpy", "torch", "datasets", "transformers")
 RECORD_KEYS = ("schema", "version", "method", "paper", "seed", "parameters", "source", "signal", "environment",
-               "configs")
+               "figures", "configs")
 """The keys of ``resplit:`` that :func:`provenance` and the writer fill."""
 CONFIG_KEYS = ("method", "parameters", "rows", "sha256")
 """The keys of a config's entry under ``resplit.configs`` that the writer fills. An evidence view's record sits

@@ -44,6 +44,7 @@ from split_builders.errors import (InvalidParameterError, OutputExistsError, can
                                    is_unwritable)
 from split_builders.release.places import (_folder_mode, _remove_marker, check_output_place, check_replaceable,
                                            new_staging)
+from split_builders.release.provenance import file_sha256
 
 
 @dataclass
@@ -87,10 +88,13 @@ def _write_config(rows: datasets.Dataset, config: ConfigSplit, staging: Path) ->
     return written
 
 
-def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, evidence=None, hub=None) -> dict:
+def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, evidence=None, hub=None,
+                   figures=None) -> dict:
     """The README's YAML: the Hub metadata first (``hub``: :func:`split_builders.release.card.hub_metadata`;
     ``license`` and ``pretty_name`` where it has none; a license nobody stated is ``unknown``), then
-    ``configs`` and ``dataset_info`` (what ``datasets`` reads), then the ``resplit`` provenance."""
+    ``configs`` and ``dataset_info`` (what ``datasets`` reads), then the ``resplit`` provenance, with
+    ``figures`` (``{relative path: sha256}`` of the files the card's drawing wrote) as ``resplit.figures``: this
+    build's, never what ``provenance`` copied from another release (``audit --write-clean``)."""
     features = rows.features._to_yaml_list if rows is not None else None
     metadata = {**({"pretty_name": pretty_name} if pretty_name else {}), "license": license or "unknown",
                 **(hub or {})}
@@ -116,8 +120,9 @@ def _yaml_metadata(rows, configs, written, *, license, pretty_name, provenance, 
                                     "rename the view")
     metadata["resplit"] = {
         "version": __version__,
-        **provenance,
+        **{key: value for key, value in provenance.items() if key != "figures"},
         **{name: settings for name, (settings, _) in records.items()},
+        "figures": dict(sorted((figures or {}).items())),
         "configs": {
             c.name: {"method": c.method, "parameters": c.parameters,
                      "rows": {s: written[c.name][s].num_examples for s in c.splits},
@@ -147,7 +152,8 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
         Recorded under ``resplit:`` in the README's YAML (source, signal, seed, ...).
     render_card : callable
         ``render_card(staging_dir, written) -> str``: the card's Markdown body; may write
-        figures under ``staging_dir``. ``written`` maps config -> split -> WrittenSplit.
+        figures under ``staging_dir`` (their sha256s are recorded as ``resplit.figures``, which ``verify``
+        compares). ``written`` maps config -> split -> WrittenSplit.
     progress : bool
         A progress bar over the configs (stderr).
     evidence : dict, optional
@@ -204,9 +210,11 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
 
             written = dict(zip(names, in_threads(write, configs)))
         step = "the card's figures"
+        before = _files(staging)
         body = render_card(staging, written)
+        figures = {name: file_sha256(staging / name) for name in _files(staging) - before}  # what verify compares
         metadata = _yaml_metadata(rows, configs, written, license=license, pretty_name=pretty_name,
-                                  provenance=provenance, evidence=evidence, hub=hub)
+                                  provenance=provenance, evidence=evidence, hub=hub, figures=figures)
         yaml_text = DatasetCardData(**metadata).to_yaml()
         card = DatasetCard(f"---\n{yaml_text}\n---\n\n{body.strip()}\n")  # parses the YAML back: a check
         step = "the card (README.md)"
@@ -230,6 +238,11 @@ def write_release(out_dir, rows: datasets.Dataset | None, configs: list[ConfigSp
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return out_dir
+
+
+def _files(folder: Path) -> set:
+    """The relative paths (POSIX) of the regular files under ``folder``."""
+    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
 
 
 def _refusing_folder(error: OSError, place: Path) -> Path:
