@@ -300,6 +300,9 @@ RECIPE_AGAINST = {  # entry (relative to the recipe's repository root) -> what t
     "{dataset: dev.csv, fields: [question, passage]}": "are not all columns of any split",
     "someorg/no-such-dataset": "could not download it",
     "FIFO": "is not a regular file",
+    # no fields: the release's input (the recipe's prompt and query fields) is compared, and OTHER has no hypothesis
+    "{dataset: premises.csv}": "has no column hypothesis",
+    "{dataset: premises.csv, fields: [premise]}": "its fields name 1 column(s); the release's input has 2",
 }
 
 
@@ -308,9 +311,11 @@ def test_a_recipe_against_that_cannot_be_read_is_refused_before_the_build(entry,
     expected = RECIPE_AGAINST[entry]
     if entry == "FIFO":  # reading it would wait for a writer for ever
         entry = _fifo(env)
+    (env.tmp / "premises.csv").write_text("premise,gold_label\na,neutral\n")
     line = refused_in_one_line(env.release_args(env.recipe(f"against:\n  - {entry}\n")), capsys, env.release,
                                out=env.out)
     assert "against entry 1" in line and expected in line
+    assert not [p for p in env.tmp.iterdir() if env.out.name in p.name]  # no release, nothing staged beside it
 
 
 def test_diff_reports_no_provenance_change_for_recorded_figures(small_release, tmp_path):

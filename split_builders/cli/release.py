@@ -80,8 +80,9 @@ def run_release(args) -> int:
     options = recipe.method_options(source=source, out=out, overwrite=args.overwrite, settings=settings, **overrides)
     from split_builders.publishing.against import record_against, resolved_against
 
-    # every `against:` dataset opened before the build (reachable, its splits and fields; a Hub id downloaded once)
-    with resolved_against(against) as against:
+    # every `against:` dataset opened before the build (reachable, its splits, fields and the release's input
+    # columns where the options name them; a Hub id downloaded once)
+    with resolved_against(against, options=options) as against:
         result = build(recipe.method, options, progress=not args.no_progress, **recipe.card_overrides(args.org))
         if result.out is None:
             return 0

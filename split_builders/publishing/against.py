@@ -19,13 +19,14 @@ from split_builders.evidence.contamination import TIERS
 SECTION = "## Checked against other datasets"
 
 
-def resolve_against(entries: list[dict], *, work) -> list[dict]:
+def resolve_against(entries: list[dict], *, work, inputs: list | None = None) -> list[dict]:
     """Open every dataset of a recipe's ``against:`` (``entries``: :meth:`~.recipe.Recipe.against_datasets`) before
     the build, so that a dataset that cannot be read is refused before anything is built: a Hub id reachable (at its
     revision) and downloaded once, into ``work`` (kept until the build's check reads it: ``resolved``), the
-    ``splits`` it names present, the columns its ``fields`` name in one of them, a local file a regular file that the
-    audit reads. The entries, each with ``resolved`` (the local folder or file read); one line naming the entry
-    otherwise."""
+    ``splits`` it names present, the columns its ``fields`` name in one of them (as many as ``inputs``, the release's
+    input fields, where they are known: :func:`declared_inputs`), else the ``inputs`` columns in one of them, a local
+    file a regular file that the audit reads. The entries, each with ``resolved`` (the local folder or file read);
+    one line naming the entry otherwise."""
     from split_builders.errors import ResplitError
     from split_builders.evidence.contamination import open_other
     from split_builders.evidence.inputs import locate_target
@@ -46,19 +47,55 @@ def resolve_against(entries: list[dict], *, work) -> list[dict]:
             raise InvalidParameterError(f"{where}: its fields {', '.join(fields)} are not all columns of any split "
                                         f"({splits[0].split} has no {', '.join(missing)}; its columns: "
                                         f"{', '.join(splits[0].columns)}); name its input columns in fields")
+        if inputs and fields and len(fields) != len(inputs):
+            raise InvalidParameterError(f"{where}: its fields name {len(fields)} column(s); the release's input has "
+                                        f"{len(inputs)} ({', '.join(inputs)}); name one column of it for each")
+        if inputs and not fields and not any(all(c in s.columns for c in inputs) for s in splits):
+            missing = [c for c in inputs if c not in splits[0].columns]  # what the check after the build compares
+            raise InvalidParameterError(f"{where}: {splits[0].split} has no column {', '.join(missing)} of the "
+                                        f"release's input ({', '.join(inputs)}; its columns: "
+                                        f"{', '.join(splits[0].columns)}); give the entry fields: its input "
+                                        f"columns, in the order {', '.join(inputs)}")
         resolved.append({**entry, "resolved": str(local)})
     return resolved
 
 
 @contextlib.contextmanager
-def resolved_against(entries: list[dict]):
+def resolved_against(entries: list[dict], *, options=None):
     """:func:`resolve_against` in a working folder that lasts as long as the ``with`` block (the build and the
-    check of what it built); the entries as they are where there are none."""
+    check of what it built), against the input fields ``options`` (the build's) name; the entries as they are
+    where there are none."""
     if not entries:
         yield entries
         return
     with tempfile.TemporaryDirectory(prefix="resplit-against-") as work:
-        yield resolve_against(entries, work=work)
+        yield resolve_against(entries, work=work, inputs=declared_inputs(options) if options is not None else None)
+
+
+def declared_inputs(options) -> list | None:
+    """The release's input fields (what an ``against:`` entry without ``fields`` is compared on) as the build's
+    ``options`` name them, known before anything is read: the values of its input-naming options (``role="input"``:
+    prompt and query fields, text fields) less the target field, through
+    :func:`~split_builders.evidence.contamination.input_fields` as the check after the build takes them. None where
+    only the source decides them, which is read by the build: no query or text fields given (a compositional
+    folder's, a detected SNLI / BoolQ layout's, a method's fixed fields), a ``task`` reader or a named source (their
+    own fields); the check after the build then refuses a missing column."""
+    import dataclasses
+
+    from loading_scripts import NAMED_SOURCES
+    from split_builders.contracts import Fields
+    from split_builders.evidence.contamination import input_fields
+
+    named = {spec.name: getattr(options, spec.name) for spec in dataclasses.fields(options)
+             if spec.metadata.get("role") == "input"}
+    target = named.pop("target_field", None)
+    source = str(getattr(options, "source", ""))
+    if (getattr(options, "task", None) or not (named.get("query_field") or named.get("text_fields"))
+            or (source in NAMED_SOURCES and not Path(source).exists())):
+        return None
+    text = [name for value in named.values() for name in ((value,) if isinstance(value, str) else value or ())]
+    fields = Fields("text", text=tuple(text), target=target)
+    return input_fields(fields, None) if [f for f in fields.text if f != target] else None
 
 
 def _reason(error) -> str:
