@@ -223,19 +223,17 @@ def check_inspect_targets(released, report) -> int:
 
 def regenerated_problem(released, name: str) -> str | None:
     """Why the generated file ``name`` (``eval.yaml`` or ``croissant.json``) is not the bytes resplit writes for this
-    release from its card and files, or None where it is, where its own fingerprint says it was edited
-    (:func:`split_builders.publishing.readers.written_files`: that finding is the sha256 check's), where the folder
+    release from its card and files, or None where it is, where a fingerprint of it is stored
+    (:func:`split_builders.publishing.readers.written_files`: then its sha256 is what is checked), where the folder
     has none (said where the card declares it) or where the release is too damaged to write it (level 1's other
-    findings say how). An intact fingerprint says the file is as resplit wrote it, not that the card is: a card
-    edited since (its seed, say) still makes the file differ here."""
+    findings say how)."""
     from split_builders.errors import ResplitError
     from split_builders.publishing import croissant, inspect_export
     from split_builders.publishing.readers import written_files
-    from split_builders.release.provenance import EDITED
 
     folder = released.folder
     path = folder / name
-    if not path.is_file() or path.is_symlink() or written_files(folder).get(name) == EDITED:
+    if not path.is_file() or path.is_symlink() or written_files(folder).get(name) is not None:
         return None
     make = {croissant.FILE: croissant.text, inspect_export.EVAL_FILE: inspect_export.expected_eval_yaml}[name]
     try:
