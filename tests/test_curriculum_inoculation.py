@@ -172,9 +172,9 @@ def test_verify_level_2_rederives_every_inoculation_config(release, tmp_path):
     meta["resplit"]["configs"]["verbnet_inoc_10"]["sha256"]["train"] = hashlib.sha256(
         files["verbnet_inoc_10"]["train"].read_bytes()).hexdigest()
     _write_card(copy, meta, body)
-    from split_builders.publishing.croissant import write_croissant
+    from split_builders.publishing.readers import write_readers
 
-    write_croissant(copy)  # and its croissant.json, which lists every data file's sha256
+    write_readers(copy)  # its tasks (which pin every data file's sha256) and croissant.json (which lists them)
     tampered = verify(str(copy), load=False)
     assert not tampered.ok
     assert [(f.level, f.config, f.split) for f in tampered.findings if f.status == "differs"] == [
