@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from datasets.table import InMemoryTable
 
-from loading_scripts.tables import arrow_column, arrow_table
+from loading_scripts.tables import arrow_column, arrow_table, whole_numbers
 from loading_scripts.errors import EmptyTextError, FieldError, InvalidParameterError
 from loading_scripts.labels import check_label_name
 
@@ -269,9 +269,6 @@ def content_sha256(dataset: datasets.Dataset) -> str:
     return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
 
 
-_INTEGER_TEXT = r"^\s*[+-]?\d+\s*$"
-
-
 def source_id_values(column, name: str, *, first_row: int = 0) -> np.ndarray:
     """The ``source_id`` column of ``name`` as int64 ids, checked as every reader checks them: integers, or text
     or floats that are whole numbers (read as those integers), one per row. A missing id (null, NaN) or a value that
@@ -284,21 +281,9 @@ def source_id_values(column, name: str, *, first_row: int = 0) -> np.ndarray:
         raise InvalidParameterError(f"column 'source_id' of {name} has no value on row {first_row + row + 1}; {fix}")
     if pa.types.is_integer(column.type):
         return np.asarray(column.to_numpy(), dtype=np.int64)
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        good = pc.match_substring_regex(column, _INTEGER_TEXT).to_numpy(zero_copy_only=False)
-        if good.all():
-            try:
-                return np.asarray(pc.cast(pc.utf8_trim_whitespace(column), pa.int64()).to_numpy(), dtype=np.int64)
-            except pa.ArrowInvalid:  # beyond int64
-                good = np.zeros(len(column), dtype=bool)
-    elif pa.types.is_floating(column.type):
-        values = np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
-        good = np.isfinite(values) & (values == np.round(values)) & (np.abs(values) < 2.0 ** 63)
-        if good.all():
-            return values.astype(np.int64)
-    else:
-        good = np.zeros(len(column), dtype=bool)
-    row = int(np.flatnonzero(~good)[0])
+    ids, row = whole_numbers(column.to_numpy(zero_copy_only=False))
+    if row is None:
+        return ids
     raise InvalidParameterError(f"column 'source_id' of {name} holds {column[row].as_py()!r} on row "
                                 f"{first_row + row + 1}, which is not an integer; {fix}")
 

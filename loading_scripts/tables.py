@@ -8,6 +8,8 @@ it row by row through ``datasets`` is slow. Everything that wants whole columns 
 from __future__ import annotations
 
 import contextlib
+import math
+import re
 
 import datasets
 import numpy as np
@@ -158,3 +160,55 @@ def unencodable_text(columns) -> tuple | None:
                 return name, row, *found
     return None
 
+
+
+_WHOLE = re.compile(r"\s*[+-]?[0-9]+\s*")
+_INT64 = 2 ** 63
+
+
+def whole_number(value):
+    """``value`` as an int, or None where it is not a whole number of int64's range (a fraction, a bool, text,
+    missing): the one rule of every id a reader checks (a source's ``source_id``, a run's ids)."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        number = int(value)
+    elif isinstance(value, (float, np.floating)):
+        if not (math.isfinite(value) and float(value).is_integer()):
+            return None
+        number = int(value)
+    elif isinstance(value, str) and _WHOLE.fullmatch(value):
+        number = int(value)
+    else:
+        return None
+    return number if -_INT64 <= number < _INT64 else None
+
+
+def whole_numbers(values) -> tuple[np.ndarray, int | None]:
+    """``(int64 array, position of the first value that is not a whole number or None)`` (:func:`whole_number`, by
+    whole columns where the values are numbers)."""
+    array = np.asarray(values)
+    if array.dtype.kind in "iu":
+        return array.astype(np.int64), None
+    if array.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.isfinite(array) & (array == np.floor(array)) & (np.abs(array) < _INT64))
+        if bad.any():
+            return np.zeros(len(array), np.int64), int(bad.argmax())
+        return array.astype(np.int64), None
+    if array.dtype.kind in "OU":  # text: checked and cast by whole columns where every value is a whole number
+        import pyarrow.compute as pc
+
+        try:
+            text = pa.array(array, type=pa.string())
+            if text.null_count == 0 and pc.all(pc.match_substring_regex(text, "^" + _WHOLE.pattern + "$")).as_py():
+                return np.asarray(pc.cast(pc.utf8_trim_whitespace(text), pa.int64()).to_numpy(), np.int64), None
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all text, or beyond int64: the first such value is found below
+            pass
+    out = np.zeros(len(array), np.int64)
+    for position, value in enumerate(array.tolist()):
+        number = whole_number(value)
+        if number is None:
+            return out, position
+        out[position] = number
+    return out, None

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 
+from loading_scripts.tables import whole_number, whole_numbers  # noqa: F401 - the one rule, readers' name
 from split_builders.errors import InvalidParameterError
 
 PLACE = ("file", "place")
@@ -26,7 +26,6 @@ PLACE = ("file", "place")
 run is checked)."""
 KEY = ("model", "release", "config", "split", "source_id", "example", "metric")
 """One outcome per key in a run."""
-_WHOLE = re.compile(r"\s*[+-]?[0-9]+\s*")
 
 
 class RunError(InvalidParameterError):
@@ -57,39 +56,6 @@ def json_lines(path: Path):
             if not isinstance(value, dict):
                 raise RunError(f"{path}: line {number} is not a JSON object; give the file as the harness wrote it")
             yield number, value
-
-
-def whole_number(value):
-    """``value`` as an int, or None where it is not a whole number (a fraction, a bool, text, missing)."""
-    if isinstance(value, (bool, np.bool_)):
-        return None
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return int(value) if math.isfinite(value) and float(value).is_integer() else None
-    if isinstance(value, str) and _WHOLE.fullmatch(value):
-        return int(value)
-    return None
-
-
-def whole_numbers(values) -> tuple[np.ndarray, int | None]:
-    """``(int64 array, position of the first value that is not a whole number or None)``."""
-    array = np.asarray(values)
-    if array.dtype.kind in "iu":
-        return array.astype(np.int64), None
-    if array.dtype.kind == "f":
-        with np.errstate(invalid="ignore"):
-            bad = ~(np.isfinite(array) & (array == np.floor(array)))
-        if bad.any():
-            return np.zeros(len(array), np.int64), int(bad.argmax())
-        return array.astype(np.int64), None
-    out = np.zeros(len(array), np.int64)
-    for position, value in enumerate(array.tolist()):
-        number = whole_number(value)
-        if number is None:
-            return out, position
-        out[position] = number
-    return out, None
 
 
 def finite_number(value):
