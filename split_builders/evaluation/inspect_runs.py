@@ -84,7 +84,8 @@ def inspect_runs(where: Path, releases: list, *, name: str | None, required: boo
             unscored.append(f"{path.name}: its status is {log.status} and no sample was scored")
             continue
         model = str(log.eval.model)
-        run = Run(name=model, path=str(path), outcomes=None, files=[path])
+        run = Run(name=model, path=str(path), outcomes=None, files=[path], harness="inspect-ai",
+                  harness_version=(log.eval.packages or {}).get("inspect_ai"))
         if unchecked:
             run.notes.append(f"{path.name}: {unchecked}")
         frame, samples, epochs = _outcomes(log, release, config, split, model, path)

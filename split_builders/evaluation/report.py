@@ -66,6 +66,7 @@ class Report:
     releases: list = field(default_factory=list)
     models: list = field(default_factory=list)
     confidence: float = CONFIDENCE
+    provenance: dict = field(default_factory=dict)  # what it was made from (:mod:`.provenance`)
 
     def tables(self) -> dict:
         """``{name: DataFrame}`` of the tables that hold rows."""
@@ -78,7 +79,8 @@ class Report:
 
     def as_dict(self) -> dict:
         """The JSON of ``--json``: ``results``, ``gaps``, ``comparisons``, ``concurrence`` (lists of records, a
-        ``ci`` as ``[low, high]``), with ``behavioural`` and ``curriculum`` where present, and ``notes``."""
+        ``ci`` as ``[low, high]``), with ``behavioural`` and ``curriculum`` where present, ``notes`` and
+        ``provenance`` (:func:`~split_builders.evaluation.provenance.report_provenance`)."""
         out = {}
         for name in TABLES:
             frame = getattr(self, name)
@@ -88,22 +90,30 @@ class Report:
                 continue
             out[name] = [_record(row) for row in frame.to_dict(orient="records")]
         out["notes"] = list(self.notes)
+        out["provenance"] = self.provenance
         return out
 
     def lines(self) -> list[str]:
         """The report for the terminal."""
         level = _level(self.confidence)
-        lines = [f"resplit report: {len(self.models)} model(s) on {', '.join(self.releases)}", ""]
+        lines = [f"resplit report: {len(self.models)} model(s) on {', '.join(self._release_names())}", ""]
         for name, frame in self.tables().items():
             lines += [f"{_TITLES[name]} ({level} intervals)" if name not in ("curriculum", "g_scores") else _TITLES[name],
                       *_text_table(_display(name, frame)).splitlines(), ""]
         lines += [f"note: {note}" for note in self.notes]
         return lines
 
+    def _release_names(self) -> list:
+        """The releases as given (folder or Hub id), else their group names."""
+        return [r["release"] for r in self.provenance.get("releases", [])] or list(self.releases)
+
     def markdown(self) -> str:
+        from split_builders.evaluation.provenance import provenance_lines
+
         level = _level(self.confidence)
-        parts = [f"# resplit report", "", f"{len(self.models)} model(s) ({', '.join(self.models)}) on "
-                 f"{', '.join(self.releases)}; intervals are {level} percentile bootstrap intervals.", ""]
+        parts = [f"# resplit report", "", *provenance_lines(self.provenance),
+                 f"{len(self.models)} model(s) ({', '.join(self.models)}) on "
+                 f"{', '.join(self._release_names())}; intervals are {level} percentile bootstrap intervals.", ""]
         for name, frame in self.tables().items():
             parts += [f"## {_TITLES[name]}", "", _text_table(_display(name, frame), markdown=True), ""]
         if self.notes:
@@ -111,9 +121,13 @@ class Report:
         return "\n".join(parts)
 
     def latex(self) -> str:
-        """The gap table (the papers' table: metric per config, gap and relative error increase) as LaTeX."""
-        frame = self.gaps if self.gaps is not None and len(self.gaps) else self.results
-        return _display("gaps" if frame is self.gaps else "results", frame).to_latex(index=False, escape=True)
+        """Every table of the report as LaTeX (a ``table`` with its caption and label ``tab:resplit-NAME`` each),
+        in the order of ``report.md``."""
+        parts = [f"% resplit report: {len(self.models)} model(s) on {', '.join(self._release_names())}"]
+        for name, frame in self.tables().items():
+            parts.append(_display(name, frame).to_latex(index=False, escape=True, caption=_TITLES[name],
+                                                        label=f"tab:resplit-{name}"))
+        return "\n".join(parts)
 
     def write(self, out, *, overwrite: bool = False) -> list[Path]:
         """Write the report into the folder ``out`` as one set of files
@@ -126,7 +140,7 @@ class Report:
                                                                           allow_nan=False, default=str) + "\n",
                  "report.tex": self.latex()}
         for name, frame in self.tables().items():
-            files[f"{name}.csv"] = _csv_ready(frame).to_csv(index=False)
+            files[f"{name}.csv"] = _csv_ready(name, frame).to_csv(index=False)
         writes = {name: (lambda path, text=text: Path(path).write_text(text, encoding="utf-8"))
                   for name, text in files.items()}
         return write_file_set(out, {**writes, **self._figures()}, overwrite=overwrite)
@@ -246,8 +260,27 @@ def _display(name: str, frame):
     return out.reset_index(drop=True)
 
 
-def _csv_ready(frame):
-    return frame.reset_index(drop=True)
+def _csv_ready(name: str, frame):
+    """A table as its CSV holds it; ``results.csv`` also has the columns ``resplit concurrence`` reads
+    (``benchmark``, ``seed``, ``score``: :func:`benchmark_names`, empty, the value), so it can be given as it is."""
+    frame = frame.reset_index(drop=True)
+    if name == "results" and len(frame):
+        frame = frame.assign(benchmark=benchmark_names(frame), seed="", score=frame["value"])
+    return frame
+
+
+def benchmark_names(results):
+    """Each results row's benchmark as the concurrence table names it: its config (``release/config`` where the
+    report covers several releases), with ``(metric)`` for a metric beside the compared one (``acc`` beside
+    ``mcc``) and ``@split`` where a config was evaluated on several splits, so every (model, benchmark) is one
+    row, as ``resplit concurrence`` requires."""
+    several = results["release"].nunique() > 1
+    names = (results["release"] + "/" + results["config"]) if several else results["config"].astype(str)
+    primary = _primary(results)
+    splits = results.groupby(["release", "config"])["split"].nunique()
+    return [name + ("" if primary[(r, c)] == m else f" ({m})") + (f"@{s}" if splits[(r, c)] > 1 else "")
+            for name, r, c, m, s in zip(names, results["release"], results["config"], results["metric"],
+                                        results["split"])]
 
 
 def _text_table(frame, *, markdown: bool = False) -> str:
@@ -344,9 +377,12 @@ def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_R
         if not row.complete:
             notes.append(f"{row.model} on {row.config}/{row.split}: {row.n} of the split's rows were evaluated "
                          "(complete: false); its value is not the split's score")
+    from split_builders.evaluation.provenance import report_provenance
+
+    provenance = report_provenance(targets, releases, read, given, seed=seed, n_resamples=n_resamples,
+                                   confidence=confidence)
     return Report(results, gaps, comparisons, concurrence, behavioural, curriculum, g_scores, notes=notes,
-                  releases=names,
-                  models=models, confidence=confidence)
+                  releases=names, models=models, confidence=confidence, provenance=provenance)
 
 
 def least_resamples(confidence: float) -> int:
@@ -605,9 +641,7 @@ def _concurrence(results, n_resamples: int, seed: int, confidence: float, notes:
         if len(models) == 2:
             notes.append("concurrence needs three or more models; two were given")
         return pd.DataFrame(columns=columns)
-    several = frame["release"].nunique() > 1
-    bench = (frame["release"] + "/" + frame["config"]) if several else frame["config"]
-    frame = frame.assign(benchmark=bench)
+    frame = frame.assign(benchmark=benchmark_names(frame))
     # a benchmark every model was evaluated on, once (its evaluation split)
     counts = frame.groupby("benchmark")["model"].nunique()
     kept = [b for b in dict.fromkeys(frame["benchmark"]) if counts[b] == len(models)]

@@ -144,6 +144,8 @@ class Run:
     samples: list = field(default_factory=list)  # (release, config, split, sample dict) of classification tasks
     named: bool = False  # named by the user (RUN=NAME)
     files: list = field(default_factory=list)  # the files it was read from
+    harness: str = "predictions table"  # what wrote it: lm-eval, inspect-ai or a predictions table
+    harness_version: str | None = None  # the version the run records (lm_eval_version, inspect_ai's)
 
     def rename(self, name: str) -> None:
         """Name the run (and its outcomes) ``name``."""
@@ -275,7 +277,8 @@ def _harness_run(results_file: Path, releases: list) -> Run | None:
     folder = results_file.parent
     model = _model_name(results, folder)
     n_samples = results.get("n-samples") if isinstance(results.get("n-samples"), dict) else {}
-    run = Run(name=model, path=str(results_file), outcomes=None, files=[results_file])
+    run = Run(name=model, path=str(results_file), outcomes=None, files=[results_file], harness="lm-eval",
+              harness_version=str(results["lm_eval_version"]) if results.get("lm_eval_version") else None)
     frames, ours = [], 0
     for task, task_config in sorted(results["configs"].items()):
         if not isinstance(task_config, dict):

@@ -1,0 +1,127 @@
+"""``resplit report`` says what it was made from, and its outputs are read back by the tools they feed (issue 54).
+
+Runs are small files in the layouts the harnesses write (:mod:`test_report_round6`'s writers: an lm_eval
+``--output_path`` folder, inspect-ai logs written with inspect-ai's own writer, predictions tables) on the
+session's small likelihood release (built from a CSV); no harness is run. Every digest is computed here with
+hashlib, independently of the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from split_builders.cli import main
+from split_builders.evaluation.report import report
+from split_builders.publishing.export import group_name
+from split_builders.release.folder import read_card
+from test_report_round6 import _ids, _inspect_log, _lm_eval_run, _outcome, _table
+
+EPOCH = 1_000_000_000  # SOURCE_DATE_EPOCH: 2001-09-09T01:46:40Z
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _runs(release: Path, where: Path) -> dict:
+    """An lm_eval run (recording its lm_eval_version), an inspect-ai log and a predictions table of one release."""
+    lm_eval = _lm_eval_run(where / "lm", release, configs=("random", "ll_split"), model="org/lm")
+    results = next(lm_eval.rglob("results_*.json"))
+    document = json.loads(results.read_text(encoding="utf-8"))
+    results.write_text(json.dumps({**document, "lm_eval_version": "0.4.99"}), encoding="utf-8")
+    log = _inspect_log(where / "logs" / "one.eval", release, "random", model="mockllm/other")
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    written = read_eval_log(str(log))  # inspect eval records its own version in the log's packages
+    written.eval.packages = {"inspect_ai": "0.3.99"}
+    write_eval_log(written, str(log))
+    table = _table(where / "predictions.csv", release, configs=("random", "ll_split"), models=("tfidf",))
+    return {"lm": lm_eval, "inspect": log, "table": table}
+
+
+def test_the_json_and_report_json_record_the_release_the_runs_and_the_settings(small_release, tmp_path, capsys,
+                                                                              monkeypatch):
+    import split_builders
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
+    runs = _runs(small_release, tmp_path)
+    out = tmp_path / "report"
+    assert main(["report", str(small_release), str(runs["lm"]), str(runs["inspect"]), f"{runs['table']}=tfidf",
+                 "--json", "--bootstrap-iters", "50", "--seed", "7", "--confidence", "0.9", "--out", str(out)]) == 0
+    data = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert json.loads((out / "report.json").read_text(encoding="utf-8")) == data
+    provenance = data["provenance"]
+    assert provenance["created"] == "2001-09-09T01:46:40Z"
+    assert provenance["resplit_version"] == split_builders.__version__
+    assert (provenance["seed"], provenance["bootstrap_resamples"], provenance["confidence"]) == (7, 50, 0.9)
+    group = group_name(read_card(small_release)[0])
+    assert provenance["releases"] == [{"release": str(small_release), "group": group, "hub_id": None,
+                                       "revision": None, "card_sha256": _sha256(small_release / "README.md")}]
+    assert data["results"][0]["release"] == group  # the tables keep the group name the runs' tasks carry
+    by_model = {run["model"]: run for run in provenance["runs"]}
+    assert set(by_model) == {"org/lm", "mockllm/other", "tfidf"}
+    lm = by_model["org/lm"]
+    lm_files = sorted(p for p in runs["lm"].rglob("*") if p.is_file())
+    assert (lm["path"], lm["harness"], lm["harness_version"]) == (str(runs["lm"]), "lm-eval", "0.4.99")
+    assert sorted((f["path"], f["sha256"]) for f in lm["files"]) == sorted((str(p), _sha256(p)) for p in lm_files)
+    log = by_model["mockllm/other"]
+    assert (log["harness"], log["harness_version"]) == ("inspect-ai", "0.3.99")
+    assert log["files"] == [{"path": str(runs["inspect"]), "sha256": _sha256(runs["inspect"])}]
+    table = by_model["tfidf"]
+    assert (table["path"], table["harness"], table["harness_version"]) == (str(runs["table"]), "predictions table",
+                                                                          None)
+    assert table["files"] == [{"path": str(runs["table"]), "sha256": _sha256(runs["table"])}]
+    header = (out / "report.md").read_text(encoding="utf-8").split("## ")[0]
+    assert "2001-09-09T01:46:40Z" in header and f"group `{group}`" in header and str(small_release) in header
+    assert _sha256(small_release / "README.md")[:12] in header and _sha256(runs["table"])[:12] in header
+
+
+def test_a_report_is_byte_identical_when_made_again_at_a_fixed_time(small_release, tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
+    table = _table(tmp_path / "p.csv", small_release, configs=("random", "ll_split"), models=("a", "b"))
+    for out in ("one", "two"):
+        assert main(["report", str(small_release), str(table), "--bootstrap-iters", "50", "--out",
+                     str(tmp_path / out)]) == 0
+    names = sorted(p.name for p in (tmp_path / "one").iterdir() if not p.name.endswith(".png"))
+    assert "report.json" in names and "report.md" in names
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    with pytest.raises(Exception, match="SOURCE_DATE_EPOCH is 'yesterday'"):
+        report(small_release, [str(table)], n_resamples=0)
+
+
+def test_report_tex_holds_every_table_and_results_csv_feeds_concurrence(small_release, tmp_path, capsys):
+    """Three models on every config: the report's results.csv given to ``resplit concurrence`` as it is gives the
+    report's own concurrence table; report.tex holds each table the report has, not only the gaps."""
+    configs = sorted(p.name for p in small_release.iterdir() if p.is_dir() and any(p.glob("test-*.parquet")))
+    rows = []
+    for rank, model in enumerate(("a", "b", "c")):
+        for number, config in enumerate(configs):
+            for source_id in _ids(small_release, config):  # the models' order changes from config to config
+                rows.append({"model": model, "config": config, "split": "test", "source_id": source_id,
+                             "correct": int((source_id + rank * (number + 1)) % (3 + rank) != 0)})
+    pd.DataFrame(rows).to_csv(tmp_path / "p.csv", index=False)
+    out = tmp_path / "report"
+    assert main(["report", str(small_release), str(tmp_path / "p.csv"), "--bootstrap-iters", "0", "--out",
+                 str(out)]) == 0
+    concurrence = pd.read_csv(out / "concurrence.csv")
+    assert len(concurrence) == len(configs) * (len(configs) - 1) // 2
+    assert concurrence["kendall_tau"].nunique() > 1  # the rankings differ between configs
+    capsys.readouterr()
+    assert main(["concurrence", "--results", str(out / "results.csv"), "--json"]) == 0
+    values = json.loads(capsys.readouterr().out)
+    for row in concurrence.itertuples():
+        assert values[f"{row.config_a}|{row.config_b}"] == pytest.approx(row.kendall_tau, nan_ok=True)
+    tex = (out / "report.tex").read_text(encoding="utf-8")
+    tables = [p.stem for p in out.glob("*.csv")]
+    assert {"results", "gaps", "comparisons", "concurrence"} <= set(tables)
+    assert tex.count("\\begin{table}") == len(tables)
+    for name in tables:
+        assert f"\\label{{tab:resplit-{name}}}" in tex
+    assert tex.count("\\bottomrule") == len(tables)
