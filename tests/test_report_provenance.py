@@ -12,9 +12,11 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import refused_in_one_line
 from split_builders.cli import main
 from split_builders.evaluation.report import report
 from split_builders.publishing.export import group_name
@@ -125,3 +127,72 @@ def test_report_tex_holds_every_table_and_results_csv_feeds_concurrence(small_re
     for name in tables:
         assert f"\\label{{tab:resplit-{name}}}" in tex
     assert tex.count("\\bottomrule") == len(tables)
+
+
+# -- inspect eval hf/ORG/NAME@REV (the release's eval.yaml run from the Hub) ----------------------------------------
+
+
+HUB_ID = "org/snli-ll"
+
+
+@pytest.fixture(scope="module")
+def published(small_release, tmp_path_factory) -> Path:
+    """The small release as published: its card records its Hub id and version (v1.0.0), as ``push`` writes it."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp("published") / "release"
+    shutil.copytree(small_release, folder)
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert card.count("\nresplit:\n") == 1
+    (folder / "README.md").write_text(card.replace("\nresplit:\n", f"\nresplit:\n  repo_id: {HUB_ID}\n"
+                                                   "  release_version: 1.0.0\n"), encoding="utf-8")
+    return folder
+
+
+def _hub_log(path: Path, release: Path, task: str, config: str, **task_args) -> Path:
+    """A log as ``inspect eval hf/...`` writes it (inspect-ai's own writer): task named by inspect's Hub loader,
+    the dataset its Hub id, no resplit metadata; each sample keeps eval.yaml's metadata fields and is scored by
+    the pattern scorer."""
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSample, EvalSpec, write_eval_log
+    from inspect_ai.scorer import Score
+
+    ids = _ids(release, config)
+    samples = [EvalSample(id=n + 1, epoch=1, input="Premise: x", target="1",
+                          metadata={"premise": "x", "hypothesis": "y", "source_id": i},
+                          scores={"pattern": Score(value="C" if _outcome(i) else "I")}) for n, i in enumerate(ids)]
+    spec = EvalSpec(created="2026-01-01T00:00:00+00:00", task=task, task_args=task_args, model="mockllm/model",
+                    config=EvalConfig(), dataset=EvalDataset(name=HUB_ID, location=HUB_ID, samples=len(ids)),
+                    packages={"inspect_ai": "0.3.285"})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_eval_log(EvalLog(eval=spec, samples=samples, status="success"), str(path))
+    return path
+
+
+@pytest.mark.parametrize("task, config, args", [
+    (f"hf/{HUB_ID}@v1.0.0/random", "random", {}),          # every task of eval.yaml, pinned
+    (f"hf/{HUB_ID}/ll_split@v1.0.0/ll_split", "ll_split", {}),  # one task asked for
+    (f"hf/{HUB_ID}/ll_split_len", "ll_split_len", {"revision": "v1.0.0"}),  # -T revision=v1.0.0
+])
+def test_a_log_of_the_hub_route_is_read_and_its_revision_checked(task, config, args, published, tmp_path, capsys):
+    log = _hub_log(tmp_path / "logs" / "hub.eval", published, task, config, **args)
+    result = report(published, [str(log)], n_resamples=0)
+    (row,) = result.results.itertuples()
+    expected = np.mean([_outcome(i) for i in _ids(published, config)])
+    assert (row.config, row.split, row.metric, row.n, bool(row.complete)) == (config, "test", "acc", 40, True)
+    assert row.value == pytest.approx(expected)
+    assert result.provenance["runs"][0]["harness"] == "inspect-ai"
+    assert not any("not checked" in note for note in result.notes), result.notes
+    other = _hub_log(tmp_path / "other" / "hub.eval", published, task.replace("v1.0.0", "v2.0.0"), config,
+                     **{k: v.replace("v1.0.0", "v2.0.0") for k, v in args.items()})
+    line = refused_in_one_line(["report", str(published), str(other), "--bootstrap-iters", "0"], capsys, published)
+    assert "revision v2.0.0" in line and "v1.0.0" in line, line
+
+
+def test_a_hub_log_of_the_main_branch_is_read_with_a_note_and_another_dataset_is_left_out(published, tmp_path):
+    log = _hub_log(tmp_path / "logs" / "main.eval", published, f"hf/{HUB_ID}/random", "random")
+    result = report(published, [str(log)], n_resamples=0)
+    assert len(result.results) == 1
+    assert any("main branch" in note and "not checked" in note for note in result.notes), result.notes
+    foreign = _hub_log(tmp_path / "foreign" / "f.eval", published, "hf/org/another@v1.0.0/random", "random")
+    with pytest.raises(Exception, match="none of its inspect-ai logs is of the release"):
+        report(published, [str(foreign)], n_resamples=0)

@@ -5,7 +5,9 @@ A run is an inspect-ai log (``.eval`` or ``.json``) or a log folder (``--log-dir
 split and the data files it read (sha256) or the Hub revision, and each sample keeps its row's ``source_id``
 (and a CheckList example's index). The logs of one model make one run. A log of another version of the release,
 a config it does not have or a ``source_id`` outside the split is refused in one line, as a harness run is; a run
-with ``--limit`` or one that stopped early is reported ``complete: false``.
+with ``--limit`` or one that stopped early is reported ``complete: false``. A log of ``inspect eval hf/ORG/NAME@REV``
+(the release's ``eval.yaml`` run from the Hub) records none of that metadata: :mod:`.hub_logs` finds its release,
+config and split from its task name and the release's ``eval.yaml``, and checks its revision.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from split_builders.evaluation.hub_logs import hub_log
 from split_builders.evaluation.outcomes import RunError, check_outcomes, combine, finish_run
 from split_builders.evaluation.runs import Run, _empty, _harness_runs, check_version, name_runs, read_runs
 
@@ -70,10 +73,14 @@ def inspect_runs(where: Path, releases: list, *, name: str | None, required: boo
     for path in files:
         log = _read(path)
         meta = (log.eval.metadata or {}).get("resplit") if isinstance(log.eval.metadata, dict) else None
-        if not isinstance(meta, dict) or "config" not in meta:
+        hub_notes = []  # a run of eval.yaml (inspect eval hf/ORG/NAME@REV): its task name says where it read
+        if (not isinstance(meta, dict) or "config" not in meta) and (hub := hub_log(log, releases)) is not None:
+            release, meta, hub_notes = hub
+        elif not isinstance(meta, dict) or "config" not in meta:
             notes.append(f"{path.name}: task {log.eval.task} is not one of a release's inspect tasks; left out")
             continue
-        release = _release(meta, releases)
+        else:
+            release = _release(meta, releases)
         if release is None:
             notes.append(f"{path.name}: task {meta.get('task')} is not a task of the release(s); left out")
             continue
@@ -86,9 +93,9 @@ def inspect_runs(where: Path, releases: list, *, name: str | None, required: boo
         model = str(log.eval.model)
         run = Run(name=model, path=str(path), outcomes=None, files=[path], harness="inspect-ai",
                   harness_version=(log.eval.packages or {}).get("inspect_ai"))
-        if unchecked:
-            run.notes.append(f"{path.name}: {unchecked}")
-        frame, samples, epochs = _outcomes(log, release, config, split, model, path)
+        run.notes += [f"{path.name}: {note}" for note in [*hub_notes, *([unchecked] if unchecked else [])]]
+        frame, samples, epochs = _outcomes(log, release, config, split, model, path,
+                                           hub=str(log.eval.task or "").startswith("hf/"))
         run.outcomes = frame
         total = int(log.eval.dataset.samples or 0) or None
         run.complete[(release.name, config, split)] = (samples, total)
@@ -136,13 +143,15 @@ def _release(meta: dict, releases: list):
     return None
 
 
-def _outcomes(log, release, config: str, split: str, model: str, path: Path):
-    """``(frame, samples scored, epochs)``: one row per sample (first epoch) and metric."""
+def _outcomes(log, release, config: str, split: str, model: str, path: Path, *, hub: bool = False):
+    """``(frame, samples scored, epochs)``: one row per sample (first epoch) and metric (``hub``: an ``eval.yaml``
+    run, whose pattern scorer gives each row right or wrong, so its accuracy, not a Matthews correlation)."""
     import pandas as pd
     from inspect_ai.scorer import value_to_float
 
     to_float = value_to_float()
     primary = release.metric or "acc"
+    primary = "acc" if hub and primary == "mcc" else primary
     classes = len(release.label_names) if release.label_names else None
     rows, epochs = [], 1
     for sample in log.samples or []:
