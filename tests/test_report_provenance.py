@@ -196,3 +196,58 @@ def test_a_hub_log_of_the_main_branch_is_read_with_a_note_and_another_dataset_is
     foreign = _hub_log(tmp_path / "foreign" / "f.eval", published, "hf/org/another@v1.0.0/random", "random")
     with pytest.raises(Exception, match="none of its inspect-ai logs is of the release"):
         report(published, [str(foreign)], n_resamples=0)
+
+
+# -- the docs' predictions example reads labels by name -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def snli_release(tmp_path_factory) -> Path:
+    """A small likelihood release of the bundled SNLI sample (its labels a ClassLabel in SNLI's order: entailment
+    is 0), with given scores."""
+    folder = tmp_path_factory.mktemp("snli-sample")
+    np.save(folder / "scores.npy", np.random.default_rng(0).normal(size=2000))
+    assert main(["likelihood", "--source", "snli-sample", "--scores", str(folder / "scores.npy"), "--limit", "120",
+                 "--validation-size", "20", "--test-size", "30", "--null-splits", "0", "--out",
+                 str(folder / "release"), "--no-progress"]) == 0
+    return folder / "release"
+
+
+def _gold(release: Path, config: str, source: pd.DataFrame) -> dict:
+    """``{source_id: gold label text}`` of a config's test rows, found by their premise and hypothesis in the
+    source file (not through the release's label encoding)."""
+    import pyarrow.parquet as pq
+
+    (path,) = (release / config).glob("test-*.parquet")
+    rows = pq.read_table(path, columns=["source_id", "premise", "hypothesis"]).to_pylist()
+    gold = source.groupby(["premise", "hypothesis"])["gold_label"].agg(set).to_dict()
+    assert all(len(gold[(r["premise"], r["hypothesis"])]) == 1 for r in rows)
+    return {r["source_id"]: next(iter(gold[(r["premise"], r["hypothesis"])])) for r in rows}
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/evaluation.md"])
+def test_the_docs_always_entailment_model_answers_entailment_on_a_csv_and_on_snli(page, small_release, snli_release,
+                                                                                  shared, tmp_path, monkeypatch):
+    import datasets
+
+    from test_docs import REPO, blocks
+
+    (block,) = [b for b in blocks(REPO / page) if b.lang == "python" and "always-entailment" in b.code]
+    csv = pd.read_csv(shared / "reference" / "likelihood" / "inputs" / "snli" / "all_examples.csv")
+    sample = pd.read_json(REPO / "loading_scripts" / "samples" / "snli_1.0_dev_sample.jsonl.gz", lines=True)
+    sample = sample.rename(columns={"sentence1": "premise", "sentence2": "hypothesis"})
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf-datasets-cache"))
+    for name, release, source in (("csv", small_release, csv), ("snli", snli_release, sample)):
+        (tmp_path / name).mkdir()
+        monkeypatch.chdir(tmp_path / name)  # the block writes predictions.csv where it runs
+        code = block.code.replace("demo_out/snli-sample-likelihood", str(release)).replace('"ll_split_pt"',
+                                                                                          '"ll_split"')
+        exec(compile(code, f"{page} on the {name} release", "exec"), {"__name__": "__main__"})
+        written = pd.read_csv("predictions.csv")
+        assert set(written["config"]) == {"random", "ll_split"} and set(written["model"]) == {"always-entailment"}
+        for config, rows in written.groupby("config"):
+            gold = _gold(release, config, source)
+            assert sorted(rows["source_id"]) == sorted(gold)
+            expected = {i: gold[i] == "entailment" for i in gold}
+            assert dict(zip(rows["source_id"], rows["correct"].astype(bool))) == expected
+            assert 0 < sum(expected.values()) < len(expected)
