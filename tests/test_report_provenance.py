@@ -251,3 +251,41 @@ def test_the_docs_always_entailment_model_answers_entailment_on_a_csv_and_on_snl
             expected = {i: gold[i] == "entailment" for i in gold}
             assert dict(zip(rows["source_id"], rows["correct"].astype(bool))) == expected
             assert 0 < sum(expected.values()) < len(expected)
+
+
+# -- Croissant: where the scores came from, and the method's paper -------------------------------------------------
+
+
+def _property(entity: dict, name: str):
+    return next((p["value"] for p in entity.get("additionalProperty", []) if p["name"] == name), None)
+
+
+def test_croissant_records_the_given_scores_and_cites_the_method(snli_release):
+    document = json.loads((snli_release / "croissant.json").read_text(encoding="utf-8"))
+    record = read_card(snli_release)[0]["resplit"]
+    used = document["prov:wasGeneratedBy"]["prov:used"]
+    assert _property(used, "scores_sha256") == _sha256(snli_release.parent / "scores.npy")
+    assert _property(used, "scores_file") == "scores.npy" and _property(used, "kind") == record["signal"]["kind"]
+    bibtex = read_card(snli_release)[1].split("```bibtex\n")[1].split("\n```")[0]
+    assert "bowman" in bibtex and "Godbole" in record["paper"]  # the card's BibTeX is the source's (SNLI)
+    assert document["citeAs"] == f"{record['paper']}\n\n{bibtex}"
+
+
+def test_croissant_records_the_model_that_scored_the_rows():
+    from split_builders.publishing.croissant import _document
+
+    signal = {"kind": "prompted LM log-likelihood", "model": "HuggingFaceTB/SmolLM2-135M", "model_revision": "abc123",
+              "dtype": "int8", "engine": "ctranslate2", "engine_version": "4.6.0", "template": "snli: {premise} ...",
+              "batch_size": 32, "fold_reports": [{"fold": 0}]}
+    record = {"method": "likelihood", "version": "0.1.0", "paper": "Godbole & Jia 2023", "signal": signal}
+    recipe = "```bibtex\n@inproceedings{godbole-jia-2023,\n  title = {Benchmarking Long-tail Generalization with " \
+             "Likelihood Splits},\n}\n```"
+    document = _document({}, recipe, {**record, "paper": "A. Godbole and R. Jia. 2023. *Benchmarking Long-tail "
+                                                           "Generalization with Likelihood Splits.* EACL."}, [], [])
+    assert document["citeAs"].startswith("@inproceedings{godbole-jia-2023")  # a recipe's BibTeX has the method's
+    used = _document({}, "", record, [], [])["prov:wasGeneratedBy"]["prov:used"]
+    assert used["prov:wasAttributedTo"] == {"@type": "prov:SoftwareAgent", "name": "HuggingFaceTB/SmolLM2-135M",
+                                            "version": "abc123"}
+    for key in ("model", "model_revision", "dtype", "engine", "engine_version", "template"):
+        assert _property(used, key) == signal[key], key
+    assert _property(used, "fold_reports") is None and _property(used, "scores_sha256") is None

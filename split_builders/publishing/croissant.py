@@ -2,7 +2,7 @@
 alone (no family code): what the Hub's generated file cannot know.
 
 - the dataset: name, description, license, ``url`` and ``version`` where the card records a Hub repository and a
-  published version, ``citeAs`` where it has a citation;
+  published version, ``citeAs`` (the method's paper and the card's BibTeX);
 - ``distribution``: a ``cr:FileObject`` per data file (its path in the release, its sha256) and a local
   ``cr:FileSet`` per config, which the config's record set reads;
 - ``recordSet``: one per config, its fields typed from the config's ``datasets`` features (a ``ClassLabel`` an index
@@ -10,7 +10,8 @@ alone (no family code): what the Hub's generated file cannot know.
   structs ``subField``) and a ``split`` field that refers to the ``cr:Split`` record set (``cr:TrainingSplit``,
   ``cr:ValidationSplit``, ``cr:TestSplit``);
 - ``prov:wasDerivedFrom`` (the source), ``prov:wasGeneratedBy`` (resplit's version, the method, its paper, seed and
-  parameters; each record set its config's), ``rai:dataLimitations`` (the leakage audit's and contamination's
+  parameters; each record set its config's; ``prov:used``: the signal the rows were split by, its model and
+  revision, template, dtype and engine, or its given scores' file and sha256), ``rai:dataLimitations`` (the leakage audit's and contamination's
   numbers) and ``rai:dataManipulationProtocol`` (how the rows were re-split).
 
 The same release gives the same bytes (the card's order, no time stamps), and no local path is named.
@@ -82,6 +83,20 @@ def _first_paragraph(body: str) -> str:
 def _citation(body: str) -> str | None:
     found = re.search(r"```bibtex\n(.*?)\n```", body, flags=re.S)
     return found.group(1).strip() if found else None
+
+
+def _cite_as(body: str, paper) -> str | None:
+    """``citeAs``: the method's paper (the card's ``resplit.paper``) and the card's BibTeX (the source's; a
+    recipe's holds the method's first, and then the paper is not repeated)."""
+    bibtex, paper = _citation(body), str(paper or "").strip()
+    title = re.search(r"\*(.+?)\*", paper)
+    if paper and bibtex and title and _words(title.group(1)) in _words(bibtex):
+        paper = ""
+    return "\n\n".join(part for part in (paper, bibtex) if part) or None
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def _properties(values: dict, prefix: str = "") -> list:
@@ -238,8 +253,8 @@ def _document(metadata: dict, body: str, record: dict, distribution: list, recor
         document["creator"] = {"@type": "sc:Organization", "name": repo_id.split("/")[0]}
     if revision:
         document["version"] = revision.lstrip("v")
-    if _citation(body):
-        document["citeAs"] = _citation(body)
+    if _cite_as(body, record.get("paper")):
+        document["citeAs"] = _cite_as(body, record.get("paper"))
     if metadata.get("tags"):
         document["keywords"] = list(metadata["tags"])
     derived = {"@type": "prov:Entity", "name": str(source.get("name") or source.get("location") or "the source")}
@@ -258,6 +273,8 @@ def _document(metadata: dict, body: str, record: dict, distribution: list, recor
         "@type": "prov:Activity", "prov:label": f"resplit {method}",
         "prov:wasAssociatedWith": {"@type": "prov:SoftwareAgent", "name": "resplit", "version": str(version)},
         "additionalProperty": parameters + _properties(_public(record.get("parameters") or {}), "parameters.")}
+    if _signal(record.get("signal")):
+        document["prov:wasGeneratedBy"]["prov:used"] = _signal(record["signal"])
     document["rai:dataLimitations"] = limitations(record)
     protocol = (f"The rows of {derived['name']} were re-split into train/validation/test configs by resplit {version} "
                 f"with the `{method}` method" + (f" ({record['paper']})" if record.get("paper") else "")
@@ -271,6 +288,29 @@ def _document(metadata: dict, body: str, record: dict, distribution: list, recor
     document["rai:dataManipulationProtocol"] = protocol
     document["distribution"], document["recordSet"] = distribution, record_sets
     return _public(document)
+
+
+SIGNAL_KEYS = ("kind", "model", "model_revision", "template", "dtype", "engine", "engine_version", "quantization",
+               "scorer_version")
+
+
+def _signal(signal) -> dict | None:
+    """The signal the configs were split by, as a ``prov:Entity`` the generating activity used: what scored the rows
+    (model and revision, prompt template, dtype and engine) and, for given scores, their file and its sha256, as the
+    card's ``resplit.signal`` records them; None where it records no signal."""
+    if not isinstance(signal, dict) or not signal:
+        return None
+    given = signal.get("given") if isinstance(signal.get("given"), dict) else {}
+    values = {**{key: signal.get(key) for key in SIGNAL_KEYS},
+              "scores_file": given.get("file"), "scores_sha256": given.get("sha256")}
+    values = {k: v for k, v in _public(values).items() if isinstance(v, (str, int, float, bool))}
+    entity = {"@type": "prov:Entity", "name": str(signal.get("kind") or "the signal")}
+    if signal.get("model"):
+        entity["prov:wasAttributedTo"] = {"@type": "prov:SoftwareAgent", "name": str(signal["model"]),
+                                          **({"version": str(signal["model_revision"])}
+                                             if signal.get("model_revision") else {})}
+    entity["additionalProperty"] = _properties(values)
+    return entity
 
 
 def _counts(values: dict) -> str:
