@@ -68,13 +68,13 @@ def report_provenance(targets: list, releases: list, runs: list, given: dict, *,
                       confidence: float) -> dict:
     """The ``provenance`` object of a report (the module's docstring); ``given``: each run's file -> the argument
     it was read from."""
-    from split_builders._version import __version__
+    from split_builders.release.provenance import resplit_version
 
     def argument(run):
         first = next(iter(run.files), None)
         return given.get(Path(first).resolve(), run.path) if first is not None else run.path
 
-    return {"created": created(), "resplit_version": __version__, "seed": int(seed),
+    return {"created": created(), "resplit_version": resplit_version(), "seed": int(seed),
             "bootstrap_resamples": int(n_resamples), "confidence": float(confidence),
             "releases": [release_record(t, r) for t, r in zip(targets, releases)],
             "runs": [run_record(run, argument(run)) for run in runs]}

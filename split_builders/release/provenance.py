@@ -70,6 +70,13 @@ def source_record(info) -> dict:
     return record
 
 
+def resplit_version() -> str:
+    """The version of resplit running (what a release's ``resplit.version`` and a report's provenance record)."""
+    from split_builders._version import __version__
+
+    return __version__
+
+
 def file_sha256(path) -> str:
     """The sha256 of a file's bytes (read in blocks)."""
     with open(path, "rb") as handle:
