@@ -37,7 +37,10 @@ from pathlib import Path
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
-from split_builders.evaluation.statistics import _arrays, _interval, _point, _seed, _statistic, _two_sample, mcc
+from split_builders.evaluation.statistics import (_arrays, _interval, _point, _seed, _statistic, _two_sample,
+                                                  concurrence_intervals, is_binary, is_degenerate, mcc, newcombe,
+                                                  newcombe_paired, relative_error_increase_interval,
+                                                  resampled_scores, wilson)
 
 N_RESAMPLES = 10_000
 CONFIDENCE = 0.95
@@ -229,13 +232,29 @@ def _fmt(value, digits: int = 4) -> str:
     return str(value)
 
 
+def _fmt_p(value, bound: bool) -> str:
+    """A p-value as printed: ``<0.0002`` where no bootstrap resample reached the other side of 0 (the test's step),
+    ``3.1e-07`` below 0.0001 (an exact test's small p), never ``0.0000``."""
+    if value is None or math.isnan(value):
+        return "-"
+    if bound and value < 1:
+        return f"<{value:.2g}"
+    if value == 0:
+        return "<1e-300"  # below what a float holds
+    return f"{value:.1e}" if value < 1e-4 else f"{value:.4f}"
+
+
 def _display(name: str, frame):
     """A table for reading: intervals as ``[low, high]``, numbers rounded."""
     import pandas as pd
 
     out = pd.DataFrame(index=frame.index)
+    bounds = frame["p_value_bound"] if "p_value_bound" in frame.columns else [False] * len(frame)
     for column in frame.columns:
-        if column.endswith("_high"):
+        if column.endswith("_high") or column == "p_value_bound":
+            continue
+        if column in ("p_value", "p_bonferroni"):
+            out[column] = [_fmt_p(v, bound) for v, bound in zip(frame[column], bounds)]
             continue
         if column.endswith("_low"):
             stem = column[: -len("_low")]
@@ -329,10 +348,10 @@ def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_R
     complete = {(run.name, *key): value for run in read for key, value in run.complete.items()}
     by_name = {r.name: r for r in releases}
     units = _units(outcomes, by_name)
-    results = _results(units, complete, n_resamples, seed, confidence)
+    results = _results(units, complete, n_resamples, seed, confidence, notes)
     gaps = _gaps(units, by_name, baseline, n_resamples, seed, confidence, notes)
     comparisons = _comparisons(units, n_resamples, seed, confidence)
-    concurrence = _concurrence(results, min(n_resamples, max(CONCURRENCE_RESAMPLES, least_resamples(confidence))),
+    concurrence = _concurrence(results, units, min(n_resamples, max(CONCURRENCE_RESAMPLES, least_resamples(confidence))),
                                seed, confidence, notes)
     from split_builders.evaluation.paper_tables import behavioural_table, curriculum_table, g_score_table
 
@@ -445,15 +464,23 @@ def _units(outcomes, releases: dict):
     return frame.sort_values(["model", "release", "config", "split", "metric", "source_id"], kind="stable")
 
 
-def _results(units, complete: dict, n_resamples: int, seed: int, confidence: float):
+def _results(units, complete: dict, n_resamples: int, seed: int, confidence: float, notes: list):
+    """Per cell the metric, ``n`` and its interval: Wilson's score interval for 0/1 outcomes (right at 0 and n: 0 of
+    40 is [0, 0.088], not a point), a percentile bootstrap otherwise (a point where every resample is alike is
+    said in a note)."""
     import pandas as pd
 
     rows = []
     for (model, release, config, split, metric), cell in units.groupby(
             ["model", "release", "config", "split", "metric"], sort=True):
         arrays = _arrays(cell, metric)
-        (low, high), _ = _interval(arrays, _statistic(metric), paired=True, n_resamples=n_resamples,
-                                   seed=_seed(seed, model, release, config, split, metric), confidence=confidence)
+        if n_resamples and metric in BINARY and is_binary(arrays[0]):
+            low, high = wilson(int(arrays[0].sum()), len(arrays[0]), confidence)
+        else:
+            (low, high), distribution = _interval(arrays, _statistic(metric), paired=True, n_resamples=n_resamples,
+                                                  seed=_seed(seed, model, release, config, split, metric),
+                                                  confidence=confidence)
+            _degenerate(distribution, f"{model} on {config}/{split}: its {metric}", notes)
         effective, total = complete.get((model, release, config, split), (None, None))
         n = int(cell["source_id"].nunique())
         whole = bool(total is not None and effective is not None and int(effective) == int(total))
@@ -504,7 +531,13 @@ def _gaps(units, releases: dict, baseline: str | None, n_resamples: int, seed: i
         value_a, value_b = _point(a, metric), _point(b, metric)
         rei = rei_low = rei_high = math.nan
         cell_seed = _seed(seed, "gap", model, release, config, base, split, metric)
-        if metric in BINARY:  # the difference and the relative error increase from the same resamples
+        binary = metric in BINARY and is_binary(a[0]) and is_binary(b[0])
+        if binary and n_resamples and not same_rows:  # score intervals: they hold at 0 and n, where resamples do not
+            error_b = 1.0 - value_b
+            rei = ((1.0 - value_a) - error_b) / error_b if error_b > 0 else math.nan
+            low, high = newcombe(int(a[0].sum()), len(a[0]), int(b[0].sum()), len(b[0]), confidence)
+            rei_low, rei_high = relative_error_increase_interval(a[0], b[0], confidence)
+        elif metric in BINARY:  # the difference and the relative error increase from the same resamples
             error_b = 1.0 - value_b
             rei = ((1.0 - value_a) - error_b) / error_b if error_b > 0 else math.nan
 
@@ -512,13 +545,21 @@ def _gaps(units, releases: dict, baseline: str | None, n_resamples: int, seed: i
                 mean_x, mean_y = np.mean(x, axis=axis), np.mean(y, axis=axis)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     return np.stack([mean_x - mean_y, (mean_y - mean_x) / (1.0 - mean_y)])
-            (lows, highs), _ = _two_sample(samples, both, metric, same_rows, n_resamples, cell_seed, confidence)
+            (lows, highs), distribution = _two_sample(samples, both, metric, same_rows, n_resamples, cell_seed,
+                                                      confidence)
             if np.ndim(lows):
                 (low, rei_low), (high, rei_high) = lows.tolist(), highs.tolist()
+                _degenerate(distribution[1], f"{model} on {config}/{split}: its relative error increase", notes)
+                if binary:  # the same rows, 0/1: Newcombe's paired interval of the difference
+                    low, high = newcombe_paired(a[0], b[0], confidence)
+                else:
+                    _degenerate(distribution[0], f"{model} on {config}/{split}: its gap to {base}", notes)
             else:
                 low = high = math.nan
         else:
-            (low, high), _ = _two_sample(samples, difference, metric, same_rows, n_resamples, cell_seed, confidence)
+            (low, high), distribution = _two_sample(samples, difference, metric, same_rows, n_resamples, cell_seed,
+                                                    confidence)
+            _degenerate(distribution, f"{model} on {config}/{split}: its gap to {base}", notes)
         rows.append({"model": model, "release": release, "config": config, "baseline": base, "split": split,
                      "metric": metric, "value": value_a, "baseline_value": value_b, "difference": value_a - value_b,
                      "difference_ci_low": low, "difference_ci_high": high, "paired": bool(same_rows),
@@ -555,6 +596,7 @@ def _comparisons(units, n_resamples: int, seed: int, confidence: float):
                     only_b = int(((a["value"] == 0) & (b["value"] == 1)).sum())
                     value_a, value_b = float(a["value"].mean()), float(b["value"].mean())
                     p = binomtest(only_a, only_a + only_b, 0.5).pvalue if only_a + only_b else 1.0
+                    bound = False
                     low = high = math.nan  # the exact test needs no resampling; the results table has intervals
                     row.update(test="mcnemar_exact", only_a=only_a, only_b=only_b)
                 else:
@@ -569,28 +611,39 @@ def _comparisons(units, n_resamples: int, seed: int, confidence: float):
                     (low, high), distribution = _interval(samples, statistic, paired=True, n_resamples=n_resamples,
                                                           seed=_seed(seed, "pair", release, config, split, first,
                                                                      second), confidence=confidence)
-                    if distribution is not None:
-                        share = min(float(np.mean(distribution <= 0)), float(np.mean(distribution >= 0)))
-                        p = min(1.0, 2 * share)
-                    else:
-                        p = math.nan
+                    p, bound = _bootstrap_p(distribution)
                     row.update(test="paired_bootstrap", only_a=None, only_b=None)
                 row.update(value_a=value_a, value_b=value_b, difference=value_a - value_b, difference_ci_low=low,
-                           difference_ci_high=high, p_value=float(p))
+                           difference_ci_high=high, p_value=float(p), p_value_bound=bound)
                 rows.append(row)
     columns = ["release", "config", "split", "metric", "model_a", "model_b", "n", "test", "only_a", "only_b",
                "value_a", "value_b", "difference", "difference_ci_low", "difference_ci_high", "p_value", "m",
-               "p_bonferroni"]
+               "p_bonferroni", "p_value_bound"]
     frame = pd.DataFrame(rows, columns=[c for c in columns if c not in ("m", "p_bonferroni")])
+    frame["p_value_bound"] = frame["p_value_bound"].astype(bool)
     frame["m"] = len(frame)
     frame["p_bonferroni"] = np.minimum(1.0, frame["p_value"] * len(frame)) if len(frame) else []
     return frame[columns]
 
 
-def _concurrence(results, n_resamples: int, seed: int, confidence: float, notes: list):
+def _bootstrap_p(distribution) -> tuple[float, bool]:
+    """``(p, bound)``: a paired bootstrap's two-sided p-value, twice the share of resamples on the far side of 0;
+    where none is, the test cannot show less than its step ``2 / B`` (B resamples): that is given with ``bound``
+    true (``p < 2/B``), never 0."""
+    if distribution is None:
+        return math.nan, False
+    share = min(float(np.mean(distribution <= 0)), float(np.mean(distribution >= 0)))
+    if share == 0:
+        return min(1.0, 2 / distribution.size), True
+    return min(1.0, 2 * share), False
+
+
+def _concurrence(results, units, n_resamples: int, seed: int, confidence: float, notes: list):
     """Kendall's tau-b of the model orderings between every pair of configs (benchmarks ``release/config``
-    where the report covers several releases), through the ``concurrence`` metric, with its bootstrap over
-    models; three models at least."""
+    where the report covers several releases), through the ``concurrence`` metric; three models at least. Its
+    interval resamples the test rows within each config (every model's score recomputed on each draw) and, from
+    ``statistics.MODEL_RESAMPLING`` models on, the models too: with a few models a resample of models alone gives
+    [1, 1] or [-1, 1]."""
     import pandas as pd
 
     columns = ["config_a", "config_b", "kendall_tau", "ci_low", "ci_high", "models"]
@@ -614,24 +667,45 @@ def _concurrence(results, n_resamples: int, seed: int, confidence: float, notes:
     if len(kept) < 2:
         return pd.DataFrame(columns=columns)
     frame = frame[frame["benchmark"].isin(kept)].drop_duplicates(["model", "benchmark"])
-    from split_builders.metric_folders import load_metric
+    from split_builders.metric_folders import load_metric, metric_module
 
-    metric = load_metric("concurrence")
-    result = metric.compute(model=list(frame["model"]), benchmark=list(frame["benchmark"]),
-                            seed=[None] * len(frame), score=[float(v) for v in frame["value"]], method="kendall",
-                            n_bootstrap=n_resamples, confidence_level=confidence,
-                            random_state=_seed(seed, "concurrence") % (2 ** 32))
-    intervals = result.get("confidence_interval") or result.get("confidence_intervals") or {}
+    result = load_metric("concurrence").compute(model=list(frame["model"]), benchmark=list(frame["benchmark"]),
+                                                seed=[None] * len(frame), score=[float(v) for v in frame["value"]],
+                                                method="kendall")
+    intervals = {}
+    if n_resamples:
+        by_cell = {(r.benchmark, r.model): r for r in frame.itertuples()}
+        groups = units.groupby(["model", "release", "config", "split", "metric"], sort=False)
+        cells = []
+        for b in kept:
+            row = [by_cell[(b, m)] for m in models]
+            cell = [groups.get_group((r.model, r.release, r.config, r.split, r.metric)) for r in row]
+            cells.append((row[0].metric, [(c["source_id"].to_numpy(), _arrays(c, r.metric)) for c, r in zip(cell, row)]))
+        scores = np.concatenate([resampled_scores([c], metric, n_resamples, _seed(seed, "concurrence rows", b))
+                                 for b, (metric, c) in zip(kept, cells)], axis=1)
+        module = metric_module("concurrence", "concurrence")
+        found = concurrence_intervals(scores, module.kendall_resamples, module._percentile_interval,
+                                      seed=_seed(seed, "concurrence models"), confidence=confidence)
+        intervals = {f"{kept[i]}|{kept[j]}": value for (i, j), value in found.items()}
     rows = []
     for key, value in result["concurrence"].items():
         first, second = key.split("|", 1)
         if first == second:
             continue
-        low, high = (intervals.get(key) or (math.nan, math.nan)) if isinstance(intervals, dict) else (math.nan,
-                                                                                                       math.nan)
+        low, high = intervals.get(key) or intervals.get(f"{second}|{first}") or (math.nan, math.nan)
         rows.append({"config_a": first, "config_b": second, "kendall_tau": float(value), "ci_low": _nan(low),
                      "ci_high": _nan(high), "models": len(models)})
     return pd.DataFrame(rows, columns=columns)
+
+
+def _degenerate(distribution, what: str, notes: list) -> None:
+    """A note where every bootstrap resample gave the same value: the interval is a point, not certainty."""
+    if is_degenerate(distribution):
+        value = float(np.asarray(distribution, dtype=float)[np.isfinite(distribution)].flat[0])
+        note = (f"{what} is {value:.4f} on every bootstrap resample, so its interval is the point [{value:.4f}, "
+                f"{value:.4f}]: the resamples cannot show its uncertainty (too few rows, or every row alike)")
+        if note not in notes:
+            notes.append(note)
 
 
 def _nan(value):
