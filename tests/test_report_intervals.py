@@ -196,3 +196,65 @@ def test_many_models_are_resampled_too():
     assert any(sorted(pick) != list(range(MODEL_RESAMPLING)) for pick in drawn[0])
     concurrence_intervals(scores[:, :, :4], spy, lambda v, c: [0.0, 0.0], seed=1, confidence=0.95)
     assert (drawn[1] == np.arange(4)).all()  # four models: the rows are what is redrawn
+
+
+# -- repeated keys and the errors' causes ------------------------------------------------------------------------
+
+
+def _twice(path: Path, release: Path, repeats: dict) -> tuple[Path, pd.DataFrame]:
+    """A table of one model on random, then rows of positions ``repeats`` again, with outcome ``repeats[n]``."""
+    table = _table(path, release, {("a", "random"): lambda n: int(n % 3 == 0)})
+    frame = pd.read_csv(table)
+    again = frame.iloc[list(repeats)].assign(correct=list(repeats.values()))
+    pd.concat([frame, again], ignore_index=True).to_csv(table, index=False)
+    return table, frame
+
+
+def test_a_row_repeated_alike_is_read_once_with_a_note(small_release, tmp_path):
+    table, frame = _twice(tmp_path / "p.csv", small_release, {3: 1, 8: 0})  # rows 3 and 8 as they were
+    result = report(small_release, [str(table)], n_resamples=0)
+    (row,) = result.results.itertuples()
+    assert row.n == 40 and row.value == frame["correct"].mean()
+    (note,) = [note for note in result.notes if "outcome and all" in note]
+    assert "2 rows" in note and "line 5 and line 42" in note and "read once" in note, note
+
+
+def test_a_key_repeated_with_another_outcome_is_refused_naming_the_first_two(small_release, tmp_path, capsys):
+    from conftest import refused_in_one_line
+
+    table, frame = _twice(tmp_path / "p.csv", small_release, {3: 0, 8: 1, 21: 1})  # 3 and 8 flipped; 21 alike
+    ids = frame["source_id"]
+    line = refused_in_one_line(["report", str(small_release), str(table), "--bootstrap-iters", "0"], capsys,
+                               small_release)
+    assert "2 rows" in line and "different outcome" in line, line
+    assert f"source_id {ids[3]} of random/test at line 5 and line 42" in line, line
+    assert f"source_id {ids[8]} of random/test at line 10 and line 43" in line, line
+
+
+def test_test_rows_under_a_split_the_config_has_not_are_named_by_the_split_column(small_release, tmp_path, capsys):
+    from conftest import refused_in_one_line
+
+    table = _table(tmp_path / "p.csv", small_release, {("a", "random"): lambda n: 1})
+    pd.read_csv(table).assign(split="dev").to_csv(table, index=False)
+    line = refused_in_one_line(["report", str(small_release), str(table), "--bootstrap-iters", "0"], capsys,
+                               small_release)
+    assert "its split column says dev" in line and "those of the test split: give test" in line, line
+
+
+def test_an_inspect_log_without_samples_says_its_status_and_count(small_release, tmp_path, capsys):
+    from conftest import refused_in_one_line
+    from test_report_round6 import _inspect_log
+
+    log = _inspect_log(tmp_path / "logs" / "a.eval", small_release, "random", ids=[])
+    line = refused_in_one_line(["report", str(small_release), str(log), "--bootstrap-iters", "0"], capsys,
+                               small_release)
+    assert "a.eval" in line and "status is success" in line and "none of its 0 sample(s)" in line, line
+
+
+def test_a_bootstrap_whose_resamples_are_all_alike_says_so(small_release, tmp_path):
+    table = _table(tmp_path / "s.csv", small_release, {("a", "random"): lambda n: 0.5}, "score")
+    result = report(small_release, [str(table)], n_resamples=100)
+    (row,) = result.results.itertuples()
+    assert row.ci_low == row.ci_high == 0.5
+    assert any(note.startswith("a on random/test: its score is 0.5000 on every bootstrap resample") and "[0.5000, 0.5000]" in note
+               for note in result.notes), result.notes

@@ -6,19 +6,22 @@ and gives, as pandas DataFrames:
 
 1. ``results``: per model x config x evaluation split, the config's declared metric (accuracy, exact match,
    Matthews correlation, CheckList pass rate: the share of test cases all of whose examples pass), ``n``, whether
-   the run covered the whole split (``complete``) and a percentile bootstrap interval over rows
-   (:func:`scipy.stats.bootstrap`, seeded per cell);
+   the run covered the whole split (``complete``) and its interval: Wilson's score interval for 0/1 outcomes
+   (right at 0 and n, where a bootstrap is a point), a percentile bootstrap over rows otherwise
+   (:func:`scipy.stats.bootstrap`, seeded per cell; a bootstrap whose resamples are all alike is said in a note);
 2. ``gaps``: per model x config, the difference to the method's declared baseline config (``random`` for
-   likelihood splits; ``baseline=`` overrides) on the same split, with a bootstrap interval (unpaired: the two
-   test sets hold different rows; paired where they hold the same rows), and the relative error increase
-   ``(error_config - error_baseline) / error_baseline`` (Godbole & Jia 2023) with its interval, for metrics
-   where ``1 - value`` is an error rate;
+   likelihood splits; ``baseline=`` overrides) on the same split, with its interval (0/1 outcomes: Newcombe's
+   hybrid score interval, or his paired one where the two hold the same rows; otherwise a bootstrap, unpaired or
+   paired), and the relative error increase ``(error_config - error_baseline) / error_baseline`` (Godbole & Jia
+   2023) with its interval (MOVER-R of the two error rates; a bootstrap on the same rows), for metrics where
+   ``1 - value`` is an error rate (``benchmarks/interval_coverage.py`` chose the methods);
 3. ``comparisons``: every pair of models on each config and split, on the rows both were evaluated on:
    McNemar's exact test for 0/1 outcomes (a two-sided binomial test on the discordant rows), a paired bootstrap
-   otherwise; ``m`` is the number of comparisons and ``p_bonferroni`` the p-value multiplied by it;
+   otherwise (a p-value no resample can resolve, none across 0, is its step ``2/B`` with ``p_value_bound``
+   true, printed ``<0.0002``); ``m`` is the number of comparisons and ``p_bonferroni`` the p-value multiplied by it;
 4. ``concurrence``: with three or more models, Kendall's tau-b between the model orderings of every pair of
    configs (and of configs of different releases), through the project's ``concurrence`` metric (Sun, Williams
-   & Hupkes 2023), with its bootstrap interval over models;
+   & Hupkes 2023), with a bootstrap interval that redraws each config's test rows (and the models, from ten on);
 5. ``behavioural`` (CheckList releases): pass rate per functionality and capability through the shipped
    ``pass_rate`` metric (a test case passes when all its scored examples pass, as CheckList defines it), and
    ``curriculum``: CURRICULUM's zero-shot table from the same runs (:mod:`curriculum_report`).
@@ -38,9 +41,9 @@ import numpy as np
 
 from split_builders.errors import InvalidParameterError
 from split_builders.evaluation.statistics import (_arrays, _interval, _point, _seed, _statistic, _two_sample,
-                                                  concurrence_intervals, is_binary, is_degenerate, mcc, newcombe,
-                                                  newcombe_paired, relative_error_increase_interval,
-                                                  resampled_scores, wilson)
+                                                  bootstrap_p, concurrence_intervals, degenerate_note, fmt_p,
+                                                  is_binary, mcc, newcombe, newcombe_paired,
+                                                  relative_error_increase_interval, resampled_scores, wilson)
 
 N_RESAMPLES = 10_000
 CONFIDENCE = 0.95
@@ -106,7 +109,9 @@ class Report:
     def markdown(self) -> str:
         level = _level(self.confidence)
         parts = [f"# resplit report", "", f"{len(self.models)} model(s) ({', '.join(self.models)}) on "
-                 f"{', '.join(self.releases)}; intervals are {level} percentile bootstrap intervals.", ""]
+                 f"{', '.join(self.releases)}; intervals are {level}: Wilson score intervals of accuracies (0/1 outcomes), "
+                 f"Newcombe's of their gaps, MOVER-R's of relative error increases, and otherwise {level} percentile "
+                 "bootstrap intervals (concurrence: the test rows redrawn).", ""]
         for name, frame in self.tables().items():
             parts += [f"## {_TITLES[name]}", "", _text_table(_display(name, frame), markdown=True), ""]
         if self.notes:
@@ -232,18 +237,6 @@ def _fmt(value, digits: int = 4) -> str:
     return str(value)
 
 
-def _fmt_p(value, bound: bool) -> str:
-    """A p-value as printed: ``<0.0002`` where no bootstrap resample reached the other side of 0 (the test's step),
-    ``3.1e-07`` below 0.0001 (an exact test's small p), never ``0.0000``."""
-    if value is None or math.isnan(value):
-        return "-"
-    if bound and value < 1:
-        return f"<{value:.2g}"
-    if value == 0:
-        return "<1e-300"  # below what a float holds
-    return f"{value:.1e}" if value < 1e-4 else f"{value:.4f}"
-
-
 def _display(name: str, frame):
     """A table for reading: intervals as ``[low, high]``, numbers rounded."""
     import pandas as pd
@@ -254,7 +247,7 @@ def _display(name: str, frame):
         if column.endswith("_high") or column == "p_value_bound":
             continue
         if column in ("p_value", "p_bonferroni"):
-            out[column] = [_fmt_p(v, bound) for v, bound in zip(frame[column], bounds)]
+            out[column] = [fmt_p(v, bound) for v, bound in zip(frame[column], bounds)]
             continue
         if column.endswith("_low"):
             stem = column[: -len("_low")]
@@ -480,7 +473,7 @@ def _results(units, complete: dict, n_resamples: int, seed: int, confidence: flo
             (low, high), distribution = _interval(arrays, _statistic(metric), paired=True, n_resamples=n_resamples,
                                                   seed=_seed(seed, model, release, config, split, metric),
                                                   confidence=confidence)
-            _degenerate(distribution, f"{model} on {config}/{split}: its {metric}", notes)
+            degenerate_note(distribution, f"{model} on {config}/{split}: its {metric}", notes)
         effective, total = complete.get((model, release, config, split), (None, None))
         n = int(cell["source_id"].nunique())
         whole = bool(total is not None and effective is not None and int(effective) == int(total))
@@ -549,17 +542,17 @@ def _gaps(units, releases: dict, baseline: str | None, n_resamples: int, seed: i
                                                       confidence)
             if np.ndim(lows):
                 (low, rei_low), (high, rei_high) = lows.tolist(), highs.tolist()
-                _degenerate(distribution[1], f"{model} on {config}/{split}: its relative error increase", notes)
+                degenerate_note(distribution[1], f"{model} on {config}/{split}: its relative error increase", notes)
                 if binary:  # the same rows, 0/1: Newcombe's paired interval of the difference
                     low, high = newcombe_paired(a[0], b[0], confidence)
                 else:
-                    _degenerate(distribution[0], f"{model} on {config}/{split}: its gap to {base}", notes)
+                    degenerate_note(distribution[0], f"{model} on {config}/{split}: its gap to {base}", notes)
             else:
                 low = high = math.nan
         else:
             (low, high), distribution = _two_sample(samples, difference, metric, same_rows, n_resamples, cell_seed,
                                                     confidence)
-            _degenerate(distribution, f"{model} on {config}/{split}: its gap to {base}", notes)
+            degenerate_note(distribution, f"{model} on {config}/{split}: its gap to {base}", notes)
         rows.append({"model": model, "release": release, "config": config, "baseline": base, "split": split,
                      "metric": metric, "value": value_a, "baseline_value": value_b, "difference": value_a - value_b,
                      "difference_ci_low": low, "difference_ci_high": high, "paired": bool(same_rows),
@@ -611,7 +604,7 @@ def _comparisons(units, n_resamples: int, seed: int, confidence: float):
                     (low, high), distribution = _interval(samples, statistic, paired=True, n_resamples=n_resamples,
                                                           seed=_seed(seed, "pair", release, config, split, first,
                                                                      second), confidence=confidence)
-                    p, bound = _bootstrap_p(distribution)
+                    p, bound = bootstrap_p(distribution)
                     row.update(test="paired_bootstrap", only_a=None, only_b=None)
                 row.update(value_a=value_a, value_b=value_b, difference=value_a - value_b, difference_ci_low=low,
                            difference_ci_high=high, p_value=float(p), p_value_bound=bound)
@@ -624,18 +617,6 @@ def _comparisons(units, n_resamples: int, seed: int, confidence: float):
     frame["m"] = len(frame)
     frame["p_bonferroni"] = np.minimum(1.0, frame["p_value"] * len(frame)) if len(frame) else []
     return frame[columns]
-
-
-def _bootstrap_p(distribution) -> tuple[float, bool]:
-    """``(p, bound)``: a paired bootstrap's two-sided p-value, twice the share of resamples on the far side of 0;
-    where none is, the test cannot show less than its step ``2 / B`` (B resamples): that is given with ``bound``
-    true (``p < 2/B``), never 0."""
-    if distribution is None:
-        return math.nan, False
-    share = min(float(np.mean(distribution <= 0)), float(np.mean(distribution >= 0)))
-    if share == 0:
-        return min(1.0, 2 / distribution.size), True
-    return min(1.0, 2 * share), False
 
 
 def _concurrence(results, units, n_resamples: int, seed: int, confidence: float, notes: list):
@@ -696,16 +677,6 @@ def _concurrence(results, units, n_resamples: int, seed: int, confidence: float,
         rows.append({"config_a": first, "config_b": second, "kendall_tau": float(value), "ci_low": _nan(low),
                      "ci_high": _nan(high), "models": len(models)})
     return pd.DataFrame(rows, columns=columns)
-
-
-def _degenerate(distribution, what: str, notes: list) -> None:
-    """A note where every bootstrap resample gave the same value: the interval is a point, not certainty."""
-    if is_degenerate(distribution):
-        value = float(np.asarray(distribution, dtype=float)[np.isfinite(distribution)].flat[0])
-        note = (f"{what} is {value:.4f} on every bootstrap resample, so its interval is the point [{value:.4f}, "
-                f"{value:.4f}]: the resamples cannot show its uncertainty (too few rows, or every row alike)")
-        if note not in notes:
-            notes.append(note)
 
 
 def _nan(value):

@@ -206,6 +206,40 @@ def is_degenerate(distribution) -> bool:
     return bool(values.size) and bool(np.all(values == values.flat[0]))
 
 
+def degenerate_note(distribution, what: str, notes: list) -> None:
+    """A note where every bootstrap resample gave the same value: the interval is a point, not certainty."""
+    if is_degenerate(distribution):
+        value = float(np.asarray(distribution, dtype=float)[np.isfinite(distribution)].flat[0])
+        note = (f"{what} is {value:.4f} on every bootstrap resample, so its interval is the point [{value:.4f}, "
+                f"{value:.4f}]: the resamples cannot show its uncertainty (too few rows, or every row alike)")
+        if note not in notes:
+            notes.append(note)
+
+
+def bootstrap_p(distribution) -> tuple[float, bool]:
+    """``(p, bound)``: a paired bootstrap's two-sided p-value, twice the share of resamples on the far side of 0;
+    where none is, the test cannot show less than its step ``2 / B`` (B resamples): that is given with ``bound``
+    true (``p < 2/B``), never 0."""
+    if distribution is None:
+        return math.nan, False
+    share = min(float(np.mean(distribution <= 0)), float(np.mean(distribution >= 0)))
+    if share == 0:
+        return min(1.0, 2 / distribution.size), True
+    return min(1.0, 2 * share), False
+
+
+def fmt_p(value, bound: bool) -> str:
+    """A p-value as printed: ``<0.0002`` where no bootstrap resample reached the other side of 0 (the test's step),
+    ``3.1e-07`` below 0.0001 (an exact test's small p), never ``0.0000``."""
+    if value is None or math.isnan(value):
+        return "-"
+    if bound and value < 1:
+        return f"<{value:.2g}"
+    if value == 0:
+        return "<1e-300"  # below what a float holds
+    return f"{value:.1e}" if value < 1e-4 else f"{value:.4f}"
+
+
 # ---------------------------------------------------------------------------------------------
 # Concurrence: the test rows resampled within each config (and the models, where there are many)
 # ---------------------------------------------------------------------------------------------
