@@ -100,6 +100,10 @@ def increase(n: int, p1: float, p2: float, trials: int, resamples: int, rng) -> 
             "mover_r": float(np.mean(held)), "defined": float(np.mean(defined))}
 
 
+def _case(case) -> str:
+    return f"{case[0]:g} vs {case[1]:g}" if isinstance(case, tuple) else f"{case:g}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per interval")
@@ -110,38 +114,33 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
 
-    def table(title, header, rows):
-        if args.markdown:
-            print(f"\n{title}\n\n| " + " | ".join(header) + " |\n|" + "---|" * len(header))
-            for row in rows:
-                print("| " + " | ".join(row) + " |")
-        else:
-            print(f"\n{title}\n" + "".join(f"{h:>16}" for h in header))
-            for row in rows:
-                print("".join(f"{c:>16}" for c in row))
+    pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
 
-    pct = lambda x: f"{100 * x:.1f}%"  # noqa: E731
-    rows = []
-    for n in SIZES:
-        for p in RATES:
-            c = single(n, p, args.resamples, rng)
-            rows.append([str(n), f"{p:g}", pct(c["bootstrap"]), pct(c["wilson"]), pct(c["clopper_pearson"])])
+    def table(title, methods, cases, compute):
+        """Rows: the case (accuracy, or pair); columns: n; each cell the methods' coverage side by side."""
+        cells = {(case, n): compute(n, case) for case in cases for n in SIZES}
+        if args.markdown:
+            print(f"\n{title}, % ({' / '.join(methods.values())})\n")
+            print("| " + " | ".join(["accuracy", *(f"n = {n}" for n in SIZES)]) + " |")
+            print("|" + "---|" * (len(SIZES) + 1))
+            for case in cases:
+                print(f"| {_case(case)} | " + " | ".join(" / ".join(pct(cells[(case, n)][m]) for m in methods)
+                                                       for n in SIZES) + " |")
+            return
+        print(f"\n{title}\n" + "".join(f"{h:>16}" for h in ["n", "accuracy", *methods.values()]))
+        for n in SIZES:
+            for case in cases:
+                print("".join(f"{c:>16}" for c in [str(n), _case(case), *(pct(cells[(case, n)][m]) + "%"
+                                                                           for m in methods)]))
+
     table("One accuracy: coverage of a nominal 95% interval (exact over k)",
-          ["n", "accuracy", "bootstrap", "Wilson", "Clopper-Pearson"], rows)
-    rows = []
-    for n in SIZES:
-        for p1, p2 in GAPS:
-            c = gap(n, p1, p2, args.trials, args.resamples, rng)
-            rows.append([str(n), f"{p1:g} - {p2:g}", pct(c["bootstrap"]), pct(c["newcombe"])])
-    table(f"A gap (two test sets of n rows): coverage over {args.trials} trials",
-          ["n", "accuracies", "bootstrap", "Newcombe"], rows)
-    rows = []
-    for n in SIZES:
-        for p1, p2 in INCREASES:
-            c = increase(n, p1, p2, args.trials, args.resamples, rng)
-            rows.append([str(n), f"{p1:g} vs {p2:g}", pct(c["bootstrap"]), pct(c["mover_r"]), pct(c["defined"])])
-    table(f"A relative error increase: coverage over the trials whose baseline erred ({args.trials} trials)",
-          ["n", "acc vs baseline", "bootstrap", "MOVER-R", "defined"], rows)
+          {"bootstrap": "bootstrap", "wilson": "Wilson", "clopper_pearson": "Clopper-Pearson"}, RATES,
+          lambda n, p: single(n, p, args.resamples, rng))
+    table(f"A gap (two test sets of n rows, {args.trials} trials)", {"bootstrap": "bootstrap", "newcombe": "Newcombe"},
+          GAPS, lambda n, pair: gap(n, *pair, args.trials, args.resamples, rng))
+    table(f"A relative error increase, config vs baseline accuracy ({args.trials} trials, those whose baseline erred)",
+          {"bootstrap": "bootstrap", "mover_r": "MOVER-R"}, INCREASES,
+          lambda n, pair: increase(n, *pair, args.trials, args.resamples, rng))
     print(f"\n({time.perf_counter() - start:.0f} s; {args.resamples} resamples per bootstrap, seed {args.seed})")
     return 0
 

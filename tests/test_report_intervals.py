@@ -174,12 +174,12 @@ def test_concurrence_intervals_resample_the_test_rows(small_release, tmp_path):
     table = _table(tmp_path / "c.csv", small_release, {key: (lambda n, v=v: int(v[n])) for key, v in planted.items()})
     result = report(small_release, [str(table)], n_resamples=2000, seed=3)
     (row,) = result.concurrence.itertuples()
-    assert row.kendall_tau == 1.0 and row.ci_high == 1.0 and row.ci_low < 1.0
+    assert row.kendall_tau == 1.0 and row.ci_high == 1.0 and row.ci_low < 1.0, row
     draws = np.random.default_rng(0).integers(0, 40, (2000, 2, 40))
     taus = [kendalltau(*[[planted[(m, c)][draws[r, k]].mean() for m in ("m1", "m2", "m3", "m4")]
                          for k, c in enumerate(configs)]).statistic for r in range(2000)]
     taus = np.asarray(taus)[np.isfinite(taus)]
-    assert row.ci_low == pytest.approx(np.quantile(taus, 0.025), abs=1 / 3)  # tau of 4 models moves in thirds
+    assert row.ci_low == pytest.approx(np.quantile(taus, 0.025), abs=1 / 3), row  # tau of 4 models moves in thirds
 
 
 def test_many_models_are_resampled_too():
