@@ -2,7 +2,9 @@
 
 A likelihood release of 1,200 SNLI rows (400 test rows per config, given scores) and predictions tables whose
 per-row outcomes are planted with a seeded generator. Point estimates are compared exactly; interval endpoints
-within 0.01 of a 10,000-resample percentile bootstrap written below with numpy alone (not scipy); McNemar's exact
+within 0.01 of a 10,000-resample percentile bootstrap written below with numpy alone (not scipy: away from 0 and n
+the report's score intervals agree with it), the relative error increase's with MOVER-R solved by root finding
+(``test_report_intervals.mover_reference``); McNemar's exact
 p-value from the binomial sum; Kendall's tau-b from its definition over model pairs; the Matthews correlation
 with scikit-learn's.
 """
@@ -19,6 +21,7 @@ import pandas as pd
 import pytest
 
 from conftest import refused_in_one_line, tree_state
+from test_report_intervals import mover_reference
 from split_builders.cli import main
 from split_builders.evaluation.report import report
 from split_builders.evaluation.statistics import mcc
@@ -129,13 +132,10 @@ def test_every_table_equals_an_independent_computation(release, configs, planted
         assert row.relative_error_increase == pytest.approx(rei, abs=1e-12)
         low, high = _percentile_bootstrap(lambda x, y: x.mean(axis=1) - y.mean(axis=1), a, b, seed=7)
         assert abs(row.difference_ci_low - low) < 0.01 and abs(row.difference_ci_high - high) < 0.01
-        low, high = _percentile_bootstrap(lambda x, y: (y.mean(axis=1) - x.mean(axis=1)) / (1 - y.mean(axis=1)), a,
-                                          b, seed=8)
-        # a ratio, not a fraction: its endpoints agree within 0.01 plus 3% of the interval's width (the Monte Carlo
-        # error of a 2.5% quantile of 10,000 resamples is about 1-2% of the width)
-        tolerance = 0.01 + 0.03 * (high - low)
-        assert abs(row.relative_error_increase_ci_low - low) < tolerance, (row, low)
-        assert abs(row.relative_error_increase_ci_high - high) < tolerance, (row, high)
+        # a ratio of error rates less 1: MOVER-R's interval (score intervals of the two error rates), solved here
+        low, high = mover_reference(int(len(a) - a.sum()), len(a), int(len(b) - b.sum()), len(b))
+        assert row.relative_error_increase_ci_low == pytest.approx(low - 1, rel=1e-9), (row, low)
+        assert row.relative_error_increase_ci_high == pytest.approx(high - 1, rel=1e-9), (row, high)
 
     # 3. McNemar's exact test per pair of models per config (the same rows), and the count of comparisons
     assert len(result.comparisons) == len(configs) * 3 and set(result.comparisons["m"]) == {len(configs) * 3}

@@ -218,10 +218,15 @@ def test_duplicate_rows_of_a_table_are_refused_with_their_count(small_release, t
     assert "p.csv" in line and "2 rows" in line and "line 5" in line and f"line {len(frame) + 2}" in line, line
 
 
-def test_a_document_logged_twice_is_refused(small_release, tmp_path, capsys):
+def test_a_document_logged_twice_alike_is_read_once_with_a_note(small_release, tmp_path):
+    """The same line twice (outcome and all) is one row, said in a note (issue 54: identical repeats are counted
+    once; repeats with different outcomes are refused, ``test_report_intervals.py``)."""
     run = _lm_eval_run(tmp_path / "run", small_release, edit=lambda config, lines: [*lines, lines[0]])
-    line = _refused(small_release, [run], capsys)
-    assert "samples_" in line and "1 row" in line and "line 1" in line, line
+    result = report(small_release, [run], n_resamples=0)
+    (row,) = result.results.itertuples()
+    assert row.n == 40 and row.complete
+    (note,) = [note for note in result.notes if "outcome and all" in note]
+    assert "samples_" in note and "1 row" in note and "line 1 and line 41" in note, note
 
 
 # -- runs given twice, merged or left out -------------------------------------------------------------------------

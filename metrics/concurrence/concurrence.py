@@ -176,8 +176,9 @@ def _bootstrap_interval(blocks, method, picks, confidence_level):
 
 def kendall_resamples(scores, picks):
     """Kendall's tau-b of every pair of benchmarks in every resample of the models, one rank computation per
-    resample for all pairs: ``scores`` (benchmarks x models, one run each), ``picks`` (resamples x models, model
-    indices drawn with replacement) -> (resamples x benchmarks x benchmarks).
+    resample for all pairs: ``scores`` (benchmarks x models, one run each; or resamples x benchmarks x models, each
+    resample's own scores, as when the test rows are resampled too), ``picks`` (resamples x models, model indices
+    drawn with replacement) -> (resamples x benchmarks x benchmarks).
 
     Each resample's pairs of drawn models are ranked once per benchmark (the sign of their difference: 0 for a
     tie); a matrix product then gives every pair of benchmarks its concordant minus discordant count, and tau-b is
@@ -187,10 +188,15 @@ def kendall_resamples(scores, picks):
     scores = np.asarray(scores, dtype=float)
     picks = np.asarray(picks)
     first, second = np.triu_indices(picks.shape[1], 1)
-    out = np.empty((len(picks), len(scores), len(scores)))
-    chunk = max(1, 4_000_000 // max(1, len(scores) * len(first)))  # resamples at a time (a few tens of MB)
+    benchmarks = scores.shape[-2]
+    out = np.empty((len(picks), benchmarks, benchmarks))
+    chunk = max(1, 4_000_000 // max(1, benchmarks * len(first)))  # resamples at a time (a few tens of MB)
     for start in range(0, len(picks), chunk):
-        drawn = scores[:, picks[start:start + chunk]]  # benchmarks x resamples x models
+        if scores.ndim == 3:  # each resample's own scores, its models drawn
+            block = np.take_along_axis(scores[start:start + chunk], picks[start:start + chunk, None, :], axis=2)
+            drawn = block.transpose(1, 0, 2)
+        else:
+            drawn = scores[:, picks[start:start + chunk]]  # benchmarks x resamples x models
         signs = np.sign(drawn[:, :, first] - drawn[:, :, second]).transpose(1, 0, 2)  # resamples x benchmarks x pairs
         agreement = signs @ signs.transpose(0, 2, 1)  # concordant - discordant pairs
         untied = np.sqrt(np.abs(signs).sum(axis=2))

@@ -56,7 +56,8 @@ def add_parsers(subparsers) -> None:
         description="Read evaluation runs of a release (lm-evaluation-harness --output_path folders written with "
                     "--log_samples, inspect-ai logs (.eval) or their --log-dir, or predictions tables with columns model, config, split, source_id and one of "
                     "correct, score or prediction), join every sample to its release row by source_id, and print per "
-                    "model and config the declared metric with a bootstrap interval, the gap to the method's baseline "
+                    "model and config the declared metric with its interval (Wilson's score interval for 0/1 outcomes, "
+                    "a percentile bootstrap otherwise), the gap to the method's baseline "
                     "config with the relative error increase, paired comparisons of models (McNemar's exact test), "
                     "with three or more models the concurrence (Kendall's tau) of model rankings between configs, and "
                     "the tables of a method's paper (CheckList pass rates, CURRICULUM's MCC table, BELUGA's G-scores "
@@ -74,7 +75,8 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace report files already in --out")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the last line) instead of tables")
     parser.add_argument("--bootstrap-iters", type=int, default=N_RESAMPLES, metavar="N",
-                        help=f"bootstrap resamples of every interval (default {N_RESAMPLES}; 0: no intervals)")
+                        help=f"resamples of every bootstrap interval (default {N_RESAMPLES}; 0: no intervals at all, "
+                             "score intervals included)")
     parser.add_argument("--confidence", type=float, default=CONFIDENCE, help=f"interval level (default {CONFIDENCE})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstraps (default 0)")
     parser.set_defaults(func=run_report)

@@ -182,7 +182,8 @@ def _outcomes(log, release, config: str, split: str, model: str, path: Path, *, 
             rows.append({**base, "metric": primary, "value": value, "gold": np.nan, "pred": np.nan})
     frame = pd.DataFrame(rows)
     if frame.empty:
-        raise RunError(f"{path} holds no scored samples; run the task again")
+        raise RunError(f"{path}: its status is {log.status} and none of its {len(log.samples or [])} sample(s) is "
+                       "scored; run the task again (until it finishes)")
     for column, value in (("split", split), ("config", config), ("release", release.name), ("model", model)):
         frame.insert(0, column, value)
     check_outcomes(frame, release, config, split, split_source="the task's metadata",

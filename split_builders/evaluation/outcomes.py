@@ -5,8 +5,9 @@ Each reader gives a frame per file and (config, split) with the raw values it re
 the ``place`` in it (``line 7``, ``sample 4``, ``row 3``). :func:`check_outcomes` then checks them all the same
 way: ids are whole numbers (12.5 is not row 12), values finite numbers (a missing or infinite value is refused,
 not averaged), Matthews correlation pairs class ids of the release's labels, and every row is one of the split's
-(rows of another split of the config are named as such); :func:`finish_run` refuses a key given twice (the
-last row no longer wins) and :func:`combine` reads a run written twice once. Each refusal is one line naming the
+(rows of another split of the config are named as such); :func:`finish_run` refuses a key given twice with
+different outcomes (the last row no longer wins) and reads one given twice alike once, with a note;
+:func:`combine` reads a run written twice once. Each refusal is one line naming the
 file, the place and the field.
 """
 
@@ -126,10 +127,15 @@ def check_outcomes(frame, release, config: str, split: str, *, split_source: str
 def _check_rows(frame, release, config: str, split: str, split_source: str) -> None:
     where = frame["file"].iloc[0] if len(frame) else "the run"
     splits = release.configs[config]["splits"]
+    seen = frame["source_id"].to_numpy()
+    if split not in splits and len(seen):  # the rows are the release's, the split named is not: say which it is
+        holder = next((s for s in splits if _inside(release.source_ids(config, s), seen).all()), None)
+        if holder is not None:
+            raise RunError(f"{_at(frame, 0)}: {split_source} says {split}, but config {config} of {release.folder} has "
+                           f"no {split} split; its rows are those of the {holder} split: give {holder}")
     if split not in splits:
         raise RunError(f"{where}: config {config} of {release.folder} has no {split} split (its splits: "
                        f"{', '.join(splits)}); give the split the run was made on")
-    seen = frame["source_id"].to_numpy()
     inside = _inside(release.source_ids(config, split), seen)
     if inside.all():
         return
@@ -151,25 +157,39 @@ def _inside(ids: np.ndarray, seen: np.ndarray) -> np.ndarray:
 
 
 def finish_run(run) -> None:
-    """Refuse a run that holds one key twice (a row logged or written twice: which is the model's is not ours to
-    choose), naming the count and the first two places; then drop the place columns."""
+    """Read a key a run holds twice with the same outcome once (a row logged or written twice), in a note; refuse one
+    held twice with different outcomes (which is the model's is not ours to choose), naming the count and the first
+    two keys with their places; then drop the place columns."""
     frame = run.outcomes
     if not len(frame):
         return
     key = list(KEY)
-    twice = frame.duplicated(key, keep=False).to_numpy()
-    if twice.any():
-        extra = frame[frame.duplicated(key, keep="first").to_numpy()]
-        count = len(extra.drop_duplicates(list(PLACE)))
-        first = int(np.flatnonzero(twice)[0])
-        same = frame.iloc[first][key]
-        match = np.flatnonzero(twice & (frame[key] == same).all(axis=1).to_numpy())
-        second = int(match[1])
-        one, other = frame.iloc[first], frame.iloc[second]
-        at = other["place"] if other["file"] == one["file"] else f"{other['place']} of {other['file']}"
-        raise RunError(f"{one['file']}: {count} row{'s' if count != 1 else ''} repeat{'s' if count == 1 else ''} "
-                       f"another's key (source_id {one['source_id']} of {one['config']}/{one['split']} at "
-                       f"{one['place']} and {at}); give each row once")
+    outcome = key + [c for c in ("value", "gold", "pred") if c in frame.columns]
+    if frame.duplicated(key).any():
+        alike = frame.duplicated(outcome, keep="first").to_numpy()  # a repeat of an earlier row, outcome and all
+        rest = frame[~alike]
+        clash = rest.duplicated(key, keep=False).to_numpy()
+        if clash.any():
+            extra = rest[rest.duplicated(key, keep="first").to_numpy()]
+            count = len(extra.drop_duplicates(list(PLACE)))
+            shown = []
+            for _, first in rest[clash].drop_duplicates(key).head(2).iterrows():
+                one, other = (row for _, row in rest[clash & (rest[key] == first[key]).all(axis=1).to_numpy()]
+                              .head(2).iterrows())
+                at = other["place"] if other["file"] == one["file"] else f"{other['place']} of {other['file']}"
+                shown.append(f"source_id {one['source_id']} of {one['config']}/{one['split']} at {one['place']} and {at}")
+            raise RunError(f"{rest['file'].iloc[0]}: {count} row{'s' if count != 1 else ''} repeat"
+                           f"{'s' if count == 1 else ''} another's key with a different outcome ({'; '.join(shown)}); "
+                           "give each row once")
+        repeated = frame[alike]
+        again = repeated.iloc[0]
+        first = rest[(rest[key] == again[key]).all(axis=1).to_numpy()].iloc[0]
+        at = again["place"] if again["file"] == first["file"] else f"{again['place']} of {again['file']}"
+        count = len(repeated.drop_duplicates(list(PLACE)))
+        run.notes.append(f"{Path(first['file']).name}: {count} row{'s' if count != 1 else ''} repeat"
+                         f"{'s' if count == 1 else ''} an earlier one, outcome and all (source_id {first['source_id']} "
+                         f"of {first['config']}/{first['split']} at {first['place']} and {at}); each read once")
+        frame = rest
     run.outcomes = frame.drop(columns=list(PLACE))
 
 

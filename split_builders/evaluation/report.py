@@ -6,19 +6,22 @@ and gives, as pandas DataFrames:
 
 1. ``results``: per model x config x evaluation split, the config's declared metric (accuracy, exact match,
    Matthews correlation, CheckList pass rate: the share of test cases all of whose examples pass), ``n``, whether
-   the run covered the whole split (``complete``) and a percentile bootstrap interval over rows
-   (:func:`scipy.stats.bootstrap`, seeded per cell);
+   the run covered the whole split (``complete``) and its interval: Wilson's score interval for 0/1 outcomes
+   (right at 0 and n, where a bootstrap is a point), a percentile bootstrap over rows otherwise
+   (:func:`scipy.stats.bootstrap`, seeded per cell; a bootstrap whose resamples are all alike is said in a note);
 2. ``gaps``: per model x config, the difference to the method's declared baseline config (``random`` for
-   likelihood splits; ``baseline=`` overrides) on the same split, with a bootstrap interval (unpaired: the two
-   test sets hold different rows; paired where they hold the same rows), and the relative error increase
-   ``(error_config - error_baseline) / error_baseline`` (Godbole & Jia 2023) with its interval, for metrics
-   where ``1 - value`` is an error rate;
+   likelihood splits; ``baseline=`` overrides) on the same split, with its interval (0/1 outcomes: Newcombe's
+   hybrid score interval, or his paired one where the two hold the same rows; otherwise a bootstrap, unpaired or
+   paired), and the relative error increase ``(error_config - error_baseline) / error_baseline`` (Godbole & Jia
+   2023) with its interval (MOVER-R of the two error rates; a bootstrap on the same rows), for metrics where
+   ``1 - value`` is an error rate (``benchmarks/interval_coverage.py`` chose the methods);
 3. ``comparisons``: every pair of models on each config and split, on the rows both were evaluated on:
    McNemar's exact test for 0/1 outcomes (a two-sided binomial test on the discordant rows), a paired bootstrap
-   otherwise; ``m`` is the number of comparisons and ``p_bonferroni`` the p-value multiplied by it;
+   otherwise (a p-value no resample can resolve, none across 0, is its step ``2/B`` with ``p_value_bound``
+   true, printed ``<0.0002``); ``m`` is the number of comparisons and ``p_bonferroni`` the p-value multiplied by it;
 4. ``concurrence``: with three or more models, Kendall's tau-b between the model orderings of every pair of
    configs (and of configs of different releases), through the project's ``concurrence`` metric (Sun, Williams
-   & Hupkes 2023), with its bootstrap interval over models;
+   & Hupkes 2023), with a bootstrap interval that redraws each config's test rows (and the models, from ten on);
 5. ``behavioural`` (CheckList releases): pass rate per functionality and capability through the shipped
    ``pass_rate`` metric (a test case passes when all its scored examples pass, as CheckList defines it), and
    ``curriculum``: CURRICULUM's zero-shot table from the same runs (:mod:`curriculum_report`).
@@ -37,7 +40,10 @@ from pathlib import Path
 import numpy as np
 
 from split_builders.errors import InvalidParameterError
-from split_builders.evaluation.statistics import _arrays, _interval, _point, _seed, _statistic, _two_sample, mcc
+from split_builders.evaluation.statistics import (_arrays, _interval, _point, _seed, _statistic, _two_sample,
+                                                  bootstrap_p, concurrence_intervals, degenerate_note, fmt_p,
+                                                  is_binary, mcc, newcombe, newcombe_paired,
+                                                  relative_error_increase_interval, resampled_scores, wilson)
 
 N_RESAMPLES = 10_000
 CONFIDENCE = 0.95
@@ -113,7 +119,9 @@ class Report:
         level = _level(self.confidence)
         parts = [f"# resplit report", "", *provenance_lines(self.provenance),
                  f"{len(self.models)} model(s) ({', '.join(self.models)}) on "
-                 f"{', '.join(self._release_names())}; intervals are {level} percentile bootstrap intervals.", ""]
+                 f"{', '.join(self._release_names())}; intervals are {level}: Wilson score intervals of accuracies "
+                 f"(0/1 outcomes), Newcombe's of their gaps, MOVER-R's of relative error increases, and otherwise "
+                 f"{level} percentile bootstrap intervals (concurrence: the test rows redrawn).", ""]
         for name, frame in self.tables().items():
             parts += [f"## {_TITLES[name]}", "", _text_table(_display(name, frame), markdown=True), ""]
         if self.notes:
@@ -146,59 +154,14 @@ class Report:
         return write_file_set(out, {**writes, **self._figures()}, overwrite=overwrite)
 
     def _figures(self) -> dict:
+        from split_builders.evaluation.report_figures import forest_plot, heatmap
+
         figures = {}
         if self.gaps is not None and len(self.gaps):
-            figures["gaps.png"] = self._forest
+            figures["gaps.png"] = lambda path: forest_plot(self.gaps, path)
         if self.concurrence is not None and len(self.concurrence):
-            figures["concurrence.png"] = self._heatmap
+            figures["concurrence.png"] = lambda path: heatmap(self.concurrence, path)
         return figures
-
-    def _forest(self, path) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        frame = self.gaps.reset_index(drop=True)
-        labels = [f"{r.model} / {r.config}" for r in frame.itertuples()]
-        fig, ax = plt.subplots(figsize=(7, 0.35 * len(frame) + 1.2))
-        y = np.arange(len(frame))[::-1]
-        low = frame["difference"] - frame["difference_ci_low"]
-        high = frame["difference_ci_high"] - frame["difference"]
-        ax.errorbar(frame["difference"], y, xerr=[low.fillna(0), high.fillna(0)], fmt="o", color="C0", capsize=3)
-        ax.axvline(0, color="0.5", lw=1)
-        ax.set_yticks(y, labels)
-        ax.set_xlabel(f"difference to the baseline config ({frame['metric'].iloc[0]})")
-        fig.tight_layout()
-        fig.savefig(path, dpi=120, format="png", metadata={"Software": None})
-        plt.close(fig)
-
-    def _heatmap(self, path) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        frame = self.concurrence
-        names = list(dict.fromkeys([*frame["config_a"], *frame["config_b"]]))
-        grid = np.full((len(names), len(names)), np.nan)
-        for row in frame.itertuples():
-            i, j = names.index(row.config_a), names.index(row.config_b)
-            grid[i, j] = grid[j, i] = row.kendall_tau
-        np.fill_diagonal(grid, 1.0)
-        fig, ax = plt.subplots(figsize=(1 + 0.6 * len(names), 0.8 + 0.6 * len(names)))
-        image = ax.imshow(grid, vmin=-1, vmax=1, cmap="RdBu")
-        ax.set_xticks(range(len(names)), names, rotation=60, ha="right")
-        ax.set_yticks(range(len(names)), names)
-        for i in range(len(names)):
-            for j in range(len(names)):
-                if not np.isnan(grid[i, j]):
-                    ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=7)
-        fig.colorbar(image, ax=ax, label="Kendall tau-b of model rankings")
-        fig.tight_layout()
-        fig.savefig(path, dpi=120, format="png", metadata={"Software": None})
-        plt.close(fig)
-
 
 _TITLES = {"results": "Results per config", "gaps": "Gap to the baseline config",
            "comparisons": "Models compared (paired)", "concurrence": "Concurrence of model rankings",
@@ -248,8 +211,12 @@ def _display(name: str, frame):
     import pandas as pd
 
     out = pd.DataFrame(index=frame.index)
+    bounds = frame["p_value_bound"] if "p_value_bound" in frame.columns else [False] * len(frame)
     for column in frame.columns:
-        if column.endswith("_high"):
+        if column.endswith("_high") or column == "p_value_bound":
+            continue
+        if column in ("p_value", "p_bonferroni"):
+            out[column] = [fmt_p(v, bound) for v, bound in zip(frame[column], bounds)]
             continue
         if column.endswith("_low"):
             stem = column[: -len("_low")]
@@ -362,10 +329,10 @@ def report(release, runs, *, baseline: str | None = None, n_resamples: int = N_R
     complete = {(run.name, *key): value for run in read for key, value in run.complete.items()}
     by_name = {r.name: r for r in releases}
     units = _units(outcomes, by_name)
-    results = _results(units, complete, n_resamples, seed, confidence)
+    results = _results(units, complete, n_resamples, seed, confidence, notes)
     gaps = _gaps(units, by_name, baseline, n_resamples, seed, confidence, notes)
     comparisons = _comparisons(units, n_resamples, seed, confidence)
-    concurrence = _concurrence(results, min(n_resamples, max(CONCURRENCE_RESAMPLES, least_resamples(confidence))),
+    concurrence = _concurrence(results, units, min(n_resamples, max(CONCURRENCE_RESAMPLES, least_resamples(confidence))),
                                seed, confidence, notes)
     from split_builders.evaluation.paper_tables import behavioural_table, curriculum_table, g_score_table
 
@@ -481,15 +448,23 @@ def _units(outcomes, releases: dict):
     return frame.sort_values(["model", "release", "config", "split", "metric", "source_id"], kind="stable")
 
 
-def _results(units, complete: dict, n_resamples: int, seed: int, confidence: float):
+def _results(units, complete: dict, n_resamples: int, seed: int, confidence: float, notes: list):
+    """Per cell the metric, ``n`` and its interval: Wilson's score interval for 0/1 outcomes (right at 0 and n: 0 of
+    40 is [0, 0.088], not a point), a percentile bootstrap otherwise (a point where every resample is alike is
+    said in a note)."""
     import pandas as pd
 
     rows = []
     for (model, release, config, split, metric), cell in units.groupby(
             ["model", "release", "config", "split", "metric"], sort=True):
         arrays = _arrays(cell, metric)
-        (low, high), _ = _interval(arrays, _statistic(metric), paired=True, n_resamples=n_resamples,
-                                   seed=_seed(seed, model, release, config, split, metric), confidence=confidence)
+        if n_resamples and metric in BINARY and is_binary(arrays[0]):
+            low, high = wilson(int(arrays[0].sum()), len(arrays[0]), confidence)
+        else:
+            (low, high), distribution = _interval(arrays, _statistic(metric), paired=True, n_resamples=n_resamples,
+                                                  seed=_seed(seed, model, release, config, split, metric),
+                                                  confidence=confidence)
+            degenerate_note(distribution, f"{model} on {config}/{split}: its {metric}", notes)
         effective, total = complete.get((model, release, config, split), (None, None))
         n = int(cell["source_id"].nunique())
         whole = bool(total is not None and effective is not None and int(effective) == int(total))
@@ -540,7 +515,13 @@ def _gaps(units, releases: dict, baseline: str | None, n_resamples: int, seed: i
         value_a, value_b = _point(a, metric), _point(b, metric)
         rei = rei_low = rei_high = math.nan
         cell_seed = _seed(seed, "gap", model, release, config, base, split, metric)
-        if metric in BINARY:  # the difference and the relative error increase from the same resamples
+        binary = metric in BINARY and is_binary(a[0]) and is_binary(b[0])
+        if binary and n_resamples and not same_rows:  # score intervals: they hold at 0 and n, where resamples do not
+            error_b = 1.0 - value_b
+            rei = ((1.0 - value_a) - error_b) / error_b if error_b > 0 else math.nan
+            low, high = newcombe(int(a[0].sum()), len(a[0]), int(b[0].sum()), len(b[0]), confidence)
+            rei_low, rei_high = relative_error_increase_interval(a[0], b[0], confidence)
+        elif metric in BINARY:  # the difference and the relative error increase from the same resamples
             error_b = 1.0 - value_b
             rei = ((1.0 - value_a) - error_b) / error_b if error_b > 0 else math.nan
 
@@ -548,13 +529,21 @@ def _gaps(units, releases: dict, baseline: str | None, n_resamples: int, seed: i
                 mean_x, mean_y = np.mean(x, axis=axis), np.mean(y, axis=axis)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     return np.stack([mean_x - mean_y, (mean_y - mean_x) / (1.0 - mean_y)])
-            (lows, highs), _ = _two_sample(samples, both, metric, same_rows, n_resamples, cell_seed, confidence)
+            (lows, highs), distribution = _two_sample(samples, both, metric, same_rows, n_resamples, cell_seed,
+                                                      confidence)
             if np.ndim(lows):
                 (low, rei_low), (high, rei_high) = lows.tolist(), highs.tolist()
+                degenerate_note(distribution[1], f"{model} on {config}/{split}: its relative error increase", notes)
+                if binary:  # the same rows, 0/1: Newcombe's paired interval of the difference
+                    low, high = newcombe_paired(a[0], b[0], confidence)
+                else:
+                    degenerate_note(distribution[0], f"{model} on {config}/{split}: its gap to {base}", notes)
             else:
                 low = high = math.nan
         else:
-            (low, high), _ = _two_sample(samples, difference, metric, same_rows, n_resamples, cell_seed, confidence)
+            (low, high), distribution = _two_sample(samples, difference, metric, same_rows, n_resamples, cell_seed,
+                                                    confidence)
+            degenerate_note(distribution, f"{model} on {config}/{split}: its gap to {base}", notes)
         rows.append({"model": model, "release": release, "config": config, "baseline": base, "split": split,
                      "metric": metric, "value": value_a, "baseline_value": value_b, "difference": value_a - value_b,
                      "difference_ci_low": low, "difference_ci_high": high, "paired": bool(same_rows),
@@ -591,6 +580,7 @@ def _comparisons(units, n_resamples: int, seed: int, confidence: float):
                     only_b = int(((a["value"] == 0) & (b["value"] == 1)).sum())
                     value_a, value_b = float(a["value"].mean()), float(b["value"].mean())
                     p = binomtest(only_a, only_a + only_b, 0.5).pvalue if only_a + only_b else 1.0
+                    bound = False
                     low = high = math.nan  # the exact test needs no resampling; the results table has intervals
                     row.update(test="mcnemar_exact", only_a=only_a, only_b=only_b)
                 else:
@@ -605,28 +595,27 @@ def _comparisons(units, n_resamples: int, seed: int, confidence: float):
                     (low, high), distribution = _interval(samples, statistic, paired=True, n_resamples=n_resamples,
                                                           seed=_seed(seed, "pair", release, config, split, first,
                                                                      second), confidence=confidence)
-                    if distribution is not None:
-                        share = min(float(np.mean(distribution <= 0)), float(np.mean(distribution >= 0)))
-                        p = min(1.0, 2 * share)
-                    else:
-                        p = math.nan
+                    p, bound = bootstrap_p(distribution)
                     row.update(test="paired_bootstrap", only_a=None, only_b=None)
                 row.update(value_a=value_a, value_b=value_b, difference=value_a - value_b, difference_ci_low=low,
-                           difference_ci_high=high, p_value=float(p))
+                           difference_ci_high=high, p_value=float(p), p_value_bound=bound)
                 rows.append(row)
     columns = ["release", "config", "split", "metric", "model_a", "model_b", "n", "test", "only_a", "only_b",
                "value_a", "value_b", "difference", "difference_ci_low", "difference_ci_high", "p_value", "m",
-               "p_bonferroni"]
+               "p_bonferroni", "p_value_bound"]
     frame = pd.DataFrame(rows, columns=[c for c in columns if c not in ("m", "p_bonferroni")])
+    frame["p_value_bound"] = frame["p_value_bound"].astype(bool)
     frame["m"] = len(frame)
     frame["p_bonferroni"] = np.minimum(1.0, frame["p_value"] * len(frame)) if len(frame) else []
     return frame[columns]
 
 
-def _concurrence(results, n_resamples: int, seed: int, confidence: float, notes: list):
+def _concurrence(results, units, n_resamples: int, seed: int, confidence: float, notes: list):
     """Kendall's tau-b of the model orderings between every pair of configs (benchmarks ``release/config``
-    where the report covers several releases), through the ``concurrence`` metric, with its bootstrap over
-    models; three models at least."""
+    where the report covers several releases), through the ``concurrence`` metric; three models at least. Its
+    interval resamples the test rows within each config (every model's score recomputed on each draw) and, from
+    ``statistics.MODEL_RESAMPLING`` models on, the models too: with a few models a resample of models alone gives
+    [1, 1] or [-1, 1]."""
     import pandas as pd
 
     columns = ["config_a", "config_b", "kendall_tau", "ci_low", "ci_high", "models"]
@@ -648,21 +637,32 @@ def _concurrence(results, n_resamples: int, seed: int, confidence: float, notes:
     if len(kept) < 2:
         return pd.DataFrame(columns=columns)
     frame = frame[frame["benchmark"].isin(kept)].drop_duplicates(["model", "benchmark"])
-    from split_builders.metric_folders import load_metric
+    from split_builders.metric_folders import load_metric, metric_module
 
-    metric = load_metric("concurrence")
-    result = metric.compute(model=list(frame["model"]), benchmark=list(frame["benchmark"]),
-                            seed=[None] * len(frame), score=[float(v) for v in frame["value"]], method="kendall",
-                            n_bootstrap=n_resamples, confidence_level=confidence,
-                            random_state=_seed(seed, "concurrence") % (2 ** 32))
-    intervals = result.get("confidence_interval") or result.get("confidence_intervals") or {}
+    result = load_metric("concurrence").compute(model=list(frame["model"]), benchmark=list(frame["benchmark"]),
+                                                seed=[None] * len(frame), score=[float(v) for v in frame["value"]],
+                                                method="kendall")
+    intervals = {}
+    if n_resamples:
+        by_cell = {(r.benchmark, r.model): r for r in frame.itertuples()}
+        groups = units.groupby(["model", "release", "config", "split", "metric"], sort=False)
+        cells = []
+        for b in kept:
+            row = [by_cell[(b, m)] for m in models]
+            cell = [groups.get_group((r.model, r.release, r.config, r.split, r.metric)) for r in row]
+            cells.append((row[0].metric, [(c["source_id"].to_numpy(), _arrays(c, r.metric)) for c, r in zip(cell, row)]))
+        scores = np.concatenate([resampled_scores([c], metric, n_resamples, _seed(seed, "concurrence rows", b))
+                                 for b, (metric, c) in zip(kept, cells)], axis=1)
+        module = metric_module("concurrence", "concurrence")
+        found = concurrence_intervals(scores, module.kendall_resamples, module._percentile_interval,
+                                      seed=_seed(seed, "concurrence models"), confidence=confidence)
+        intervals = {f"{kept[i]}|{kept[j]}": value for (i, j), value in found.items()}
     rows = []
     for key, value in result["concurrence"].items():
         first, second = key.split("|", 1)
         if first == second:
             continue
-        low, high = (intervals.get(key) or (math.nan, math.nan)) if isinstance(intervals, dict) else (math.nan,
-                                                                                                       math.nan)
+        low, high = intervals.get(key) or intervals.get(f"{second}|{first}") or (math.nan, math.nan)
         rows.append({"config_a": first, "config_b": second, "kendall_tau": float(value), "ci_low": _nan(low),
                      "ci_high": _nan(high), "models": len(models)})
     return pd.DataFrame(rows, columns=columns)
