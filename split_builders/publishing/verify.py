@@ -56,6 +56,12 @@ class Report:
     def ok(self) -> bool:
         return all(f.status != "differs" for f in self.findings)
 
+    @property
+    def unchecked(self) -> list:
+        """Findings of levels 1 and 2 (what every release can be checked by) that are ``not checked``: a config
+        its method does not re-derive, say. Level 3's (nothing to recompute: given scores) are not among them."""
+        return [f for f in self.findings if f.status == "not checked" and f.level <= 2]
+
     def add(self, level, config, split, same: bool, detail: str = "") -> None:
         self.findings.append(Finding(level, config, split, "identical" if same else "differs", detail))
 
