@@ -194,12 +194,17 @@ def check_provenance(case: Case) -> None:
     """The provenance schema, and every data file's recorded rows and sha256."""
     meta = case.record()
     for key in ("schema", "version", "method", "paper", "seed", "parameters", "source", "signal", "environment",
-                "configs"):
+                "built_by", "configs"):
         assert key in meta, f"the provenance has no {key!r}"
     assert meta["method"] == case.name and meta["seed"] == case.seed and meta["schema"] == 1
     assert meta["source"]["rows"] > 0
     assert meta["source"].get("content_sha256") or meta["source"].get("revision")
     assert set(meta["environment"]) >= {"python", "numpy", "torch", "datasets", "transformers"}
+    from split_builders.release.provenance import built_by
+
+    assert meta["built_by"] == built_by(case.method), (f"the provenance's built_by {meta['built_by']}; expected the "
+                                                       f"method's distribution and its requires: {built_by(case.method)}")
+    assert set(meta["built_by"]["requires"]) == set(case.method.info.requires), meta["built_by"]
     for config, entry in meta["configs"].items():
         assert set(entry["rows"]) == set(entry["sha256"]) and "train" in entry["rows"]
         for split, digest in entry["sha256"].items():

@@ -196,3 +196,28 @@ def test_verify_exits_1_when_a_config_is_not_checked_and_its_help_says_so(small_
         main(["verify", "--help"])
     assert "exit 1 when anything differs or a config is not checked at level 1 or 2" in " ".join(
         capsys.readouterr().out.split())
+
+
+from test_registry_extensions import plugin  # noqa: E402,F401 - the fixture: a distribution installed on sys.path
+
+
+def test_provenance_names_the_distribution_that_built_it_and_the_versions_it_requires(plugin, monkeypatch):
+    """A plug-in's release names its distribution and version (read from the installed metadata), a built-in's
+    resplit and its version; each records the installed version of every distribution its info ``requires``."""
+    from importlib import metadata
+
+    from split_builders._version import __version__
+    from split_builders.api import registry
+    from split_builders.release.provenance import built_by
+
+    (plugin / "resplit_plugin-0.1.dist-info" / "RECORD").write_text("resplit_plugin/__init__.py,,\n")
+    import resplit_plugin
+
+    method = resplit_plugin.ShortestMethod()
+    monkeypatch.setattr(resplit_plugin.ShortestMethod, "info",
+                        dataclasses.replace(method.info, requires=("numpy", "no-such-distribution")))
+    assert built_by(method) == {"distribution": "resplit-plugin", "version": "0.1",
+                                "requires": {"numpy": metadata.version("numpy"), "no-such-distribution": None}}
+    assert built_by(registry()["lexical-overlap"]) == {
+        "distribution": "resplit", "version": __version__,
+        "requires": {"scikit-learn": metadata.version("scikit-learn"), "scipy": metadata.version("scipy")}}

@@ -67,7 +67,8 @@ class LexicalOverlapMethod(SplitMethod):
         signal_columns={"overlap": "continuous"},
         baseline_config="random",
         harness_task=HarnessTask("classification"),
-        default_source="snli-sample")
+        default_source="snli-sample",
+        requires=("scikit-learn", "scipy"))
 
     def load(self, options: LexicalOverlapOptions) -> Loaded:
         from loading_scripts.labels import encode_labels
