@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from split_builders.contracts import REQUIRED_HOOKS, SplitMethod
+from split_builders.testing_hooks import HOOK_CHECKS
 
 SEED = 7  # what the example release is built with
 NULL_SPLITS = 50  # random splits behind its diagnostics
@@ -570,8 +571,6 @@ def check_probe(case: Case) -> None:
 
 
 def _checks() -> dict:
-    from split_builders.testing_hooks import HOOK_CHECKS
-
     return {"declarations": check_declarations, "example": check_example, **HOOK_CHECKS,
             "source_ids": check_source_ids, "provenance": check_provenance, "configs_load": check_configs_load,
             "card": check_card, "verify": check_verify, "fields": check_fields, "labels": check_labels,

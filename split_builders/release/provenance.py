@@ -30,6 +30,7 @@ there finds it again without ``--source`` (:func:`locate_source`, which also loo
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -70,6 +71,13 @@ def _installed(name: str) -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=4)
+def _distributions(path: tuple) -> dict:
+    """``importlib.metadata.packages_distributions()`` for the import path ``path`` (read once per path: it reads
+    every installed distribution's file list)."""
+    return metadata.packages_distributions()
+
+
 def built_by(method) -> dict:
     """Which code built a release: the distribution of the method's package and its version (resplit's for a
     built-in; None for a method no installed distribution provides, one defined in a script) and the installed
@@ -81,8 +89,9 @@ def built_by(method) -> dict:
     if top == "split_builders":
         distribution, version = RESPLIT, __version__
     else:
-        found = metadata.packages_distributions().get(top) or [None]
-        distribution = found[0]
+        import sys
+
+        distribution = (_distributions(tuple(sys.path)).get(top) or [None])[0]
         version = _installed(distribution) if distribution else None
     return {"distribution": distribution, "version": version,
             "requires": {name: _installed(name) for name in method.info.requires}}
