@@ -191,10 +191,10 @@ def test_verify_exits_1_when_a_config_is_not_checked_and_its_help_says_so(small_
     with REGISTRY.standing_in("methods", "likelihood", NoRederive()):
         assert main(["verify", str(small_release), "--no-load-check"]) == 1
     printed = capsys.readouterr().out
-    assert "-> NOT ALL CHECKED" in printed and "5 config(s) not checked at levels 1-2 (length, ll_split" in printed, printed
+    assert "-> NOT ALL CHECKED" in printed and "5 config(s) not checked at level 2 (length, ll_split" in printed, printed
     with pytest.raises(SystemExit):
         main(["verify", "--help"])
-    assert "exit 1 when anything differs or a config is not checked at level 1 or 2" in " ".join(
+    assert "exit 1 when anything differs or a config is not checked at level 2" in " ".join(
         capsys.readouterr().out.split())
 
 

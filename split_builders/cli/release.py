@@ -155,7 +155,7 @@ def run_verify(args) -> int:
     _print_report(report, every=args.all, complete=True)
     if report.ok and report.unchecked:
         configs = sorted({f.config for f in report.unchecked})
-        print(f"{report.target}: {len(configs)} config(s) not checked at levels 1-2 ({', '.join(configs)}): "
+        print(f"{report.target}: {len(configs)} config(s) not checked at level 2 ({', '.join(configs)}): "
               "nothing differs, but not everything was checked -> exit 1")
         return 1
     return 0 if report.ok else 1
@@ -200,7 +200,7 @@ def add_parsers(subparsers) -> None:
                                                "rebuild from the source. Exit 0 when every file and every config is "
                                                "identical at levels 1 and 2 (level 3 may say 'not checked': nothing "
                                                "to recompute, e.g. given scores); exit 1 when anything differs or a "
-                                               "config is not checked at level 1 or 2.")
+                                               "config is not checked at level 2.")
     parser.add_argument("target", help="a release folder or HUB_ID[@REVISION]")
     parser.add_argument("--rescore", action="store_true", help="also rebuild from the source and the model")
     parser.add_argument("--source", help="with --rescore: where the source is (default: the location the card records)")
