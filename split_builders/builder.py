@@ -246,9 +246,9 @@ def _build(method, options, context, out, overrides) -> BuildResult:
         check_free_space(out, options)
     signal = method.signal(loaded, options, context)
     configs = method.configs(loaded, signal, options)
-    size_notes = size_gaps(configs)  # whole groups made sizes differ from the requested ones
+    size_notes = size_gaps(configs)  # whole groups (or the method's own rule) made sizes differ from the requested
     for line in size_notes if context.is_main_process else ():
-        context.log(f"note: whole `{options.group_field}` groups: {line}")
+        context.log(f"note: {sizes_said(options.group_field)}: {line}")
     sizes = {c.name: {s: int(len(c.indices[s])) for s in c.splits} for c in configs}
     if not context.is_main_process:
         _wait_for_everyone()
@@ -266,7 +266,7 @@ def _build(method, options, context, out, overrides) -> BuildResult:
     if notes:
         spec.how_built = [*spec.how_built, "Read from the source: " + "; ".join(notes) + "."]
     if size_notes:
-        spec.how_built = [*spec.how_built, f"**Sizes with whole `{options.group_field}` groups:** "
+        spec.how_built = [*spec.how_built, f"**{sizes_said(options.group_field, card=True)}:** "
                           + "; ".join(size_notes) + "."]
     if getattr(options, "row_order", None) in cards.ROW_ORDER_TEXT:  # which rule drew the configs
         spec.how_built = [*spec.how_built, cards.ROW_ORDER_TEXT[options.row_order]]
@@ -299,6 +299,14 @@ def _build(method, options, context, out, overrides) -> BuildResult:
         harness_files=written_files)
     _wait_for_everyone()
     return BuildResult(written_out, method, options, loaded, signal, configs, sizes)
+
+
+def sizes_said(group_field: str | None, *, card: bool = False) -> str:
+    """How the terminal's notes (and, ``card``, the card's line) on realised sizes begin: with ``--group-field``,
+    what its whole groups did; without, the sizes the method reports as realised (never "whole `None` groups")."""
+    if group_field is None:
+        return "Realised sizes" if card else "realised sizes"
+    return f"Sizes with whole `{group_field}` groups" if card else f"whole `{group_field}` groups"
 
 
 def rebuild(method, options) -> Path:

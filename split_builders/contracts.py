@@ -300,6 +300,9 @@ class MethodInfo:
         The source used when none is given (None: ``--source`` is required).
     source_aliases : tuple of str
         Older spellings of ``--source`` that keep working.
+    requires : tuple of str
+        The distributions (as pip names them: ``"scikit-learn"``) whose code computes its signal or configs: their
+        installed versions are recorded in every release's provenance (``resplit.built_by.requires``).
 
     Whether it keeps ``--group-field`` groups whole is not declared: it does exactly when it implements
     :meth:`SplitMethod.groups`.
@@ -321,6 +324,7 @@ class MethodInfo:
     source_kind: str = SOURCE_KIND
     default_source: str | None = None
     source_aliases: tuple = ()
+    requires: tuple = ()
 
     def __post_init__(self):
         self.check()
@@ -371,6 +375,9 @@ class MethodInfo:
         if "g_score" in tables and not self.scenarios:
             raise InvalidParameterError(f"{name}: report_tables names g_score, which scores each of its scenarios: "
                                         "declare them (scenarios = {scenario: (config pattern, ...)})")
+        if not isinstance(self.requires, tuple) or not all(isinstance(d, str) and d.strip() for d in self.requires):
+            raise InvalidParameterError(f"{name}: requires must be a tuple of distribution names (e.g. "
+                                        f"('scikit-learn',)); got {self.requires!r}")
         if self.table_columns is not None and not isinstance(self.table_columns, tuple):
             raise InvalidParameterError(f"{name}: table_columns must be a tuple of column names or None; got "
                                         f"{self.table_columns!r}")
@@ -388,7 +395,7 @@ INFO_ATTRIBUTES = {"name": "name", "paper": "paper", "summary": "summary", "conf
                    "harness_task": "harness_task", "evaluation_splits": "evaluation_splits",
                    "harness_groups": "harness_groups", "report_tables": "report_tables", "scenarios": "scenarios",
                    "table_columns": "table_columns", "source_kind": "source_kind", "default_source": "default_source",
-                   "source_aliases": "source_aliases"}
+                   "source_aliases": "source_aliases", "requires": "requires"}
 """Each :class:`MethodInfo` field and the class attribute of a :class:`SplitMethod` that reads it (shared code written
 before the info object reads the attributes)."""
 
@@ -441,6 +448,7 @@ class SplitMethod(abc.ABC):
     harness_groups: dict = {}
     report_tables: tuple = ()
     scenarios: dict = {}
+    requires: tuple = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

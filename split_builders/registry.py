@@ -29,6 +29,7 @@ is left out the same way, and never replaces the entry it names.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -166,6 +167,23 @@ class Registry:
         self._start(kind)
         self._entries[kind].pop(name, None)
         self._origins[kind].pop(name, None)
+
+    @contextlib.contextmanager
+    def standing_in(self, kind: str, name: str, obj):
+        """``obj`` as the entry ``name`` of ``kind`` for the ``with`` block (in the place of a namesake, which is
+        put back after it, or added and removed): what a check of ``obj`` runs through the CLI is ``obj`` itself."""
+        self._start(kind)
+        had = name in self._entries[kind]
+        saved = (self._entries[kind].get(name), self._origins[kind].get(name))
+        self._entries[kind][name], self._origins[kind][name] = obj, "under check"
+        try:
+            yield obj
+        finally:
+            if had:
+                self._entries[kind][name], self._origins[kind][name] = saved
+            else:
+                self._entries[kind].pop(name, None)
+                self._origins[kind].pop(name, None)
 
     # -- reading -------------------------------------------------------------------------------------------
     def names(self, kind: str) -> list:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from split_builders.contracts import REQUIRED_HOOKS, SplitMethod
+from split_builders.testing_hooks import HOOK_CHECKS
 
 SEED = 7  # what the example release is built with
 NULL_SPLITS = 50  # random splits behind its diagnostics
@@ -44,7 +45,9 @@ class Case:
     arguments: list | None = None
     seed: int = SEED
     null_splits: int = NULL_SPLITS
+    runs: dict = field(default_factory=dict)
     _scratch: int = field(default=0, repr=False)
+    _records: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         from split_builders.registry import instantiate
@@ -67,17 +70,37 @@ class Case:
         folder.mkdir(parents=True)
         return folder
 
+    def standing(self):
+        """A ``with`` block in which the registry's entry of its name is this method (never a namesake that is
+        installed or registered): what the CLI and ``verify`` run in a check is the object under check."""
+        from split_builders.registry import REGISTRY
+
+        return REGISTRY.standing_in("methods", self.name, self.method)
+
     def run(self, *arguments) -> tuple[int, str, str]:
-        """``resplit ARGUMENTS`` in-process: ``(exit code, stdout, stderr)``."""
+        """``resplit ARGUMENTS`` in-process, with this method under its name: ``(exit code, stdout, stderr)``."""
         import contextlib
         import io
 
         from split_builders.cli import main
 
         out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with self.standing(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main([str(a) for a in arguments])
         return code, out.getvalue(), err.getvalue()
+
+    def hooks(self, variant: str = "first", *, source=None):
+        """The hooks run in-process on the example's options with its seed (:func:`~split_builders.testing_hooks.
+        run_hooks`), once per ``variant`` (``"again"``: a second run; ``source``: the example's arguments with
+        another source), kept in ``runs`` (a dict several cases may share)."""
+        from split_builders.testing_hooks import options_of, run_hooks
+
+        if variant not in self.runs:
+            assert self.arguments, f"example_arguments(): {self.name} declares none; expected arguments with --source"
+            arguments = self.arguments if source is None else ["--source", str(source), *self.without_source()]
+            options = options_of(self.method, arguments, self.work / f"hooks-{variant}-out", self.seed)
+            self.runs[variant] = run_hooks(self.method, options)
+        return self.runs[variant]
 
     def built(self) -> Path:
         """The example release (built once; ``release`` may be a function that returns it, called on first use)."""
@@ -88,12 +111,18 @@ class Case:
             out = self.scratch("release") / "out"
             code, printed, err = self.run(self.name, *self.arguments, "--seed", self.seed, "--null-splits",
                                           self.null_splits, "--out", out, "--no-progress")
-            assert code == 0, f"the example build of {self.name} exited {code}: {err[-2000:]}"
+            if code != 0:
+                raise BuildFailed(f"the example build (resplit {self.name} ... --seed {self.seed}) exited {code}: "
+                                  f"{err.strip()[-2000:]}")
             self.release = out
         return Path(self.release)
 
     def record(self, folder: Path | None = None) -> dict:
-        return front_matter(folder or self.built())["resplit"]
+        """The ``resplit:`` provenance of a release (the example's by default), read once per folder."""
+        folder = Path(folder or self.built())
+        if folder not in self._records:
+            self._records[folder] = front_matter(folder)["resplit"]
+        return self._records[folder]
 
     def source(self) -> Path:
         return Path(self.arguments[self.arguments.index("--source") + 1])
@@ -101,6 +130,10 @@ class Case:
     def without_source(self) -> list:
         at = self.arguments.index("--source")
         return [*self.arguments[:at], *self.arguments[at + 2:]]
+
+
+class BuildFailed(AssertionError):
+    """The example release could not be built: said as the build's failure, not as the check that first read it."""
 
 
 def front_matter(folder: Path) -> dict:
@@ -153,21 +186,26 @@ def check_source_ids(case: Case) -> None:
     import pyarrow.parquet as pq
 
     files = sorted(case.built().rglob("*.parquet"))
-    assert files
+    assert files, "the example release has no data file"
     for path in files:
-        assert "source_id" in pq.read_schema(path).names, path
+        assert "source_id" in pq.read_schema(path).names, f"rows(): {path.name} has no source_id column"
 
 
 def check_provenance(case: Case) -> None:
     """The provenance schema, and every data file's recorded rows and sha256."""
     meta = case.record()
     for key in ("schema", "version", "method", "paper", "seed", "parameters", "source", "signal", "environment",
-                "configs"):
-        assert key in meta, key
+                "built_by", "configs"):
+        assert key in meta, f"the provenance has no {key!r}"
     assert meta["method"] == case.name and meta["seed"] == case.seed and meta["schema"] == 1
     assert meta["source"]["rows"] > 0
     assert meta["source"].get("content_sha256") or meta["source"].get("revision")
     assert set(meta["environment"]) >= {"python", "numpy", "torch", "datasets", "transformers"}
+    from split_builders.release.provenance import built_by
+
+    assert meta["built_by"] == built_by(case.method), (f"the provenance's built_by {meta['built_by']}; expected the "
+                                                       f"method's distribution and its requires: {built_by(case.method)}")
+    assert set(meta["built_by"]["requires"]) == set(case.method.info.requires), meta["built_by"]
     for config, entry in meta["configs"].items():
         assert set(entry["rows"]) == set(entry["sha256"]) and "train" in entry["rows"]
         for split, digest in entry["sha256"].items():
@@ -201,13 +239,22 @@ def check_verify(case: Case) -> None:
     """``verify`` passes on the untouched release: level 1 every file identical, level 2 every config checked."""
     from split_builders.publishing.verify import verify
 
-    report = verify(str(case.built()), load=False)
-    assert report.ok and any(f.level == 1 for f in report.findings)
-    assert all(f.status == "identical" for f in report.findings if f.level == 1)
+    folder = case.built()
+    with case.standing():
+        report = verify(str(folder), load=False)
+    said = lambda findings: "; ".join(f"level {f.level} {f.config}: {f.status} {f.detail}".strip()  # noqa: E731
+                                      for f in findings[:5])
+    wrong = [f for f in report.findings if f.status not in ("identical", "not checked")]
+    assert report.ok and not wrong, f"verify of the untouched release: expected every finding identical, got {said(wrong)}"
+    files = [f for f in report.findings if f.level == 1]
+    assert files and all(f.status == "identical" for f in files), f"level 1 (the files): {said(files)}"
     # Level 2 checks every config: re-derived from the rows, or (a published split) its recorded rows.
     configs = set(case.record()["configs"])
-    assert {f.config for f in report.findings if f.level == 2 and f.status == "identical"} == configs
-    assert not [f for f in report.findings if f.status == "not checked"]
+    checked = {f.config for f in report.findings if f.level == 2 and f.status == "identical"}
+    unchecked = [f for f in report.findings if f.status == "not checked"]
+    assert checked == configs and not unchecked, (
+        f"rederive(): expected every config {sorted(configs)} re-derived from the released rows, got "
+        f"{sorted(checked)} identical" + (f" and not checked: {said(unchecked)}" if unchecked else ""))
 
 
 def check_fields(case: Case) -> None:
@@ -220,18 +267,22 @@ def check_fields(case: Case) -> None:
 
     meta = case.record()
     fields = Fields.from_record(meta)
-    assert fields is not None and fields.text and fields.query in fields.text
+    assert fields is not None, "fields(): the release records no fields; expected a Fields (text, query, label)"
+    assert fields.text and fields.query in fields.text, (f"fields(): expected text fields with the query among "
+                                                         f"them, got text {fields.text}, query {fields.query!r}")
     seen = set()
     for config in meta["configs"]:
         path = sorted((case.built() / config).glob("train-*.parquet"))[0]
         names = set(pq.read_schema(path).names)
         seen |= names
-        assert {c for c in (fields.query, fields.label, fields.target) if c} <= names, (config, names)
+        named = {c for c in (fields.query, fields.label, fields.target) if c}
+        assert named <= names, (f"fields(): names column(s) {sorted(named - names)} that the rows of {config!r} do "
+                                f"not have (columns: {sorted(names)})")
         features = datasets.Features.from_arrow_schema(pq.read_schema(path))
         label = features.get(fields.label) if fields.label else None
         if isinstance(label, datasets.ClassLabel):
             assert list(fields.label_names) == label.names, config
-    assert set(fields.text) <= seen
+    assert set(fields.text) <= seen, f"fields(): text field(s) {sorted(set(fields.text) - seen)} in no config"
 
 
 def check_labels(case: Case) -> None:
@@ -519,12 +570,28 @@ def check_probe(case: Case) -> None:
     assert json.loads(printed)["reference"] == baseline
 
 
-CHECKS = {"declarations": check_declarations, "example": check_example, "source_ids": check_source_ids,
-          "provenance": check_provenance, "configs_load": check_configs_load, "card": check_card,
-          "verify": check_verify, "fields": check_fields, "labels": check_labels, "metadata": check_metadata,
-          "existing_out": check_existing_out, "bad_input": check_bad_input, "groups": check_groups,
-          "group_policy": check_group_policy, "diagnostics": check_diagnostics, "probe": check_probe}
-"""Every conformance check, by name, in the order :func:`check_method` runs them."""
+def _checks() -> dict:
+    return {"declarations": check_declarations, "example": check_example, **HOOK_CHECKS,
+            "source_ids": check_source_ids, "provenance": check_provenance, "configs_load": check_configs_load,
+            "card": check_card, "verify": check_verify, "fields": check_fields, "labels": check_labels,
+            "metadata": check_metadata, "existing_out": check_existing_out, "bad_input": check_bad_input,
+            "groups": check_groups, "group_policy": check_group_policy, "diagnostics": check_diagnostics,
+            "probe": check_probe}
+
+
+CHECKS = _checks()
+"""Every conformance check, by name, in the order :func:`check_method` runs them: those that call the hooks
+in-process (:data:`split_builders.testing_hooks.HOOK_CHECKS`) before those that read the example release."""
+
+CHECK_HOOKS = {"declarations": "info", "example": "example_arguments()", "hooks": "fields(), rederive()",
+               "configs": "configs()", "sizes": "configs()", "signal_columns": "rows(), fields()",
+               "determinism": "signal(), configs()", "row_order": "configs()", "source_ids": "load(), rows()",
+               "provenance": "load(), signal()", "configs_load": "configs(), rows()", "card": "card()",
+               "verify": "rederive()", "fields": "fields()", "labels": "rows(), fields()",
+               "metadata": "load(), fields()", "existing_out": "check(), load()", "bad_input": "check(), load()",
+               "groups": "groups(), group_example()", "group_policy": "groups(), configs()",
+               "diagnostics": "rows(), fields()", "probe": "info.baseline_config"}
+"""The hooks (or declarations) each check exercises, named in its failure."""
 
 
 def default_data() -> Path:
@@ -534,10 +601,11 @@ def default_data() -> Path:
 
 def check_method(method, *, data=None, work=None, release=None, arguments=None, checks=None) -> list:
     """Run the conformance checks (:data:`CHECKS`, or the names in ``checks``) on one split method (a class or an
-    instance; it need not be registered): its example release is built from its ``example_arguments`` into
-    ``work`` (a temporary folder by default), or ``release`` (a folder built with ``--seed 7 --null-splits 50``)
-    is read. Returns the names of the checks that passed; the first that fails raises an ``AssertionError``
-    naming it."""
+    instance; it need not be registered, and it is what every check runs, through the CLI too, even where a
+    method of its name is installed): its hooks are run in-process on its ``example_arguments``, and its example
+    release is built from them into ``work`` (a temporary folder by default), or ``release`` (a folder built with
+    ``--seed 7 --null-splits 50``) is read. Returns the names of the checks that passed; the first that fails
+    raises an ``AssertionError`` naming it, the hooks it exercises, what was expected and what came back."""
     import tempfile
 
     names = list(CHECKS) if checks is None else list(checks)
@@ -547,26 +615,24 @@ def check_method(method, *, data=None, work=None, release=None, arguments=None, 
     with tempfile.TemporaryDirectory(prefix="resplit-check-") as scratch:
         case = Case(method, Path(data) if data is not None else default_data(), Path(work or scratch),
                     release=release, arguments=arguments)
-        registered = _registered_for_the_cli(case.method)
-        try:
+        with case.standing():
             for name in names:
                 try:
                     CHECKS[name](case)
+                except BuildFailed as error:
+                    raise AssertionError(f"{case.name}: {error} (found by the check {name!r})") from error
                 except AssertionError as error:
-                    raise AssertionError(f"{case.name}: check {name!r} failed: {error}") from error
-        finally:
-            if registered:
-                from split_builders.registry import unregister
-
-                unregister(case.name)
+                    raise AssertionError(f"{case.name}: check {name!r} ({CHECK_HOOKS[name]}) failed: "
+                                         f"{_said(error)}") from error
     return names
 
 
-def _registered_for_the_cli(method: SplitMethod) -> bool:
-    """Register ``method`` for the checks' in-process commands when no method of its name is; True if it was."""
-    from split_builders.registry import REGISTRY, register
+def _said(error: AssertionError) -> str:
+    """An assertion's message, or, where it has none, the line of the check that failed."""
+    import traceback
 
-    if method.info.name in REGISTRY.names("methods"):
-        return False
-    register(method)
-    return True
+    message = " ".join(str(error).split())
+    if message:
+        return message
+    frames = traceback.extract_tb(error.__traceback__)
+    return f"expected {frames[-1].line}" if frames else type(error).__name__

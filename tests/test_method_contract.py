@@ -120,13 +120,32 @@ class ClusterMethod(SplitMethod):
             raise InvalidParameterError(f"{len(loaded.data.dataset)} rows are too few for {options.clusters} clusters")
 
     def signal(self, loaded, options, context):
-        return Signal(cluster_ids(loaded.data.dataset, options.text_fields, options.clusters, options.seed),
+        """k-means over the rows in their content order (the row order rule): the same rows in any order get the
+        same clusters."""
+        from split_builders.splitters.partition import CONTENT, content_order, source_content_keys
+
+        rows = loaded.data.dataset
+        if options.row_order != CONTENT:
+            return Signal(cluster_ids(rows, options.text_fields, options.clusters, options.seed),
+                          {"kind": "TF-IDF k-means cluster", "clusters": options.clusters,
+                           "text_fields": list(options.text_fields)})
+        keys = source_content_keys(rows, options.text_fields, label_field=options.label_field)
+        order = content_order(keys, options.seed)
+        ids = np.empty(len(rows), dtype=np.int64)
+        ids[order] = cluster_ids(rows.select(order), options.text_fields, options.clusters, options.seed)
+        return Signal(ids,
                       {"kind": "TF-IDF k-means cluster", "clusters": options.clusters,
                        "text_fields": list(options.text_fields)})
 
     def configs(self, loaded, signal, options):
-        return cluster_configs(signal.values, test_clusters=options.test_clusters,
-                               validation_size=options.validation_size, random_state=options.seed)
+        from split_builders.splitters.partition import CONTENT, in_row_order, source_content_keys
+
+        keys = None
+        if options.row_order == CONTENT:
+            keys = source_content_keys(loaded.data.dataset, options.text_fields, label_field=options.label_field)
+        return in_row_order(cluster_configs, keys, options.seed, per_row=dict(clusters=signal.values),
+                            test_clusters=options.test_clusters, validation_size=options.validation_size,
+                            random_state=options.seed)
 
     def rows(self, loaded, signal, configs):
         from loading_scripts.labels import release_rows
@@ -158,8 +177,16 @@ class ClusterMethod(SplitMethod):
         """The released rows in source order, their cluster ids through the same config builder."""
         rows = released.all_rows()
         rows = rows.take(np.argsort(rows.column("source_id").to_numpy(), kind="stable"))
+        from split_builders.splitters.partition import CONTENT, content_keys, in_row_order, recorded_row_order
+
         held = record["configs"]["held_out_clusters"]["parameters"]
-        configs = cluster_configs(rows.column("cluster").to_numpy(), **held)
+        keys = None
+        if recorded_row_order(record.get("parameters")) == CONTENT:
+            fields = record.get("fields") or {}
+            keys = content_keys(rows, fields.get("text") or (), label="label" if "label" in rows.column_names else None,
+                                label_names=fields.get("label_names") or ())
+        configs = in_row_order(cluster_configs, keys, held["random_state"], per_row=dict(clusters=rows.column(
+            "cluster").to_numpy()), **held)
         for config in configs:
             config.rows = rows
         return configs

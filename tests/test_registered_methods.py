@@ -27,12 +27,18 @@ def front_matter(folder):
     return yaml.safe_load((folder / "README.md").read_text(encoding="utf-8").split("---\n")[1])
 
 
+@pytest.fixture(scope="module")
+def hook_runs():
+    """``{family: {variant: HookRun}}``: each family's hooks run once per variant, shared by its hook checks."""
+    return {family: {} for family in FAMILIES}
+
+
 @pytest.mark.parametrize("check", list(CHECKS))
 @pytest.mark.parametrize("family", FAMILIES)
-def test_conformance(family, check, family_releases, family_args, shared, tmp_path):
+def test_conformance(family, check, family_releases, family_args, shared, tmp_path, hook_runs):
     """One check of :func:`split_builders.testing.check_method` on one registered method and its shared release."""
     case = Case(registry()[family], shared, tmp_path, release=lambda: family_releases[family],
-                arguments=family_args[family])
+                arguments=family_args[family], runs=hook_runs[family])
     CHECKS[check](case)
 
 

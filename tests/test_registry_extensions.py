@@ -267,5 +267,5 @@ def test_check_method_names_the_check_a_method_fails(shared, tmp_path):
         def example_arguments(self, data, work):
             return None
 
-    with pytest.raises(AssertionError, match="no-example: check 'example' failed: no example arguments"):
+    with pytest.raises(AssertionError, match=r"no-example: check 'example' \(example_arguments\(\)\) failed: no example arguments"):
         check_method(NoExample, data=shared, work=tmp_path, checks=("example",))

@@ -131,8 +131,9 @@ def _release_metric(recipe, args, repo_id) -> int:
     return 0
 
 
-def _print_report(report, *, every: bool = False) -> None:
-    """Findings that are not identical (every one with ``every``), then a one-line summary."""
+def _print_report(report, *, every: bool = False, complete: bool = False) -> None:
+    """Findings that are not identical (every one with ``every``), then a one-line summary (``complete``: a config
+    not checked at level 1 or 2 is not OK)."""
     for finding in report.findings:
         if finding.status != "identical" or every:
             print(finding.line())
@@ -141,7 +142,7 @@ def _print_report(report, *, every: bool = False) -> None:
         counts[finding.status] = counts.get(finding.status, 0) + 1
     levels = sorted({f.level for f in report.findings})
     print(f"{report.target}: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-          + f" (levels {', '.join(map(str, levels))})" + (" -> OK" if report.ok else " -> DIFFERS"))
+          + f" (levels {', '.join(map(str, levels))})" + (" -> DIFFERS" if not report.ok else " -> NOT ALL CHECKED" if complete and report.unchecked else " -> OK"))
 
 
 
@@ -151,7 +152,12 @@ def run_verify(args) -> int:
 
     report = verify(args.target, rescore=args.rescore, load=not args.no_load_check, source=args.source,
                     allow_extra=args.allow_extra, rebuild=rebuild)
-    _print_report(report, every=args.all)
+    _print_report(report, every=args.all, complete=True)
+    if report.ok and report.unchecked:
+        configs = sorted({f.config for f in report.unchecked})
+        print(f"{report.target}: {len(configs)} config(s) not checked at level 2 ({', '.join(configs)}): "
+              "nothing differs, but not everything was checked -> exit 1")
+        return 1
     return 0 if report.ok else 1
 
 
@@ -191,7 +197,10 @@ def add_parsers(subparsers) -> None:
     parser = subparsers.add_parser("verify", help="check a release: file hashes, rows, and its configs re-derived",
                                    description="Verify FOLDER or HUB_ID[@REVISION]: level 1 integrity, level 2 "
                                                "re-derive every config from the released rows, level 3 (--rescore) "
-                                               "rebuild from the source. Exit 0 only when everything is identical.")
+                                               "rebuild from the source. Exit 0 when every file and every config is "
+                                               "identical at levels 1 and 2 (level 3 may say 'not checked': nothing "
+                                               "to recompute, e.g. given scores); exit 1 when anything differs or a "
+                                               "config is not checked at level 2.")
     parser.add_argument("target", help="a release folder or HUB_ID[@REVISION]")
     parser.add_argument("--rescore", action="store_true", help="also rebuild from the source and the model")
     parser.add_argument("--source", help="with --rescore: where the source is (default: the location the card records)")

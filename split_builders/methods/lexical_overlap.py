@@ -67,7 +67,8 @@ class LexicalOverlapMethod(SplitMethod):
         signal_columns={"overlap": "continuous"},
         baseline_config="random",
         harness_task=HarnessTask("classification"),
-        default_source="snli-sample")
+        default_source="snli-sample",
+        requires=("scikit-learn", "scipy"))
 
     def load(self, options: LexicalOverlapOptions) -> Loaded:
         from loading_scripts.labels import encode_labels
@@ -108,10 +109,9 @@ class LexicalOverlapMethod(SplitMethod):
 
     def check_loaded(self, loaded: Loaded, options: LexicalOverlapOptions) -> None:
         """The sizes against the rows, before any overlap is computed."""
-        from split_builders.splitters.lexical_overlap import LexicalOverlapSplitter
+        from split_builders.splitters.base import resolve_eval_sizes
 
-        LexicalOverlapSplitter(validation_size=options.validation_size, test_size=options.test_size).sizes(
-            len(loaded.data.dataset))
+        resolve_eval_sizes(options.validation_size, options.test_size, len(loaded.data.dataset))
 
     def groups(self, loaded: Loaded, field: str):
         """A column of the rows (an SNLI premise): its groups are held out whole, and a row's overlap leaves out

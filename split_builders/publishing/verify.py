@@ -56,6 +56,13 @@ class Report:
     def ok(self) -> bool:
         return all(f.status != "differs" for f in self.findings)
 
+    @property
+    def unchecked(self) -> list:
+        """The configs level 2 (what every release can be checked by) did not check: one its method does not
+        re-derive, say. Level 1's notes (a file an older release lacks) and level 3's (nothing to recompute: given
+        scores) are not among them."""
+        return [f for f in self.findings if f.status == "not checked" and f.level == 2]
+
     def add(self, level, config, split, same: bool, detail: str = "") -> None:
         self.findings.append(Finding(level, config, split, "identical" if same else "differs", detail))
 

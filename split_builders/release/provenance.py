@@ -30,6 +30,7 @@ there finds it again without ``--source`` (:func:`locate_source`, which also loo
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -40,7 +41,7 @@ from pathlib import Path
 SCHEMA = 1
 PACKAGES = ("numpy", "torch", "datasets", "transformers")
 RECORD_KEYS = ("schema", "version", "method", "paper", "seed", "parameters", "source", "signal", "environment",
-               "figures", "configs")
+               "built_by", "figures", "configs")
 """The keys of ``resplit:`` that :func:`provenance` and the writer fill."""
 CONFIG_KEYS = ("method", "parameters", "rows", "sha256")
 """The keys of a config's entry under ``resplit.configs`` that the writer fills. An evidence view's record sits
@@ -57,6 +58,43 @@ def environment() -> dict:
         except metadata.PackageNotFoundError:
             versions[package] = None
     return versions
+
+
+RESPLIT = "resplit"
+"""The distribution of the built-in methods (setup.cfg's name)."""
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def _distributions(path: tuple) -> dict:
+    """``importlib.metadata.packages_distributions()`` for the import path ``path`` (read once per path: it reads
+    every installed distribution's file list)."""
+    return metadata.packages_distributions()
+
+
+def built_by(method) -> dict:
+    """Which code built a release: the distribution of the method's package and its version (resplit's for a
+    built-in; None for a method no installed distribution provides, one defined in a script) and the installed
+    versions of the distributions the method declares it requires (``MethodInfo.requires``; None: not installed).
+    Read from package metadata: nothing is imported."""
+    from split_builders._version import __version__
+
+    top = type(method).__module__.partition(".")[0]
+    if top == "split_builders":
+        distribution, version = RESPLIT, __version__
+    else:
+        import sys
+
+        distribution = (_distributions(tuple(sys.path)).get(top) or [None])[0]
+        version = _installed(distribution) if distribution else None
+    return {"distribution": distribution, "version": version,
+            "requires": {name: _installed(name) for name in method.info.requires}}
 
 
 def source_record(info) -> dict:
@@ -200,4 +238,5 @@ def provenance(method, options, info, signal) -> dict:
         "source": source,
         "signal": signal.provenance,
         "environment": environment(),
+        "built_by": built_by(method),
     }

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from split_builders.api import BaseSplitter, ConfigSplit, Split, check_random_state, check_size, resolve_size
+from split_builders.api import BaseSplitter, ConfigSplit, Split, check_random_state, check_size
 from split_builders.errors import InvalidParameterError
+from split_builders.splitters.base import resolve_eval_sizes
 from split_builders.splitters.groups import Groups, grouped_eval_split
 from split_builders.splitters.partition import as_labels, balanced_eval_split, tail
 
@@ -43,14 +44,6 @@ class LexicalOverlapSplitter(BaseSplitter):
         self.test_size = check_size(test_size, "test_size", allow_zero=False)
         self.random_state = check_random_state(random_state)
 
-    def sizes(self, n_rows: int) -> tuple[int, int]:
-        """Validation and test rows for ``n_rows`` rows; refused in one line when no train row is left."""
-        n_validation, n_test = resolve_size(self.validation_size, n_rows), resolve_size(self.test_size, n_rows)
-        if n_validation + n_test >= n_rows:
-            raise InvalidParameterError(f"validation_size ({n_validation}) + test_size ({n_test}) must be smaller than "
-                                        f"the number of rows ({n_rows})")
-        return n_validation, n_test
-
     requires = ("n_rows",)
 
     @classmethod
@@ -67,7 +60,7 @@ class LexicalOverlapSplitter(BaseSplitter):
         (then ``n_rows``, or the length of ``labels`` / ``groups``, gives the rows). ``labels``: one per row, the
         evaluation sets label-balanced. ``groups``: one group number per row, no group divided."""
         n = _row_count(signal, labels, groups, n_rows)
-        n_validation, n_test = self.sizes(n)
+        n_validation, n_test = resolve_eval_sizes(self.validation_size, self.test_size, n)
         rng = np.random.default_rng(self.random_state)
         if signal is None:
             overlap = None
@@ -121,7 +114,7 @@ def lexical_overlap_configs(overlap, *, labels=None, groups=None, validation_siz
     baseline = splitter.split(None, labels=labels, groups=groups, n_rows=len(overlap))
     requested = None
     if groups is not None:  # what whole groups may move the realised sizes from (the build says where they do)
-        n_validation, n_test = splitter.sizes(len(overlap))
+        n_validation, n_test = resolve_eval_sizes(splitter.validation_size, splitter.test_size, len(overlap))
         requested = {"train": len(overlap) - n_validation - n_test, "validation": n_validation, "test": n_test}
     return [ConfigSplit("lexical_overlap", held.as_indices(), method="lexical-overlap", parameters=dict(parameters),
                         description="The rows sharing the fewest content words with any other row held out",
