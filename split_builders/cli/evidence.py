@@ -14,6 +14,9 @@ from pathlib import Path
 from split_builders.errors import InvalidParameterError
 
 
+_VERDICT_FLAGS = ("ngram_min", "ngram_policy", "ngram_max_matches")  # how a corpus's n-grams count
+
+
 def run_view(view, args) -> int:
     """Compute ``view`` on ``args.target`` (its settings checked first; a Hub dataset is downloaded into a
     temporary work folder), then print the report as one JSON object (``--json``, with the target and
@@ -26,7 +29,7 @@ def run_view(view, args) -> int:
                                     "each)")
     if getattr(args, "against", None) or getattr(args, "against_corpus", None):
         corpus_only = ("executor", "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition",
-                       "slurm_time")
+                       "slurm_time", *_VERDICT_FLAGS)
         given = [f for f in corpus_only if getattr(args, f, None) is not None]
         if getattr(args, "against", None) and given:
             raise InvalidParameterError(f"--{given[0].replace('_', '-')} needs --against-corpus SOURCE (it sets how "
@@ -37,7 +40,8 @@ def run_view(view, args) -> int:
                                             "text field (--text-field)")
         return run_against(view, args, settings)
     for flag in ("rows", "write_clean", "against_fields", "against_splits", "against_label_field", "executor",
-                 "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition", "slurm_time"):
+                 "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition", "slurm_time",
+                 *_VERDICT_FLAGS):
         if getattr(args, flag, None) is not None:  # given, even as ''
             raise InvalidParameterError(f"--{flag.replace('_', '-')} needs --against OTHER or --against-corpus "
                                         "SOURCE (what the evaluation rows are checked against)")
@@ -112,6 +116,15 @@ def add_against_arguments(parser) -> None:
                         help="tasks run at once (default: 1; on Slurm: all of them)")
     corpus.add_argument("--ngram", type=_positive,
                         help="the word n-gram of the GPT-3 / lm-evaluation-harness convention (default: 13)")
+    corpus.add_argument("--ngram-min", type=_positive,
+                        help="inputs shorter than --ngram words are one n-gram of their own length from this many "
+                             "words up; shorter inputs are matched as exact or near-duplicates only (default: 8)")
+    corpus.add_argument("--ngram-policy", choices=("contaminated", "report"),
+                        help="a row whose only evidence is a shared n-gram: contaminated (the GPT-3 / "
+                             "lm-evaluation-harness convention; default) or clean with its evidence reported")
+    corpus.add_argument("--ngram-max-matches", type=_positive, metavar="N",
+                        help="an n-gram found in more than N documents is no evidence (NeMo Curator's "
+                             "max_matches; default: every n-gram counts)")
     corpus.add_argument("--text-field", help="the corpus's text field (default: text)")
     corpus.add_argument("--id-field", help="the corpus's document id field (default: id, else the row in its shard)")
     corpus.add_argument("--work", metavar="DIR",
@@ -198,7 +211,8 @@ def run_against(view, args, settings) -> int:
                     ngram=args.ngram or 13, text_field=args.text_field or "text", id_field=args.id_field,
                     label_field=args.against_label_field,
                     slurm={"partition": args.slurm_partition, "time": args.slurm_time or "24:00:00"},
-                    progress=not args.no_progress)
+                    progress=not args.no_progress, ngram_min=args.ngram_min or 8,
+                    ngram_policy=args.ngram_policy or "contaminated", ngram_max_matches=args.ngram_max_matches)
                 if report is None:
                     print(f"submitted {args.tasks or 1} task(s) to Slurm; once they finish, run the same command "
                           f"again (--work {args.work or default_work(args.target, corpus_source)}) for the result")
