@@ -200,10 +200,22 @@ def test_n_gram_only_rows_are_contaminated_by_default_reported_or_cut_off(small_
                                    {"text": f"Quote: {' '.join(words[:13])}!", "id": "y"}])
     work, rows = tmp_path / "work", tmp_path / "rows.parquet"
     fraction = round(1 / len(_grams(words)), 6)
-    report = _run(capsys, small_release, corpus, work, "--rows", str(rows), "--write-clean", str(tmp_path / "clean"))
+    link = tmp_path / "link.parquet"
+    link.symlink_to(tmp_path / "elsewhere.parquet")
+    line = refused_in_one_line(["audit", str(small_release), "--configs", "random", "--no-progress",
+                                "--against-corpus", str(corpus), "--work", str(work), "--corpus-matches", str(link)],
+                               capsys, corpus)
+    assert "--corpus-matches" in line and "link" in line and not work.exists()
+    matches = tmp_path / "matches.parquet"
+    report = _run(capsys, small_release, corpus, work, "--rows", str(rows), "--write-clean", str(tmp_path / "clean"),
+                  "--corpus-matches", str(matches))
     got = pd.read_parquet(rows).set_index("source_id").loc[row.source_id]
     assert (got.tier, got.evidence, got.ngram_fraction, got.match_id) == ("input_contaminated", "ngram", fraction,
                                                                           "x")
+    found = pd.read_parquet(matches)  # the corpus side: both documents, for a pretraining team to filter
+    assert [(r.shard, r.row, r.document, r.source_id, r.evidence, r.ngram_fraction) for r in found.itertuples()] == [
+        ("a.jsonl.gz", 0, "x", row.source_id, "ngram", fraction), ("a.jsonl.gz", 1, "y", row.source_id, "ngram",
+                                                                   fraction)]
     assert report["against"]["random"]["test"]["ngram_only"] == 1
     clean = pd.read_parquet(next((tmp_path / "clean" / "random").glob("test-*.parquet")))
     assert row.source_id not in set(clean.source_id) and len(clean) == len(test) - 1

@@ -7,14 +7,15 @@ target against the documents of a pretraining corpus (Parquet / JSONL(.gz) shard
 ``.npy``): the distinct normalised inputs of every evaluation row, their MinHash signatures and LSH bands (the
 in-release audit's and ``--against``'s, :mod:`.near_duplicates`: character 5-grams, 64 permutations), and the
 word ``N``-gram set of the GPT-3 / lm-evaluation-harness decontamination convention (``--ngram``, default 13;
-an input shorter than ``N`` words is one n-gram of its own length, as GPT-3's shorter n-grams for short
-examples), so both conventions are reported.
+words by Unicode word boundaries, each Han / kana character one word; an input shorter than ``N`` words is one
+n-gram of its own length down to ``--ngram-min`` words, a shorter one has none), so both conventions are
+reported.
 
 **The corpus is streamed by datatrove** (:mod:`.corpus_steps`): reader -> resplit's matcher -> writer. Each
 document is normalised line by line (the audit's normalisation); its *passages* are its lines, every run of up
 to as many consecutive lines as an evaluation input has fields, and the whole document, each compared with the
-index where its length allows a Jaccard at the threshold (a passage longer than ``longest input / threshold``
-characters cannot reach it); candidates are confirmed with the exact Jaccard. Its words are looked up in the
+index unless it cannot reach the threshold (more distinct shingles than the most of any input over the
+threshold: an exact bound); candidates are confirmed with the exact Jaccard. Its words are looked up in the
 index's vocabulary (Arrow's ``index_in``) and every window of ``N`` known words hashed (prefix sums, numpy) and
 looked up in the n-gram set. Each task writes one record per match (:data:`RECORD_COLUMNS`: the evaluation
 config, split and ``source_id``; the shard and document; the best Jaccard of its passages; the longest run of
@@ -22,12 +23,15 @@ shared words; whether an ``N``-gram is shared; whether a passage is the same nor
 label where ``--against-label-field`` names one).
 
 **The merge** (:func:`merge`) reads every task's records, sorts them (the same bytes whatever the task count or
-shard order) and gives each evaluation row the tiers of ``--against`` (best match: highest Jaccard, ties to the
-first shard and row), so the report, ``--rows`` and ``--write-clean`` are those of ``--against``.
+shard order) and gives each evaluation row the tiers of ``--against`` and its strongest evidence (exact,
+near-duplicate, n-gram: an n-gram-only row is contaminated unless ``--ngram-policy report``; n-grams in more than
+``--ngram-max-matches`` documents left out), so the report, ``--rows`` and ``--write-clean`` are those of
+``--against`` (:mod:`.corpus_verdicts`; the corpus side: ``--corpus-matches``).
 
 **The work folder is the resume point**: ``run.json`` (what this run checks: a work folder of another run is
-refused), ``shards.txt`` (the shards, sorted), ``index/``, datatrove's ``logs/`` (its ``completions/`` files: a
-rerun skips the finished tasks), ``matches/`` (records per task), ``tasks/`` and ``failed/`` (per task).
+refused), ``shards.txt`` (the shards, sorted) and ``shards.json`` (their sizes and times), ``index/``,
+datatrove's ``logs/`` (its ``completions/`` files: a rerun skips the finished tasks it can trust,
+:mod:`.corpus_resume`), ``matches/`` (records per task), ``tasks/`` and ``failed/`` (per task).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from split_builders.errors import InvalidParameterError, cannot_write, is_unwrit
 from split_builders.evidence.contamination import (EVALUATION_SPLITS, TIERS, _class_names, labels_note,
                                                    other_label_field)
 from split_builders.evidence.corpus_index import WORD_NGRAM, WORD_NGRAM_MIN, EvaluationIndex, record_schema
+from split_builders.evidence.corpus_verdicts import EVIDENCE, check_matching, counted_kinds, evidence_of
 from split_builders.evidence.near_duplicates import NGRAM, NUM_PERM
 
 EXECUTORS = ("local", "slurm", "ray")
@@ -51,10 +56,6 @@ FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".jso
            ".jsonl.zst": "jsonl", ".ndjson": "jsonl"}
 RECORD_COLUMNS = ("config", "split", "source_id", "shard", "row", "document", "jaccard", "longest_ngram",
                   "ngram_overlap", "exact", "label", "ngram_fraction", "ngrams")
-NGRAM_POLICIES = ("contaminated", "report")  # a row whose only evidence is a shared n-gram: counted, or reported
-EVIDENCE = ("exact", "near_duplicate", "ngram")  # strongest first
-NGRAM_FLOOR = 5  # --ngram below: most documents share an n-gram with some input
-THRESHOLD_FLOOR = 0.3  # --threshold below: most passages are candidates
 _JSONL_ROWS_READ = 100  # rows of a JSONL shard read for its fields and their types
 # ---------------------------------------------------------------------------------------------
 # SOURCE: its shards, checked before any work
@@ -171,7 +172,8 @@ def open_corpus(source: str, *, text_field: str, id_field: str | None, label_fie
                 raise InvalidParameterError(f"{flag}: {shard} has no field {missing[0]!r} (fields: "
                                             f"{', '.join(fields)}); name another with {flag_of[missing[0]]}")
             continue
-        differ = [f for f in wanted if fields.get(f) != first_fields.get(f) and not (kind == "jsonl" and f == text_field)]
+        differ = [f for f in wanted if fields.get(f) != first_fields.get(f)
+                  and not (kind == "jsonl" and f == text_field)]  # a JSONL text: checked row by row
         if differ:
             f = differ[0]
             raise InvalidParameterError(
@@ -453,25 +455,6 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
     return report, rows, records
 
 
-def check_matching(*, threshold: float, ngram: int, ngram_min: int, ngram_policy: str,
-                   ngram_max_matches: int | None) -> None:
-    """The matching settings of a corpus run, checked before any work: those that would make nearly every
-    document a match are refused with their cost."""
-    if ngram_policy not in NGRAM_POLICIES:
-        raise InvalidParameterError(f"--ngram-policy {ngram_policy}: one of {', '.join(NGRAM_POLICIES)}")
-    if ngram < NGRAM_FLOOR or ngram_min < NGRAM_FLOOR:
-        flag, value = ("--ngram", ngram) if ngram < NGRAM_FLOOR else ("--ngram-min", ngram_min)
-        raise InvalidParameterError(f"{flag} {value}: below {NGRAM_FLOOR} words most documents share an n-gram with "
-                                    "some input (--ngram 1 on 1.1M documents: 781k records, 85 s); give "
-                                    f"{NGRAM_FLOOR} or more (the convention: 13, and 8 for short inputs)")
-    if threshold < THRESHOLD_FLOOR:
-        raise InvalidParameterError(f"--threshold {threshold:g}: below {THRESHOLD_FLOOR:g} most passages are "
-                                    "near-duplicate candidates (0.01 on 1.1M documents: 109 s, 1.4 GB of records); "
-                                    f"give {THRESHOLD_FLOOR:g} or more (default 0.8)")
-    if ngram_max_matches is not None and ngram_max_matches < 1:
-        raise InvalidParameterError(f"--ngram-max-matches {ngram_max_matches}: give 1 or more (documents)")
-
-
 def _quiet_logs() -> None:
     """datatrove's log lines go to the task logs under the work folder; the terminal gets warnings only."""
     import sys
@@ -481,29 +464,6 @@ def _quiet_logs() -> None:
     os.environ.setdefault("LOGURU_LEVEL", "WARNING")  # the default handler of the executor's worker processes
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
-
-
-def _evidence(records, *, max_matches: int | None):
-    """Per record: its kind of evidence (:data:`EVIDENCE`, None where it has none left) and the fraction of the
-    input's n-grams it holds, less the n-grams found in more than ``max_matches`` documents (NeMo Curator's
-    ``max_matches``: an n-gram that occurs everywhere is no evidence of a copy); and how many n-grams were left
-    out so."""
-    cols = {name: records.column(name).to_pylist() for name in ("shard", "row", "jaccard", "exact", "ngrams",
-                                                                "ngram_fraction")}
-    common: set = set()
-    if max_matches is not None:
-        documents: dict = {}
-        for shard, row, grams in zip(cols["shard"], cols["row"], cols["ngrams"]):
-            for gram in grams or ():
-                documents.setdefault(gram, set()).add((shard, row))
-        common = {gram for gram, where in documents.items() if len(where) > max_matches}
-    kinds, fractions = [], []
-    for jaccard, exact, grams, fraction in zip(cols["jaccard"], cols["exact"], cols["ngrams"], cols["ngram_fraction"]):
-        grams = grams or []
-        kept = [g for g in grams if g not in common] if common else grams
-        fractions.append(round(fraction * len(kept) / len(grams), 6) if kept else None)
-        kinds.append("exact" if exact else "near_duplicate" if jaccard is not None else "ngram" if kept else None)
-    return kinds, fractions, len(common)
 
 
 def merge(work: Path, index: EvaluationIndex, corpus: Corpus, *, tasks: int, executor: str,
@@ -533,8 +493,8 @@ def merge(work: Path, index: EvaluationIndex, corpus: Corpus, *, tasks: int, exe
     compared = bool(label_field and corpus_label)
     # the best match of each evaluation row: highest Jaccard, then (an n-gram only) the highest fraction of its
     # n-grams, ties to the first shard and row
-    kinds, fractions, common = _evidence(records, max_matches=ngram_max_matches)
-    counted = {"exact", "near_duplicate", *(["ngram"] if ngram_policy == "contaminated" else [])}
+    kinds, fractions, common = evidence_of(records, max_matches=ngram_max_matches)
+    counted = counted_kinds(ngram_policy)
     rec = {name: records.column(name).to_pylist() for name in ("config", "split", "source_id", "shard", "row",
                                                                "document", "jaccard", "label")}
     eval_rows = index.rows
