@@ -113,6 +113,28 @@ def _window_hashes(ids: np.ndarray, owner: np.ndarray, length: int, shared=None)
     return starts, hashes
 
 
+def _shingle_rows(points: np.ndarray) -> np.ndarray:
+    """The 32-bit character-``NGRAM`` shingle hashes of :func:`~.near_duplicates.shingle_hashes` (the same
+    polynomial and finaliser, so the same values), of texts of one length given as a ``(texts, characters)``
+    array of code points: one row of hashes per text."""
+    points = points.astype(np.uint64) + np.uint64(1)
+    windows = points.shape[1] - NGRAM + 1
+    value = points[:, :windows].copy()
+    with np.errstate(over="ignore"):
+        for j in range(1, NGRAM):
+            value *= np.uint64(0x100000001B3)
+            value += points[:, j:j + windows]
+    return (_splitmix(value) >> np.uint64(32)).astype(np.uint32)
+
+
+def _distinct_per_row(values: np.ndarray) -> np.ndarray:
+    """How many distinct values each row of a 2-D array holds."""
+    if not values.shape[1]:
+        return np.zeros(len(values), dtype=np.int64)
+    ordered = np.sort(values, axis=1)
+    return 1 + np.count_nonzero(ordered[:, 1:] != ordered[:, :-1], axis=1)
+
+
 def _longest_run(a: np.ndarray, b: np.ndarray) -> int:
     """The longest run of consecutive words shared by word-id sequences ``a`` and ``b`` (unknown words, -1,
     never match)."""
@@ -353,8 +375,14 @@ class EvaluationIndex:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        cap = int(self.settings["longest"] / threshold) + NGRAM + 1  # no longer passage reaches the threshold
-        passages, owners = [], []
+        cap = int(self.settings["longest"] / threshold) + NGRAM + 1  # a passage this short is always compared
+        # a lower bound of each line's distinct shingles (its first characters'; 0 for a short line): a run of
+        # lines, or the whole document, holds every shingle of each of its lines (:meth:`_can_reach`)
+        long_line = np.asarray(pc.greater(pc.utf8_length(lines), cap).to_numpy(zero_copy_only=False), dtype=bool)
+        line_low = np.zeros(len(lines), dtype=np.int64)
+        if long_line.any():
+            line_low[long_line] = self._prefix_shingles(lines.filter(pa.array(long_line)), threshold)
+        passages, owners, lows = [], [], []
         width = int(self.settings["fields_per_input"])
         for w in range(1, width + 1):
             start = np.arange(max(len(lines) - w + 1, 0))
@@ -365,6 +393,7 @@ class EvaluationIndex:
             joined = parts[0] if w == 1 else pc.binary_join_element_wise(*parts, pa.scalar("\n", pa.large_string()))
             passages.append(joined)
             owners.append(line_doc[start])
+            lows.append(np.max([line_low[start + k] for k in range(w)], axis=0))
         longer = np.flatnonzero(per_doc > width)  # the whole document, where it is more than one run of lines
         if longer.size:
             offsets = np.concatenate([[0], np.cumsum(per_doc)])
@@ -372,12 +401,19 @@ class EvaluationIndex:
             whole = pc.binary_join(listed, pa.scalar("\n", pa.large_string()))
             passages.append(whole.take(pa.array(longer)))
             owners.append(longer)
+            has_lines = per_doc > 0
+            doc_low = np.zeros(len(per_doc), dtype=np.int64)
+            doc_low[has_lines] = np.maximum.reduceat(line_low, offsets[:-1][has_lines])
+            lows.append(doc_low[longer])
         if not passages:
             return {}
+        single = sum(len(p) for p in passages[:1])  # the first block: the lines themselves (already bounded)
         passages = pa.concat_arrays([p.cast(pa.large_string()) for p in passages])
         owners = np.concatenate(owners)
+        lows = np.concatenate(lows)
         short = np.asarray(pc.less_equal(pc.utf8_length(passages), cap).to_numpy(zero_copy_only=False), dtype=bool)
-        short[~short] = self._can_reach(passages.filter(pa.array(~short)).to_pylist(), threshold)
+        bounded = np.arange(len(passages)) < single
+        short[~short] = self._can_reach(passages.filter(pa.array(~short)), threshold, lows[~short], bounded[~short])
         passages, owners = passages.filter(pa.array(short)), owners[short]
         if not len(passages):
             return {}
@@ -411,17 +447,46 @@ class EvaluationIndex:
                 out[(t, doc)] = (max(best, round(j, 6)), was_exact or e)
         return out
 
-    def _can_reach(self, passages: list, threshold: float) -> np.ndarray:
-        """Whether each long passage can reach the threshold: the Jaccard of two shingle sets is at most the
-        smaller set's size over the larger's, so a passage of more than ``shingles / threshold`` distinct
-        shingles (``shingles``: the most of any input) cannot; a long passage of repeated text has few and is
-        kept. Exact: no passage that could reach the threshold is skipped."""
-        if not passages:
-            return np.zeros(0, dtype=bool)
-        values, offsets = shingle_hashes(passages)
-        owner = np.repeat(np.arange(len(passages), dtype=np.int64), np.diff(offsets))
-        counts = np.bincount(distinct((owner << 32) | values.astype(np.int64)) >> 32, minlength=len(passages))
-        return counts * threshold <= self.settings["shingles"] * (1 + 1e-12)
+    def _bound(self, threshold: float) -> float:
+        return self.settings["shingles"] / threshold * (1 + 1e-12)
+
+    def _prefix_shingles(self, passages, threshold: float) -> np.ndarray:
+        """The distinct shingles of each passage's first ``2 * bound + NGRAM`` characters: a lower bound of the
+        whole passage's (a subset of its shingles), enough to rule out ordinary text (a repeat or two still leaves
+        more than the bound); the windows past a shorter passage's end are left out."""
+        import pyarrow.compute as pc
+
+        width = 2 * int(self._bound(threshold)) + NGRAM
+        lengths = np.minimum(np.asarray(pc.utf8_length(passages).to_numpy(zero_copy_only=False)), width)
+        prefix = pc.utf8_rpad(pc.utf8_slice_codeunits(passages, 0, width), width=width, padding=" ").to_pylist()
+        points = np.frombuffer("".join(prefix).encode("utf-32-le"), dtype="<u4").reshape(len(prefix), width)
+        hashes = _shingle_rows(points)
+        past = np.arange(hashes.shape[1])[None, :] > (lengths - NGRAM)[:, None]
+        hashes[past] = np.broadcast_to(hashes[:, :1], hashes.shape)[past]  # the first shingle again: no new one
+        return _distinct_per_row(hashes)
+
+    def _can_reach(self, passages, threshold: float, low: np.ndarray, bounded: np.ndarray) -> np.ndarray:
+        """Whether each long passage (longer than ``longest / threshold``) can reach the threshold: the Jaccard of
+        two shingle sets is at most the smaller set's size over the larger's, so a passage of more than
+        ``bound = shingles / threshold`` distinct shingles (``shingles``: the most of any input) cannot. Exact
+        (no passage that could reach it is skipped) and cheap: ``low`` is a lower bound of each passage's distinct
+        shingles (those of its lines, ``bounded`` where it is the passage's own :meth:`_prefix_shingles`); where
+        it says nothing yet, the passage's own prefix is counted; only the passages left (repeated text: few
+        distinct shingles) are counted whole."""
+        import pyarrow as pa
+
+        bound = self._bound(threshold)
+        keep = low <= bound
+        ask = keep & ~bounded
+        if ask.any():
+            keep[ask] = self._prefix_shingles(passages.filter(pa.array(ask)), threshold) <= bound
+        if keep.any():
+            whole = passages.filter(pa.array(keep)).to_pylist()
+            values, offsets = shingle_hashes(whole)
+            owner = np.repeat(np.arange(len(whole), dtype=np.int64), np.diff(offsets))
+            counts = np.bincount(distinct((owner << 32) | values.astype(np.int64)) >> 32, minlength=len(whole))
+            keep[keep] = counts <= bound
+        return keep
 
     def _shared_grams(self, word_ids: np.ndarray, word_doc: np.ndarray) -> dict:
         """``{(text, document): the hashes of the text's n-grams the document holds}`` (an input of fewer than
