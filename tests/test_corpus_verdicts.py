@@ -279,14 +279,14 @@ def test_a_resume_redoes_what_changed_and_reads_class_numbers_by_name(small_rele
     os.utime(corpus / "b.parquet", ns=(1, 1))
     resumed = _run(capsys, small_release, corpus, work, "--tasks", "2")
     fresh = _run(capsys, small_release, corpus, tmp_path / "fresh", "--tasks", "2")
-    assert resumed["corpus"]["redone"] == 1 and resumed["against"] == fresh["against"]
+    assert resumed["against"] == fresh["against"] and resumed["corpus"]["redone"] == 1
     assert resumed["against"]["random"]["test"]["input_label_contaminated"] == 2
     assert (work / "records.parquet").read_bytes() == (tmp_path / "fresh" / "records.parquet").read_bytes()
     # a task's records deleted: redone, the same records
     (record,) = (work / "matches").glob("*00000.parquet")
     record.unlink()
     again = _run(capsys, small_release, corpus, work, "--tasks", "2")
-    assert again["corpus"]["redone"] == 1 and again["against"] == fresh["against"]
+    assert again["against"] == fresh["against"] and again["corpus"]["redone"] == 1
 
 
 def test_settings_that_match_everything_are_refused_with_their_cost(small_release, capsys, tmp_path):
