@@ -602,14 +602,16 @@ def format_corpus(report: dict) -> list[str]:
     if c.get("empty_shards"):
         notes.append(f"empty shards left out: {len(c['empty_shards'])} ({', '.join(c['empty_shards'][:3])}"
                      f"{' ...' if len(c['empty_shards']) > 3 else ''})")
+    if c.get("labels_read_as"):
+        notes.append("the corpus's labels are class numbers without names: read as the release's classes in order ("
+                     + ", ".join(f"{k} {name}" for k, name in enumerate(c["labels_read_as"])) + ")")
     if c.get("redone"):
         notes.append(f"finished tasks redone (their shards, index or records changed): {c['redone']}")
-    return notes + [
-            f"corpus: {c['documents']} documents ({c['text_bytes'] / 1e9:.3f} GB of text) in {c['shards']} shards, "
+    return [f"corpus: {c['documents']} documents ({c['text_bytes'] / 1e9:.3f} GB of text) in {c['shards']} shards, "
             f"{c['tasks']} task(s) on the {c['executor']} executor; {c['records']} match records; "
             f"word {c['word_ngram']}-gram overlap (GPT-3 / lm-evaluation-harness; inputs of "
             f"{c.get('word_ngram_min')} to {c['word_ngram'] - 1} words: the whole input; a shared n-gram counts as "
             f"{'contamination' if c.get('ngram_policy') == 'contaminated' else 'evidence only'}): "
             + ", ".join(f"{config}/{split} {e['ngram_overlap']}" for config, splits in report["against"].items()
-                        for split, e in splits.items())]
+                        for split, e in splits.items())] + notes
 
