@@ -171,7 +171,8 @@ def test_passages_inside_long_documents_and_the_13_gram_convention(planted, smal
     assert list(gram.source_id) == [long_row.source_id] and gram.jaccard.isna().all()
     assert gram.ngram_overlap.all() and (gram.longest_ngram == 13).all()
     entry = report["against"]["random"]["test"]
-    assert entry["input_contaminated"] == 3 and entry["ngram_overlap"] == 4
+    # the 13-gram-only row counts as contaminated (the convention's default, --ngram-policy contaminated)
+    assert entry["input_contaminated"] == 4 and entry["ngram_overlap"] == 4 and entry["ngram_only"] == 1
     # no label field: said, never counted as 0
     assert entry["input_label_contaminated"] is None and report["labels_compared"] is False
     assert "--against-label-field" in report["labels_note"]

@@ -14,6 +14,9 @@ from pathlib import Path
 from split_builders.errors import InvalidParameterError
 
 
+_VERDICT_FLAGS = ("ngram_min", "ngram_policy", "ngram_max_matches", "corpus_matches")  # the verdicts of a corpus
+
+
 def run_view(view, args) -> int:
     """Compute ``view`` on ``args.target`` (its settings checked first; a Hub dataset is downloaded into a
     temporary work folder), then print the report as one JSON object (``--json``, with the target and
@@ -26,7 +29,7 @@ def run_view(view, args) -> int:
                                     "each)")
     if getattr(args, "against", None) or getattr(args, "against_corpus", None):
         corpus_only = ("executor", "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition",
-                       "slurm_time")
+                       "slurm_time", *_VERDICT_FLAGS)
         given = [f for f in corpus_only if getattr(args, f, None) is not None]
         if getattr(args, "against", None) and given:
             raise InvalidParameterError(f"--{given[0].replace('_', '-')} needs --against-corpus SOURCE (it sets how "
@@ -37,7 +40,8 @@ def run_view(view, args) -> int:
                                             "text field (--text-field)")
         return run_against(view, args, settings)
     for flag in ("rows", "write_clean", "against_fields", "against_splits", "against_label_field", "executor",
-                 "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition", "slurm_time"):
+                 "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition", "slurm_time",
+                 *_VERDICT_FLAGS):
         if getattr(args, flag, None) is not None:  # given, even as ''
             raise InvalidParameterError(f"--{flag.replace('_', '-')} needs --against OTHER or --against-corpus "
                                         "SOURCE (what the evaluation rows are checked against)")
@@ -112,6 +116,18 @@ def add_against_arguments(parser) -> None:
                         help="tasks run at once (default: 1; on Slurm: all of them)")
     corpus.add_argument("--ngram", type=_positive,
                         help="the word n-gram of the GPT-3 / lm-evaluation-harness convention (default: 13)")
+    corpus.add_argument("--ngram-min", type=_positive,
+                        help="inputs shorter than --ngram words are one n-gram of their own length from this many "
+                             "words up; shorter inputs are matched as exact or near-duplicates only (default: 8)")
+    corpus.add_argument("--ngram-policy", choices=("contaminated", "report"),
+                        help="a row whose only evidence is a shared n-gram: contaminated (the GPT-3 / "
+                             "lm-evaluation-harness convention; default) or clean with its evidence reported")
+    corpus.add_argument("--ngram-max-matches", type=_positive, metavar="N",
+                        help="an n-gram found in more than N documents is no evidence (NeMo Curator's "
+                             "max_matches; default: every n-gram counts)")
+    corpus.add_argument("--corpus-matches", metavar="FILE.parquet",
+                        help="write the corpus documents whose evidence counts: shard, row, document, the evaluation "
+                             "row (config, split, source_id), evidence, jaccard, ngram_fraction (to filter the corpus)")
     corpus.add_argument("--text-field", help="the corpus's text field (default: text)")
     corpus.add_argument("--id-field", help="the corpus's document id field (default: id, else the row in its shard)")
     corpus.add_argument("--work", metavar="DIR",
@@ -121,7 +137,8 @@ def add_against_arguments(parser) -> None:
     corpus.add_argument("--slurm-time", help="--executor slurm: each task's time limit (HH:MM:SS; default 24:00:00)")
     parser.add_argument("--rows", metavar="FILE.parquet",
                         help="write one row per evaluation row (config, split, source_id, tier, match_dataset, "
-                             "match_split, match_id, jaccard)")
+                             "match_split, match_id, jaccard; against a corpus also evidence: exact, "
+                             "near_duplicate or ngram, and ngram_fraction)")
     parser.add_argument("--write-clean", metavar="OUT",
                         help="write a release of the target (a release) whose evaluation splits drop the "
                              "contaminated rows, with its own provenance and harness tasks")
@@ -158,7 +175,12 @@ def run_against(view, args, settings) -> int:
     corpus_source = getattr(args, "against_corpus", None)
     others = [corpus_source] if corpus_source else args.against
     inputs = [path for path in (args.target, *others) if _local_path(path)]
-    rows_path = clean_out = None
+    rows_path = clean_out = matches_path = None
+    if getattr(args, "corpus_matches", None) is not None:
+        matches_path = check_output_place(args.corpus_matches, "--corpus-matches", kind="file",
+                                          overwrite=args.overwrite, inputs=inputs)
+        if matches_path.suffix.lower() != ".parquet":
+            raise InvalidParameterError(f"--corpus-matches {args.corpus_matches}: give a file name ending in .parquet")
     if args.rows is not None:
         rows_path = check_output_place(args.rows, "--rows", kind="file", overwrite=args.overwrite, inputs=inputs)
         if rows_path.suffix.lower() != ".parquet":
@@ -170,9 +192,10 @@ def run_against(view, args, settings) -> int:
 
     if args.write_clean is not None:
         clean_out = check_clean()
-        if rows_path is not None and clean_out.absolute().resolve() in rows_path.absolute().resolve().parents:
-            raise InvalidParameterError(f"--rows {args.rows} is inside --write-clean {args.write_clean}, which is "
-                                        "replaced as a whole; write --rows elsewhere")
+        for path, flag in ((rows_path, "--rows"), (matches_path, "--corpus-matches")):
+            if path is not None and clean_out.absolute().resolve() in path.absolute().resolve().parents:
+                raise InvalidParameterError(f"{flag} {path} is inside --write-clean {args.write_clean}, which is "
+                                            f"replaced as a whole; write {flag} elsewhere")
     # --write-clean holds the build's lock on its place (a second run, or a build, into it is refused at once) and
     # recovers what an interrupted run left there; SIGTERM is an interrupt (its staging folder removed, one line)
     locked = OutputLock(clean_out, harness_files=written_files, flag="--write-clean") if clean_out else None
@@ -191,18 +214,28 @@ def run_against(view, args, settings) -> int:
             if corpus_source:
                 from split_builders.evidence.corpus import default_work, run_corpus
 
-                report, rows, _ = run_corpus(
+                report, rows, records = run_corpus(
                     data, fields, corpus_source, target=args.target,
                     work=args.work or default_work(args.target, corpus_source), threshold=settings["threshold"],
                     executor=args.executor or "local", tasks=args.tasks or 1, workers=args.workers,
                     ngram=args.ngram or 13, text_field=args.text_field or "text", id_field=args.id_field,
                     label_field=args.against_label_field,
                     slurm={"partition": args.slurm_partition, "time": args.slurm_time or "24:00:00"},
-                    progress=not args.no_progress)
+                    progress=not args.no_progress, ngram_min=args.ngram_min or 8,
+                    ngram_policy=args.ngram_policy or "contaminated", ngram_max_matches=args.ngram_max_matches)
                 if report is None:
                     print(f"submitted {args.tasks or 1} task(s) to Slurm; once they finish, run the same command "
                           f"again (--work {args.work or default_work(args.target, corpus_source)}) for the result")
                     return 0
+                if matches_path is not None:
+                    import pyarrow.parquet as pq
+
+                    from split_builders.evidence.corpus_verdicts import corpus_matches
+
+                    found = corpus_matches(records, ngram_policy=args.ngram_policy or "contaminated",
+                                           ngram_max_matches=args.ngram_max_matches)
+                    write_file(matches_path, lambda staging: pq.write_table(found, staging),
+                               overwrite=args.overwrite, flag="--corpus-matches")
             else:
                 report, rows = contamination(data.parts, fields, args.against, work=work,
                                              threshold=settings["threshold"], against_fields=args.against_fields,

@@ -7,14 +7,15 @@ target against the documents of a pretraining corpus (Parquet / JSONL(.gz) shard
 ``.npy``): the distinct normalised inputs of every evaluation row, their MinHash signatures and LSH bands (the
 in-release audit's and ``--against``'s, :mod:`.near_duplicates`: character 5-grams, 64 permutations), and the
 word ``N``-gram set of the GPT-3 / lm-evaluation-harness decontamination convention (``--ngram``, default 13;
-an input shorter than ``N`` words is one n-gram of its own length, as GPT-3's shorter n-grams for short
-examples), so both conventions are reported.
+words by Unicode word boundaries, each Han / kana character one word; an input shorter than ``N`` words is one
+n-gram of its own length down to ``--ngram-min`` words, a shorter one has none), so both conventions are
+reported.
 
 **The corpus is streamed by datatrove** (:mod:`.corpus_steps`): reader -> resplit's matcher -> writer. Each
 document is normalised line by line (the audit's normalisation); its *passages* are its lines, every run of up
 to as many consecutive lines as an evaluation input has fields, and the whole document, each compared with the
-index where its length allows a Jaccard at the threshold (a passage longer than ``longest input / threshold``
-characters cannot reach it); candidates are confirmed with the exact Jaccard. Its words are looked up in the
+index unless it cannot reach the threshold (more distinct shingles than the most of any input over the
+threshold: an exact bound); candidates are confirmed with the exact Jaccard. Its words are looked up in the
 index's vocabulary (Arrow's ``index_in``) and every window of ``N`` known words hashed (prefix sums, numpy) and
 looked up in the n-gram set. Each task writes one record per match (:data:`RECORD_COLUMNS`: the evaluation
 config, split and ``source_id``; the shard and document; the best Jaccard of its passages; the longest run of
@@ -22,12 +23,15 @@ shared words; whether an ``N``-gram is shared; whether a passage is the same nor
 label where ``--against-label-field`` names one).
 
 **The merge** (:func:`merge`) reads every task's records, sorts them (the same bytes whatever the task count or
-shard order) and gives each evaluation row the tiers of ``--against`` (best match: highest Jaccard, ties to the
-first shard and row), so the report, ``--rows`` and ``--write-clean`` are those of ``--against``.
+shard order) and gives each evaluation row the tiers of ``--against`` and its strongest evidence (exact,
+near-duplicate, n-gram: an n-gram-only row is contaminated unless ``--ngram-policy report``; n-grams in more than
+``--ngram-max-matches`` documents left out), so the report, ``--rows`` and ``--write-clean`` are those of
+``--against`` (:mod:`.corpus_verdicts`; the corpus side: ``--corpus-matches``).
 
 **The work folder is the resume point**: ``run.json`` (what this run checks: a work folder of another run is
-refused), ``shards.txt`` (the shards, sorted), ``index/``, datatrove's ``logs/`` (its ``completions/`` files: a
-rerun skips the finished tasks), ``matches/`` (records per task), ``tasks/`` and ``failed/`` (per task).
+refused), ``shards.txt`` (the shards, sorted) and ``shards.json`` (their sizes and times), ``index/``,
+datatrove's ``logs/`` (its ``completions/`` files: a rerun skips the finished tasks it can trust,
+:mod:`.corpus_resume`), ``matches/`` (records per task), ``tasks/`` and ``failed/`` (per task).
 """
 
 from __future__ import annotations
@@ -43,14 +47,16 @@ from pathlib import Path
 from split_builders.errors import InvalidParameterError, cannot_write, is_unwritable
 from split_builders.evidence.contamination import (EVALUATION_SPLITS, TIERS, _class_names, labels_note,
                                                    other_label_field)
-from split_builders.evidence.corpus_index import WORD_NGRAM, EvaluationIndex, record_schema
+from split_builders.evidence.corpus_index import WORD_NGRAM, WORD_NGRAM_MIN, EvaluationIndex, record_schema
+from split_builders.evidence.corpus_verdicts import EVIDENCE, check_matching, counted_kinds, evidence_of
 from split_builders.evidence.near_duplicates import NGRAM, NUM_PERM
 
 EXECUTORS = ("local", "slurm", "ray")
 FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".json.gz": "jsonl",
            ".jsonl.zst": "jsonl", ".ndjson": "jsonl"}
 RECORD_COLUMNS = ("config", "split", "source_id", "shard", "row", "document", "jaccard", "longest_ngram",
-                  "ngram_overlap", "exact", "label")
+                  "ngram_overlap", "exact", "label", "ngram_fraction", "ngrams")
+_JSONL_ROWS_READ = 100  # rows of a JSONL shard read for its fields and their types
 # ---------------------------------------------------------------------------------------------
 # SOURCE: its shards, checked before any work
 # ---------------------------------------------------------------------------------------------
@@ -65,6 +71,9 @@ class Corpus:
     columns: list  # the first shard's fields
     label_names: tuple = ()
     sizes: dict = field(default_factory=dict)
+    types: dict = field(default_factory=dict)  # the first shard's {field: type}
+    empty: list = field(default_factory=list)  # shards left out: 0 bytes, or no row at all
+    stats: dict = field(default_factory=dict)  # {shard: [size, modification time]} (local shards)
 
 
 def _format_of(name: str):
@@ -98,7 +107,7 @@ def open_corpus(source: str, *, text_field: str, id_field: str | None, label_fie
                 if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") else ""
             raise InvalidParameterError(f"{flag}: cannot reach it{offline}: {detail[:200]}; check the path and your "
                                         "network, or download the shards and give their folder") from None
-        fs_open = data.open
+        fs_open, fs = data.open, None
     else:
         path = Path(source).expanduser()
         if path.is_file():
@@ -122,7 +131,7 @@ def open_corpus(source: str, *, text_field: str, id_field: str | None, label_fie
             raise InvalidParameterError(f"{flag} does not exist; give a folder, a glob or a file of Parquet or "
                                         "JSONL(.gz) shards, or hf://datasets/ORG/NAME/PATH")
         local = get_datafolder(folder)
-        fs_open = local.open
+        fs_open, fs = local.open, local
     shards = sorted(p for p in listed if _format_of(p))
     if not shards:
         raise InvalidParameterError(f"{flag} holds no Parquet or JSONL(.gz) shard (files: "
@@ -135,12 +144,24 @@ def open_corpus(source: str, *, text_field: str, id_field: str | None, label_fie
     kind = kinds.pop()
     wanted = [f for f in (text_field, id_field, label_field) if f]
     checked = shards if not source.startswith("hf://") else shards[:1]
+    stats = {shard: _stat(fs, shard) for shard in shards} if fs is not None else {}
     first_fields = None
     label_names: tuple = ()
+    empty = [shard for shard in checked if stats.get(shard, [1])[0] == 0]
     for shard in checked:
+        if shard in empty:
+            continue
         fields, names = _shard_fields(fs_open, shard, kind, flag)
+        if fields is None:  # a JSONL shard without a row (an empty gzip): left out and counted
+            empty.append(shard)
+            continue
+        if kind == "jsonl" and fields.get(text_field) == "NoneType":
+            fields[text_field] = "str"  # only nulls in the rows read: counted while reading, not a type
+        if fields.get(text_field) not in (None, "string", "str"):
+            raise InvalidParameterError(f"{flag}: {shard}: its text field {text_field!r} is {fields[text_field]}, "
+                                        "not text; name the text field with --text-field")
         if first_fields is None:
-            first_fields = fields
+            first_fields, first_shard = fields, shard
             label_names = tuple(names.get(label_field) or ()) if label_field else ()
             missing = [f for f in wanted if f not in fields]
             if text_field in missing:
@@ -151,33 +172,63 @@ def open_corpus(source: str, *, text_field: str, id_field: str | None, label_fie
                 raise InvalidParameterError(f"{flag}: {shard} has no field {missing[0]!r} (fields: "
                                             f"{', '.join(fields)}); name another with {flag_of[missing[0]]}")
             continue
-        differ = [f for f in wanted if fields.get(f) != first_fields.get(f)]
+        differ = [f for f in wanted if fields.get(f) != first_fields.get(f)
+                  and not (kind == "jsonl" and f == text_field)]  # a JSONL text: checked row by row
         if differ:
             f = differ[0]
             raise InvalidParameterError(
-                f"{flag}: shards of mixed schema: {checked[0]} has {f!r} as {first_fields.get(f) or 'no field'}, "
+                f"{flag}: shards of mixed schema: {first_shard} has {f!r} as {first_fields.get(f) or 'no field'}, "
                 f"{shard} as {fields.get(f) or 'no field'} (fields: {', '.join(fields) or 'none'}); give shards of "
                 "one schema")
-    return Corpus(source, folder, kind, shards, list(first_fields), label_names)
+    if first_fields is None:
+        raise InvalidParameterError(f"{flag}: every shard is empty ({', '.join(empty[:5])}"
+                                    f"{' ...' if len(empty) > 5 else ''}); give shards with documents")
+    kept = [shard for shard in shards if shard not in empty]
+    return Corpus(source, folder, kind, kept, list(first_fields), label_names, types=first_fields, empty=empty,
+                  stats={shard: stats[shard] for shard in kept if shard in stats})
+
+
+def _stat(fs, shard: str) -> list:
+    """``[size, modification time]`` of a local shard (what a resume checks before it trusts a finished task)."""
+    info = fs.info(shard)
+    return [int(info.get("size") or 0), info.get("mtime") or info.get("created")]
+
+
+def _type_name(kind) -> str:
+    """An Arrow type as the schema check compares it: ``large_string`` is ``string`` (and so on)."""
+    return str(kind).replace("large_string", "string").replace("large_binary", "binary").replace("large_list", "list")
 
 
 def _shard_fields(fs_open, shard: str, kind: str, flag: str):
-    """``({field: type}, {field: class names})`` of one shard: a Parquet file's schema, a JSONL file's first row."""
+    """``({field: type}, {field: class names})`` of one shard: a Parquet file's schema, a JSONL file's first row
+    (``(None, {})``: a JSONL shard without a row)."""
     try:
         if kind == "parquet":
             import pyarrow.parquet as pq
 
             with fs_open(shard, "rb") as handle:
                 schema = pq.read_schema(handle)
-            return {name: str(schema.field(name).type) for name in schema.names}, _class_names(schema)
-        with fs_open(shard, "rt", compression="infer") as handle:
-            for line in handle:
-                if line.strip():
-                    row = json.loads(line)
-                    if not isinstance(row, dict):
-                        raise ValueError("a row is not a JSON object")
-                    return {k: type(v).__name__ for k, v in row.items()}, {}
-        return {}, {}
+            return {name: _type_name(schema.field(name).type) for name in schema.names}, _class_names(schema)
+        fields: dict = {}
+        seen = 0
+        try:
+            with fs_open(shard, "rt", compression="infer") as handle:
+                for line in handle:
+                    if line.strip():
+                        row = json.loads(line)
+                        if not isinstance(row, dict):
+                            raise ValueError("a row is not a JSON object")
+                        for k, v in row.items():  # a field's type: its first value that is not null
+                            if fields.get(k, "NoneType") == "NoneType":
+                                fields[k] = type(v).__name__
+                        seen += 1
+                        if seen >= _JSONL_ROWS_READ:
+                            break
+        except Exception:
+            if not seen:
+                raise
+            # a shard readable at first and cut short later: its task fails naming it (the others are kept)
+        return (fields if seen else None), {}
     except InvalidParameterError:
         raise
     except Exception as error:
@@ -224,7 +275,13 @@ def prepare_work(work, *, target: str, corpus: Corpus, index: EvaluationIndex, s
         _write_text(work / "shards.txt", "".join(f"{s}\n" for s in corpus.shards))
         index.save(work / "index")
         _write_text(recorded_at, json.dumps(run, sort_keys=True, indent=1))
-    if not (work / "index" / "index.json").is_file():  # made by a run killed before its index was in place
+    at = work / "index" / "index.json"
+    try:
+        saved = json.loads(at.read_text(encoding="utf-8")).get("fingerprint") if at.is_file() else None
+    except ValueError:
+        saved = None
+    if saved != index.fingerprint():  # made by a run killed before its index was in place, or not this run's
+        shutil.rmtree(work / "index", ignore_errors=True)
         index.save(work / "index")
     return run
 
@@ -316,12 +373,15 @@ def failure_line(work: Path, tasks: int, command_hint: str) -> str:
 def run_corpus(data, fields, source: str, *, target: str, work, threshold: float, executor: str = "local",
                tasks: int = 1, workers: int | None = None, ngram: int = WORD_NGRAM, text_field: str = "text",
                id_field: str | None = None, label_field: str | None = None, slurm: dict | None = None,
-               label_names=None, progress: bool = False):
+               label_names=None, progress: bool = False, ngram_min: int = WORD_NGRAM_MIN,
+               ngram_policy: str = "contaminated", ngram_max_matches: int | None = None):
     """Check every evaluation row of ``data`` against the corpus ``source`` on datatrove's ``executor``:
     ``(report, rows, records)`` (the report and rows of ``--against``, and the sorted match records), or
     ``(None, None, None)`` where the tasks were submitted (Slurm) and are not finished yet."""
     if executor not in EXECUTORS:
         raise InvalidParameterError(f"--executor {executor}: one of {', '.join(EXECUTORS)}")
+    check_matching(threshold=threshold, ngram=ngram, ngram_min=ngram_min, ngram_policy=ngram_policy,
+                   ngram_max_matches=ngram_max_matches)
     if executor == "ray":
         try:
             import ray  # noqa: F401
@@ -333,22 +393,33 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
         raise InvalidParameterError("--against-corpus needs datatrove: pip install 'resplit[corpus]'") from None
     corpus = open_corpus(source, text_field=text_field, id_field=id_field, label_field=label_field)
     tasks = min(tasks, len(corpus.shards))  # datatrove gives each task whole shards: more tasks would idle
-    index = EvaluationIndex.build(data.parts, fields, threshold=threshold, ngram=ngram, where=data.where,
-                                  label_names=label_names)
+    index = EvaluationIndex.build(data.parts, fields, threshold=threshold, ngram=ngram, ngram_min=ngram_min,
+                                  where=data.where, label_names=label_names)
     # the corpus's label, resolved as --against resolves another dataset's: asked for, else the target's label
     # name, else label / labels / gold_label; none: labels are not compared (and said so)
     label_field = other_label_field(index.settings["label_field"], corpus.columns, label_field)
     if label_field and not corpus.label_names:
         corpus = open_corpus(source, text_field=text_field, id_field=id_field, label_field=label_field)
+    read_as_classes = bool(label_field and not corpus.label_names and index.settings["label_names"]
+                           and str(corpus.types.get(label_field, "")).startswith(("int", "uint")))
+    if read_as_classes:  # class numbers without names: read as the release's classes, as --against reads them
+        corpus.label_names = tuple(index.settings["label_names"])
     work = Path(work).expanduser()
-    settings = {"threshold": threshold, "word_ngram": ngram, "text_field": text_field, "id_field": id_field,
-                "label_field": label_field, "tasks": tasks}
+    settings = {"threshold": threshold, "word_ngram": ngram, "word_ngram_min": index.settings["word_ngram_min"],
+                "text_field": text_field, "id_field": id_field, "label_field": label_field,
+                "label_names": list(corpus.label_names), "tasks": tasks}
     prepare_work(work, target=target, corpus=corpus, index=index, settings=settings)
+    from split_builders.evidence.corpus_resume import check_finished
+
+    redone = check_finished(work, tasks=tasks, shards=corpus.shards, stats=corpus.stats,
+                            fingerprint=index.fingerprint())
+    _write_text(work / "shards.json", json.dumps(corpus.stats, sort_keys=True))  # what each task records
     hint = f"--work {work}"
     if len(completed_tasks(work, tasks)) < tasks:
         from split_builders.evidence import corpus_steps
 
         steps = corpus_steps.pipeline({"folder": corpus.folder, "work": str(work), "kind": corpus.kind,
+                                       "fingerprint": index.fingerprint(),
                                        "text_field": text_field, "id_field": id_field, "label_field": label_field,
                                        "label_names": corpus.label_names})
         if workers is None:  # Slurm: the whole job array at once; here: one task at a time
@@ -376,7 +447,12 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
             raise cannot_write(refused, "the corpus audit's work files", where=work, instead="another --work",
                                kept="the tasks finished so far are kept: run the same command again to resume")
         raise InvalidParameterError(failure_line(work, tasks, hint))
-    return merge(work, index, corpus, tasks=tasks, executor=executor)
+    report, rows, records = merge(work, index, corpus, tasks=tasks, executor=executor, ngram_policy=ngram_policy,
+                                  ngram_max_matches=ngram_max_matches)
+    report["corpus"].update(redone=redone, empty_shards=list(corpus.empty))
+    if read_as_classes:
+        report["corpus"]["labels_read_as"] = list(corpus.label_names)
+    return report, rows, records
 
 
 def _quiet_logs() -> None:
@@ -390,9 +466,13 @@ def _quiet_logs() -> None:
     logger.add(sys.stderr, level="WARNING")
 
 
-def merge(work: Path, index: EvaluationIndex, corpus: Corpus, *, tasks: int, executor: str):
-    """Every task's records, sorted, and from them each evaluation row's tier and best match: ``(report, rows,
-    records)`` as :func:`~.contamination.contamination` gives them for ``--against``."""
+def merge(work: Path, index: EvaluationIndex, corpus: Corpus, *, tasks: int, executor: str,
+          ngram_policy: str = "contaminated", ngram_max_matches: int | None = None):
+    """Every task's records, sorted, and from them each evaluation row's tier, best match and strongest evidence
+    (:data:`EVIDENCE`): ``(report, rows, records)`` as :func:`~.contamination.contamination` gives them for
+    ``--against``, the rows with ``evidence`` and ``ngram_fraction``. A row whose only evidence is a shared word
+    n-gram is contaminated (``ngram_policy="contaminated"``, the GPT-3 / lm-evaluation-harness convention) or
+    stays clean with its evidence reported (``"report"``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -406,28 +486,40 @@ def merge(work: Path, index: EvaluationIndex, corpus: Corpus, *, tasks: int, exe
                  if int(p.stem) < tasks]
     documents = sum(s["documents"] for s in summaries)
     text_bytes = sum(s["bytes"] for s in summaries)
+    without_text = {kind: sum(s.get(f"{kind}_text", 0) for s in summaries) for kind in ("missing", "null", "empty")}
     label_field = index.settings["label_field"]
     run = json.loads((work / "run.json").read_text(encoding="utf-8"))
     corpus_label = run.get("label_field")
     compared = bool(label_field and corpus_label)
-    # the best match of each evaluation row: highest Jaccard, ties to the first shard and row
-    near = records.filter(pc.is_valid(records.column("jaccard")))
-    rec = {name: near.column(name).to_pylist() for name in near.column_names}
+    # the best match of each evaluation row: highest Jaccard, then (an n-gram only) the highest fraction of its
+    # n-grams, ties to the first shard and row
+    kinds, fractions, common = evidence_of(records, max_matches=ngram_max_matches)
+    counted = counted_kinds(ngram_policy)
+    rec = {name: records.column(name).to_pylist() for name in ("config", "split", "source_id", "shard", "row",
+                                                               "document", "jaccard", "label")}
     eval_rows = index.rows
     eval_label = {(c, s, i): lab for c, s, i, lab in zip(*(eval_rows.column(n).to_pylist()
                                                             for n in ("config", "split", "source_id", "label")))}
     best_input: dict = {}
     best_label: dict = {}
-    order = sorted(range(near.num_rows), key=lambda k: (-rec["jaccard"][k], rec["shard"][k], rec["row"][k]))
+    strongest: dict = {}
+    fraction_of: dict = {}
+    order = sorted((k for k in range(records.num_rows) if kinds[k] in counted),
+                   key=lambda k: (rec["jaccard"][k] is None, -(rec["jaccard"][k] or 0.0), -(fractions[k] or 0.0),
+                                  rec["shard"][k], rec["row"][k]))
     for k in order:
         key = (rec["config"][k], rec["split"][k], rec["source_id"][k])
         best_input.setdefault(key, k)
         if compared and rec["label"][k] is not None and rec["label"][k] == eval_label.get(key):
             best_label.setdefault(key, k)
-    exact = {(c, s, i) for c, s, i, e in zip(*(records.column(n).to_pylist()
-                                              for n in ("config", "split", "source_id", "exact"))) if e}
-    grams = {(c, s, i) for c, s, i, g in zip(*(records.column(n).to_pylist()
-                                              for n in ("config", "split", "source_id", "ngram_overlap"))) if g}
+    for k in range(records.num_rows):
+        key = (rec["config"][k], rec["split"][k], rec["source_id"][k])
+        if kinds[k] is not None and (key not in strongest or EVIDENCE.index(kinds[k]) < EVIDENCE.index(strongest[key])):
+            strongest[key] = kinds[k]
+        if fractions[k] is not None and fractions[k] > fraction_of.get(key, -1.0):
+            fraction_of[key] = fractions[k]
+    exact = {key for key, kind in strongest.items() if kind == "exact"}
+    grams = set(fraction_of)
     report_splits: dict = {}
     tables = []
     by_part: dict = {}
@@ -447,7 +539,8 @@ def merge(work: Path, index: EvaluationIndex, corpus: Corpus, *, tasks: int, exe
         n = len(ids)
         counts = {t: tiers.count(t) for t in TIERS}
         entry = {"rows": n, **counts, "exact": sum((config, split, i) in exact for i in ids),
-                 "ngram_overlap": sum((config, split, i) in grams for i in ids)}
+                 "ngram_overlap": sum((config, split, i) in grams for i in ids),
+                 "ngram_only": sum(strongest.get((config, split, i)) == "ngram" for i in ids)}
         entry["rates"] = {t: round(counts[t] / n, 4) if n else 0.0 for t in TIERS}
         if not compared and label_field:
             entry["input_label_contaminated"] = None
@@ -458,7 +551,9 @@ def merge(work: Path, index: EvaluationIndex, corpus: Corpus, *, tasks: int, exe
             "source_id": pa.array(ids, pa.int64()), "tier": pa.array(tiers, pa.string()),
             "match_dataset": pa.array([corpus.source if t != "clean" else None for t in tiers], pa.string()),
             "match_split": pa.array(shard, pa.string()), "match_id": pa.array(doc, pa.string()),
-            "jaccard": pa.array(jac, pa.float64())}))
+            "jaccard": pa.array(jac, pa.float64()),
+            "evidence": pa.array([strongest.get((config, split, i)) for i in ids], pa.string()),
+            "ngram_fraction": pa.array([fraction_of.get((config, split, i)) for i in ids], pa.float64())}))
     # configs in the index's order, splits in theirs
     report_splits = {c: {s: report_splits[c][s] for s in EVALUATION_SPLITS if s in report_splits[c]}
                      for c in dict.fromkeys(eval_rows.column("config").to_pylist())}
@@ -472,7 +567,10 @@ def merge(work: Path, index: EvaluationIndex, corpus: Corpus, *, tasks: int, exe
                            "label": corpus_label}],
               "corpus": {"shards": len(corpus.shards), "documents": documents, "text_bytes": text_bytes,
                          "tasks": tasks, "executor": executor, "records": records.num_rows,
-                         "word_ngram": index.settings["word_ngram"]},
+                         "word_ngram": index.settings["word_ngram"],
+                         "word_ngram_min": index.settings["word_ngram_min"], "ngram_policy": ngram_policy,
+                         "ngram_max_matches": ngram_max_matches, "common_ngrams": common,
+                         "without_text": without_text},
               "against": report_splits}
     rows = pa.concat_tables(tables) if tables else None
     _write_records(work / "records.parquet", records)
@@ -497,9 +595,23 @@ def default_work(target: str, source: str) -> Path:
 def format_corpus(report: dict) -> list[str]:
     """The terminal lines a corpus run adds below ``--against``'s table."""
     c = report["corpus"]
+    notes = []
+    missing = {k: v for k, v in (c.get("without_text") or {}).items() if v}
+    if missing:
+        notes.append("rows without text (not matched): " + ", ".join(f"{v} {k}" for k, v in missing.items()))
+    if c.get("empty_shards"):
+        notes.append(f"empty shards left out: {len(c['empty_shards'])} ({', '.join(c['empty_shards'][:3])}"
+                     f"{' ...' if len(c['empty_shards']) > 3 else ''})")
+    if c.get("labels_read_as"):
+        notes.append("the corpus's labels are class numbers without names: read as the release's classes in order ("
+                     + ", ".join(f"{k} {name}" for k, name in enumerate(c["labels_read_as"])) + ")")
+    if c.get("redone"):
+        notes.append(f"finished tasks redone (their shards, index or records changed): {c['redone']}")
     return [f"corpus: {c['documents']} documents ({c['text_bytes'] / 1e9:.3f} GB of text) in {c['shards']} shards, "
             f"{c['tasks']} task(s) on the {c['executor']} executor; {c['records']} match records; "
-            f"word {c['word_ngram']}-gram overlap (GPT-3 / lm-evaluation-harness): "
+            f"word {c['word_ngram']}-gram overlap (GPT-3 / lm-evaluation-harness; inputs of "
+            f"{c.get('word_ngram_min')} to {c['word_ngram'] - 1} words: the whole input; a shared n-gram counts as "
+            f"{'contamination' if c.get('ngram_policy') == 'contaminated' else 'evidence only'}): "
             + ", ".join(f"{config}/{split} {e['ngram_overlap']}" for config, splits in report["against"].items()
-                        for split, e in splits.items())]
+                        for split, e in splits.items())] + notes
 

@@ -19,17 +19,23 @@ import numpy as np
 
 from split_builders.evidence.contamination import evaluation_pool, label_strings
 from split_builders.evidence.near_duplicates import (NGRAM, NUM_PERM, BandIndex, cross_jaccard, examples_text,
-                                                     normalise, signatures_of)
-from split_builders.evidence.pools import value_codes
+                                                     normalise, shingle_hashes, signatures_of)
+from split_builders.evidence.pools import distinct, value_codes
 
 WORD_NGRAM = 13  # GPT-3 / lm-evaluation-harness decontamination
 BATCH_DOCS = 2000  # documents matched at once by one task
 READ_BATCH = 1000  # Parquet rows read at once by datatrove's reader
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: Unicode words, the n-gram floor and fractions, exact one-line copies
 _P = 0x100000001B3  # the word n-gram hash: sum of (word id + 1) * P**-k, modulo 2**64
 _Q = pow(_P, -1, 1 << 64)
 _MIX = 0x9E3779B97F4A7C15
-_WORDS = r"[^\w]+"  # words: runs of letters and digits (punctuation dropped, as the harness's janitor)
+WORD_NGRAM_MIN = 8  # GPT-3's floor: an input of fewer words has no n-gram of its own (exact / near only)
+# Words, in any language: runs of Unicode letters, marks, digits and underscores (Python's and the ``regex``
+# package's ``\w``; punctuation dropped, as the harness's janitor drops it); in the scripts written without spaces
+# between words (Han ideographs, Hiragana, Katakana) each character is a word of its own. Both sides (the index of
+# evaluation rows and the corpus's lines) go through :func:`_words`.
+_NOT_WORD = r"[^\p{L}\p{M}\p{N}_]+"
+_ONE_CHARACTER = r"([\p{Han}\p{Hiragana}\p{Katakana}])"
 
 
 def record_schema():
@@ -38,7 +44,8 @@ def record_schema():
     return pa.schema([("config", pa.string()), ("split", pa.string()), ("source_id", pa.int64()),
                       ("shard", pa.string()), ("row", pa.int64()), ("document", pa.string()),
                       ("jaccard", pa.float64()), ("longest_ngram", pa.int32()), ("ngram_overlap", pa.bool_()),
-                      ("exact", pa.bool_()), ("label", pa.string())])
+                      ("exact", pa.bool_()), ("label", pa.string()), ("ngram_fraction", pa.float64()),
+                      ("ngrams", pa.list_(pa.uint64()))])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -51,8 +58,9 @@ def _words(lines):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    lines = lines.cast(pa.large_string())
-    split = pc.utf8_split_whitespace(pc.utf8_trim_whitespace(pc.replace_substring_regex(lines, _WORDS, " ")))
+    lines = pc.replace_substring_regex(lines.cast(pa.large_string()), _NOT_WORD, " ")
+    lines = pc.replace_substring_regex(lines, _ONE_CHARACTER, r" \1 ")
+    split = pc.utf8_split_whitespace(pc.utf8_trim_whitespace(lines))
     flat = split.flatten()
     kept = np.asarray(pc.greater(pc.utf8_length(flat), 0).to_numpy(zero_copy_only=False), dtype=bool)
     if kept.all():
@@ -105,6 +113,28 @@ def _window_hashes(ids: np.ndarray, owner: np.ndarray, length: int, shared=None)
     return starts, hashes
 
 
+def _shingle_rows(points: np.ndarray) -> np.ndarray:
+    """The 32-bit character-``NGRAM`` shingle hashes of :func:`~.near_duplicates.shingle_hashes` (the same
+    polynomial and finaliser, so the same values), of texts of one length given as a ``(texts, characters)``
+    array of code points: one row of hashes per text."""
+    points = points.astype(np.uint64) + np.uint64(1)
+    windows = points.shape[1] - NGRAM + 1
+    value = points[:, :windows].copy()
+    with np.errstate(over="ignore"):
+        for j in range(1, NGRAM):
+            value *= np.uint64(0x100000001B3)
+            value += points[:, j:j + windows]
+    return (_splitmix(value) >> np.uint64(32)).astype(np.uint32)
+
+
+def _distinct_per_row(values: np.ndarray) -> np.ndarray:
+    """How many distinct values each row of a 2-D array holds."""
+    if not values.shape[1]:
+        return np.zeros(len(values), dtype=np.int64)
+    ordered = np.sort(values, axis=1)
+    return 1 + np.count_nonzero(ordered[:, 1:] != ordered[:, :-1], axis=1)
+
+
 def _longest_run(a: np.ndarray, b: np.ndarray) -> int:
     """The longest run of consecutive words shared by word-id sequences ``a`` and ``b`` (unknown words, -1,
     never match)."""
@@ -148,8 +178,8 @@ class EvaluationIndex:
     # -- building --------------------------------------------------------------------------
 
     @classmethod
-    def build(cls, parts: dict, fields, *, threshold: float, ngram: int = WORD_NGRAM, where: str = "the target",
-              label_names=None) -> "EvaluationIndex":
+    def build(cls, parts: dict, fields, *, threshold: float, ngram: int = WORD_NGRAM,
+              ngram_min: int = WORD_NGRAM_MIN, where: str = "the target", label_names=None) -> "EvaluationIndex":
         import pyarrow as pa
 
         pool, inputs, label, names_of = evaluation_pool(parts, fields, where=where, against="a corpus",
@@ -173,11 +203,17 @@ class EvaluationIndex:
         signatures, filled = signatures_of(texts)
         filled &= np.array([bool(t) for t in texts], dtype=bool)
         vocabulary, text_words = cls._vocabulary(texts)
-        grams, gram_texts, lengths = cls._grams(text_words, ngram)
+        ngram_min = min(ngram_min, ngram)
+        grams, gram_texts, lengths = cls._grams(text_words, ngram, ngram_min)
+        values, offsets = shingle_hashes(texts)
+        owner = np.repeat(np.arange(len(texts)), np.diff(offsets))
+        shingles = int(np.bincount(distinct((owner << 32) | values.astype(np.int64)) >> 32).max()) \
+            if values.size else 0  # the most distinct shingles of an input: the bound on passages
         settings = {"format": INDEX_FORMAT, "threshold": threshold, "ngram": NGRAM, "num_perm": NUM_PERM,
-                    "word_ngram": ngram, "input_fields": inputs, "label_field": label,
+                    "word_ngram": ngram, "word_ngram_min": ngram_min, "input_fields": inputs, "label_field": label,
+                    "label_names": list(names_of.get(label) or ()) if label else [],
                     "fields_per_input": max(1, len(inputs)), "rows": counts,
-                    "longest": max((len(t) for t in texts), default=0)}
+                    "longest": max((len(t) for t in texts), default=0), "shingles": shingles}
         return cls(texts, every, signatures, filled, vocabulary, text_words, grams, gram_texts, lengths, settings)
 
     @staticmethod
@@ -190,12 +226,14 @@ class EvaluationIndex:
         return vocabulary, [codes[offsets[k]:offsets[k + 1]] for k in range(len(texts))]
 
     @staticmethod
-    def _grams(text_words: list, ngram: int):
+    def _grams(text_words: list, ngram: int, ngram_min: int):
+        """The sorted distinct ``(hash, text)`` of every text's word n-grams: ``ngram`` words, or the whole text
+        where it has from ``ngram_min`` to ``ngram - 1`` words; a text of fewer than ``ngram_min`` words has none."""
         sizes = np.array([len(w) for w in text_words], dtype=np.int64)
         owner = np.repeat(np.arange(len(text_words)), sizes)
         ids = np.concatenate(text_words) if text_words else np.empty(0, np.int64)
         hashes, texts, lengths = [], [], []
-        for length in sorted({ngram, *[int(s) for s in sizes if 0 < s < ngram]}):
+        for length in sorted({ngram, *[int(s) for s in sizes if ngram_min <= s < ngram]}):
             starts, values = _window_hashes(ids, owner, length)
             mine = sizes[owner[starts]] >= ngram if length == ngram else sizes[owner[starts]] == length
             if mine.any():
@@ -214,8 +252,9 @@ class EvaluationIndex:
     def fingerprint(self) -> str:
         """sha256 of what the index holds (the evaluation rows and inputs, the settings that change matches)."""
         digest = hashlib.sha256()
-        digest.update(json.dumps({k: self.settings[k] for k in ("threshold", "word_ngram", "input_fields",
-                                                                 "label_field")}, sort_keys=True).encode())
+        digest.update(json.dumps({k: self.settings.get(k) for k in ("format", "threshold", "word_ngram",
+                                                                     "word_ngram_min", "input_fields", "label_field",
+                                                                     "label_names")}, sort_keys=True).encode())
         for text in self.texts:
             digest.update(text.encode("utf-8") + b"\0")
         for name in ("config", "split", "source_id", "text", "label"):
@@ -268,6 +307,12 @@ class EvaluationIndex:
             import pyarrow as pa
 
             self._texts_array = pa.array(self.texts, pa.large_string())
+            # an input of several fields copied on one line (the fields joined by a space, as the normalisation
+            # makes every other run of whitespace): the same normalised input
+            self._joined = np.array([k for k, t in enumerate(self.texts) if "\n" in t], dtype=np.int64)
+            self._joined_array = pa.array([self.texts[k].replace("\n", " ") for k in self._joined.tolist()],
+                                          pa.large_string())
+            self._gram_counts = np.bincount(self.gram_texts.astype(np.int64), minlength=len(self.texts))
             self._vocabulary_array = pa.array(self.vocabulary, pa.large_string())
             self._row_order = np.argsort(np.asarray(self.rows.column("text").to_numpy()), kind="stable")
             self._row_texts = np.asarray(self.rows.column("text").to_numpy())[self._row_order]
@@ -300,8 +345,8 @@ class EvaluationIndex:
         word_ids = np.asarray(pc.index_in(words.flatten(), value_set=self._vocabulary_array).fill_null(-1)
                               .to_numpy(zero_copy_only=False), dtype=np.int64)
         word_doc = np.repeat(line_doc, np.diff(np.asarray(words.offsets)))
-        shared = self._shared_grams(word_ids, word_doc)
-        found = sorted(set(pairs) | shared)
+        shared = self._shared_grams(word_ids, word_doc)  # {(text, doc): the text's n-grams found}
+        found = sorted(set(pairs) | set(shared))
         if not found:
             return []
         doc_start = np.searchsorted(word_doc, np.arange(n), "left")
@@ -310,6 +355,8 @@ class EvaluationIndex:
         for text, doc in found:
             jaccard, exact = pairs.get((text, doc), (None, False))
             longest = _longest_run(self.text_words[text], word_ids[doc_start[doc]:doc_end[doc]])
+            grams = sorted(shared.get((text, doc), ()))
+            fraction = round(len(grams) / int(self._gram_counts[text]), 6) if grams else None
             document = documents[doc]
             lo = np.searchsorted(self._row_texts, text, "left")
             hi = np.searchsorted(self._row_texts, text, "right")
@@ -318,8 +365,9 @@ class EvaluationIndex:
                                 "source_id": int(self._row_values["source_id"][at]),
                                 "shard": str(document.metadata.get("shard")), "row": int(document.metadata["row"]),
                                 "document": str(document.id), "jaccard": jaccard, "longest_ngram": int(longest),
-                                "ngram_overlap": (text, doc) in shared, "exact": bool(exact),
-                                "label": document.metadata.get("label")})
+                                "ngram_overlap": bool(grams), "exact": bool(exact),
+                                "label": document.metadata.get("label"), "ngram_fraction": fraction,
+                                "ngrams": grams})
         return records
 
     def _near(self, lines, line_doc, per_doc, band, threshold) -> dict:
@@ -327,8 +375,14 @@ class EvaluationIndex:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        cap = int(self.settings["longest"] / threshold) + NGRAM + 1  # no longer passage reaches the threshold
-        passages, owners = [], []
+        cap = int(self.settings["longest"] / threshold) + NGRAM + 1  # a passage this short is always compared
+        # a lower bound of each line's distinct shingles (its first characters'; 0 for a short line): a run of
+        # lines, or the whole document, holds every shingle of each of its lines (:meth:`_can_reach`)
+        long_line = np.asarray(pc.greater(pc.utf8_length(lines), cap).to_numpy(zero_copy_only=False), dtype=bool)
+        line_low = np.zeros(len(lines), dtype=np.int64)
+        if long_line.any():
+            line_low[long_line] = self._prefix_shingles(lines.filter(pa.array(long_line)), threshold)
+        passages, owners, lows = [], [], []
         width = int(self.settings["fields_per_input"])
         for w in range(1, width + 1):
             start = np.arange(max(len(lines) - w + 1, 0))
@@ -339,6 +393,7 @@ class EvaluationIndex:
             joined = parts[0] if w == 1 else pc.binary_join_element_wise(*parts, pa.scalar("\n", pa.large_string()))
             passages.append(joined)
             owners.append(line_doc[start])
+            lows.append(np.max([line_low[start + k] for k in range(w)], axis=0))
         longer = np.flatnonzero(per_doc > width)  # the whole document, where it is more than one run of lines
         if longer.size:
             offsets = np.concatenate([[0], np.cumsum(per_doc)])
@@ -346,11 +401,19 @@ class EvaluationIndex:
             whole = pc.binary_join(listed, pa.scalar("\n", pa.large_string()))
             passages.append(whole.take(pa.array(longer)))
             owners.append(longer)
+            has_lines = per_doc > 0
+            doc_low = np.zeros(len(per_doc), dtype=np.int64)
+            doc_low[has_lines] = np.maximum.reduceat(line_low, offsets[:-1][has_lines])
+            lows.append(doc_low[longer])
         if not passages:
             return {}
+        single = sum(len(p) for p in passages[:1])  # the first block: the lines themselves (already bounded)
         passages = pa.concat_arrays([p.cast(pa.large_string()) for p in passages])
         owners = np.concatenate(owners)
+        lows = np.concatenate(lows)
         short = np.asarray(pc.less_equal(pc.utf8_length(passages), cap).to_numpy(zero_copy_only=False), dtype=bool)
+        bounded = np.arange(len(passages)) < single
+        short[~short] = self._can_reach(passages.filter(pa.array(~short)), threshold, lows[~short], bounded[~short])
         passages, owners = passages.filter(pa.array(short)), owners[short]
         if not len(passages):
             return {}
@@ -358,6 +421,10 @@ class EvaluationIndex:
         values = [v or "" for v in values]
         same = np.asarray(pc.index_in(pa.array(values, pa.large_string()), value_set=self._texts_array)
                           .fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        if self._joined.size:  # several fields on one line
+            joined = np.asarray(pc.index_in(pa.array(values, pa.large_string()), value_set=self._joined_array)
+                                .fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+            same = np.where((same < 0) & (joined >= 0), self._joined[np.maximum(joined, 0)], same)
         exact_values = np.flatnonzero((same >= 0) & self.filled[np.maximum(same, 0)])
         signatures, filled = signatures_of(values)
         filled &= np.array([bool(v) for v in values], dtype=bool)
@@ -380,9 +447,51 @@ class EvaluationIndex:
                 out[(t, doc)] = (max(best, round(j, 6)), was_exact or e)
         return out
 
-    def _shared_grams(self, word_ids: np.ndarray, word_doc: np.ndarray) -> set:
-        """``{(text, document)}`` sharing a word n-gram (an input shorter than ``N`` words: the whole input)."""
-        out = set()
+    def _bound(self, threshold: float) -> float:
+        return self.settings["shingles"] / threshold * (1 + 1e-12)
+
+    def _prefix_shingles(self, passages, threshold: float) -> np.ndarray:
+        """The distinct shingles of each passage's first ``2 * bound + NGRAM`` characters: a lower bound of the
+        whole passage's (a subset of its shingles), enough to rule out ordinary text (a repeat or two still leaves
+        more than the bound); the windows past a shorter passage's end are left out."""
+        import pyarrow.compute as pc
+
+        width = 2 * int(self._bound(threshold)) + NGRAM
+        lengths = np.minimum(np.asarray(pc.utf8_length(passages).to_numpy(zero_copy_only=False)), width)
+        prefix = pc.utf8_rpad(pc.utf8_slice_codeunits(passages, 0, width), width=width, padding=" ").to_pylist()
+        points = np.frombuffer("".join(prefix).encode("utf-32-le"), dtype="<u4").reshape(len(prefix), width)
+        hashes = _shingle_rows(points)
+        past = np.arange(hashes.shape[1])[None, :] > (lengths - NGRAM)[:, None]
+        hashes[past] = np.broadcast_to(hashes[:, :1], hashes.shape)[past]  # the first shingle again: no new one
+        return _distinct_per_row(hashes)
+
+    def _can_reach(self, passages, threshold: float, low: np.ndarray, bounded: np.ndarray) -> np.ndarray:
+        """Whether each long passage (longer than ``longest / threshold``) can reach the threshold: the Jaccard of
+        two shingle sets is at most the smaller set's size over the larger's, so a passage of more than
+        ``bound = shingles / threshold`` distinct shingles (``shingles``: the most of any input) cannot. Exact
+        (no passage that could reach it is skipped) and cheap: ``low`` is a lower bound of each passage's distinct
+        shingles (those of its lines, ``bounded`` where it is the passage's own :meth:`_prefix_shingles`); where
+        it says nothing yet, the passage's own prefix is counted; only the passages left (repeated text: few
+        distinct shingles) are counted whole."""
+        import pyarrow as pa
+
+        bound = self._bound(threshold)
+        keep = low <= bound
+        ask = keep & ~bounded
+        if ask.any():
+            keep[ask] = self._prefix_shingles(passages.filter(pa.array(ask)), threshold) <= bound
+        if keep.any():
+            whole = passages.filter(pa.array(keep)).to_pylist()
+            values, offsets = shingle_hashes(whole)
+            owner = np.repeat(np.arange(len(whole), dtype=np.int64), np.diff(offsets))
+            counts = np.bincount(distinct((owner << 32) | values.astype(np.int64)) >> 32, minlength=len(whole))
+            keep[keep] = counts <= bound
+        return keep
+
+    def _shared_grams(self, word_ids: np.ndarray, word_doc: np.ndarray) -> dict:
+        """``{(text, document): the hashes of the text's n-grams the document holds}`` (an input of fewer than
+        ``N`` words: the whole input, from the floor ``word_ngram_min`` up)."""
+        out: dict = {}
         if not self.grams.size:
             return out
         shared = _prefix(word_ids)
@@ -396,5 +505,5 @@ class EvaluationIndex:
                 for text in self.gram_texts[lo:hi].tolist():
                     words = len(self.text_words[text])
                     if (length == self.settings["word_ngram"] and words >= length) or words == length:
-                        out.add((int(text), doc))
+                        out.setdefault((int(text), doc), set()).add(int(hashes[k]))
         return out

@@ -32,16 +32,23 @@ class ShardError(RuntimeError):
 
 def _adapt(self, data: dict, path: str, id_in_file):
     """A row of a shard as a document: its text, its id (the id field, else its row in the shard) and, as
-    metadata, its shard (relative to SOURCE), its row and its label (class names where it is a number)."""
-    text = data.get(self.text_key)
+    metadata, its shard (relative to SOURCE), its row and its label (class names where it is a class number).
+    A text that is not a string is refused (never turned into one); a row without the field, with null or with
+    an empty text is passed on marked (``no_text``) for the matcher to count, not dropped with a warning."""
     ident = data.get(self.id_key)
     label = data.get(self.resplit_label) if self.resplit_label else None
-    if label is not None and self.resplit_label_names and isinstance(label, int) \
+    if label is not None and self.resplit_label_names and isinstance(label, int) and not isinstance(label, bool) \
             and 0 <= label < len(self.resplit_label_names):
         label = self.resplit_label_names[label]
-    return {"text": text if isinstance(text, str) else "" if text is None else str(text),
-            "id": str(id_in_file) if ident is None else str(ident),
-            "metadata": {"shard": path, "row": int(id_in_file), "label": None if label is None else str(label)}}
+    metadata = {"shard": path, "row": int(id_in_file), "label": None if label is None else str(label)}
+    text = data.get(self.text_key)
+    if not isinstance(text, str) and text is not None:
+        raise ValueError(f"row {id_in_file}: its text field {self.text_key!r} is {type(text).__name__}, not a "
+                         "string; give a text field with --text-field")
+    if not text:
+        metadata["no_text"] = "missing" if self.text_key not in data else "null" if text is None else "empty"
+        text = " "  # datatrove drops a document without text: the matcher counts it instead
+    return {"text": text, "id": str(id_in_file) if ident is None else str(ident), "metadata": metadata}
 
 
 class _Tagged:
@@ -91,10 +98,11 @@ class CorpusMatcher(PipelineStep):
     name = "🔎 resplit matcher"
     type = "🔎 - MATCHER"
 
-    def __init__(self, work: str, batch_docs: int = corpus.BATCH_DOCS):
+    def __init__(self, work: str, batch_docs: int = corpus.BATCH_DOCS, fingerprint: str | None = None):
         super().__init__()
         self.work = str(work)
         self.batch_docs = batch_docs
+        self.fingerprint = fingerprint
 
     def run(self, data, rank: int = 0, world_size: int = 1):
         from datatrove.data import Document
@@ -104,7 +112,8 @@ class CorpusMatcher(PipelineStep):
             stale.unlink()
         (work / "failed" / f"{rank:05d}.json").unlink(missing_ok=True)
         index = corpus.EvaluationIndex.load(work / "index")
-        summary = {"documents": 0, "characters": 0, "bytes": 0, "records": 0}
+        summary = {"documents": 0, "characters": 0, "bytes": 0, "records": 0, "missing_text": 0, "null_text": 0,
+                   "empty_text": 0}
         batch = []
 
         def flush():
@@ -121,6 +130,10 @@ class CorpusMatcher(PipelineStep):
         try:
             for document in data:
                 shard = document.metadata.get("shard")
+                if "no_text" in document.metadata:  # counted, never matched
+                    summary[f"{document.metadata['no_text']}_text"] += 1
+                    summary["documents"] += document.metadata["no_text"] == "empty"
+                    continue
                 summary["characters"] += len(document.text)
                 summary["bytes"] += len(document.text.encode("utf-8"))
                 batch.append(document)
@@ -138,6 +151,14 @@ class CorpusMatcher(PipelineStep):
             raise
         self.stat_update("records", value=summary["records"])
         summary["peak_rss_kb"] = _peak_rss_kb()
+        # what a resume checks before it trusts this task (:mod:`.corpus_resume`): its shards as they were read
+        # and the index it matched with
+        from split_builders.evidence.corpus_resume import task_shards
+
+        shards = (work / "shards.txt").read_text(encoding="utf-8").splitlines()
+        stats = json.loads((work / "shards.json").read_text(encoding="utf-8"))
+        summary["shards"] = {s: stats.get(s) for s in task_shards(shards, rank, world_size)}
+        summary["index"] = self.fingerprint
         _write_json(work / "tasks" / f"{rank:05d}.json", {"task": rank, **summary})
 
 
@@ -184,4 +205,5 @@ def _write_json(path: Path, value: dict) -> None:
 
 def pipeline(settings: dict) -> list:
     """reader -> resplit's matcher -> writer."""
-    return [reader(settings), CorpusMatcher(settings["work"]), writer(settings["work"])]
+    return [reader(settings), CorpusMatcher(settings["work"], fingerprint=settings.get("fingerprint")),
+            writer(settings["work"])]
