@@ -103,6 +103,7 @@ class CorpusMatcher(PipelineStep):
         for stale in (work / "matches").glob(f"*{rank:05d}.parquet"):  # an earlier, killed attempt of this task
             stale.unlink()
         (work / "failed" / f"{rank:05d}.json").unlink(missing_ok=True)
+        (work / "progress" / f"{rank:05d}.json").unlink(missing_ok=True)
         index = corpus.EvaluationIndex.load(work / "index")
         summary = {"documents": 0, "characters": 0, "bytes": 0, "records": 0}
         batch = []
@@ -115,12 +116,17 @@ class CorpusMatcher(PipelineStep):
             summary["documents"] += len(batch)
             self.stat_update("documents", value=len(batch))
             batch.clear()
+            # read by the command's progress bar (corpus_ops.progress_of): the shard being read is not done yet
+            _write_json(work / "progress" / f"{rank:05d}.json", {"documents": summary["documents"],
+                                                                 "shards_done": max(0, len(seen) - 1)})
 
         _terminal_quiet()
         shard = None
+        seen: set = set()
         try:
             for document in data:
                 shard = document.metadata.get("shard")
+                seen.add(shard)
                 summary["characters"] += len(document.text)
                 summary["bytes"] += len(document.text.encode("utf-8"))
                 batch.append(document)
