@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -135,6 +136,7 @@ def test_ray_attaches_to_a_cluster_started_with_ray_start(small_release, corpus,
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def test_ray_address_env_and_none_running(monkeypatch, tmp_path):
