@@ -13,8 +13,10 @@ from pathlib import Path
 
 from split_builders.errors import InvalidParameterError
 
-
-_VERDICT_FLAGS = ("ngram_min", "ngram_policy", "ngram_max_matches", "corpus_matches")  # the verdicts of a corpus
+CORPUS_FLAGS = ("executor", "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition",
+                "slurm_time", "slurm_account", "slurm_qos", "ray_address",
+                # the verdicts of a corpus
+                "ngram_min", "ngram_policy", "ngram_max_matches", "corpus_matches")  # with --against-corpus only
 
 
 def run_view(view, args) -> int:
@@ -28,8 +30,7 @@ def run_view(view, args) -> int:
         raise InvalidParameterError("--against and --against-corpus: give one of them (run the command once for "
                                     "each)")
     if getattr(args, "against", None) or getattr(args, "against_corpus", None):
-        corpus_only = ("executor", "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition",
-                       "slurm_time", *_VERDICT_FLAGS)
+        corpus_only = CORPUS_FLAGS
         given = [f for f in corpus_only if getattr(args, f, None) is not None]
         if getattr(args, "against", None) and given:
             raise InvalidParameterError(f"--{given[0].replace('_', '-')} needs --against-corpus SOURCE (it sets how "
@@ -39,9 +40,7 @@ def run_view(view, args) -> int:
                 raise InvalidParameterError(f"--{flag.replace('_', '-')} needs --against OTHER; a corpus has one "
                                             "text field (--text-field)")
         return run_against(view, args, settings)
-    for flag in ("rows", "write_clean", "against_fields", "against_splits", "against_label_field", "executor",
-                 "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition", "slurm_time",
-                 *_VERDICT_FLAGS):
+    for flag in ("rows", "write_clean", "against_fields", "against_splits", "against_label_field", *CORPUS_FLAGS):
         if getattr(args, flag, None) is not None:  # given, even as ''
             raise InvalidParameterError(f"--{flag.replace('_', '-')} needs --against OTHER or --against-corpus "
                                         "SOURCE (what the evaluation rows are checked against)")
@@ -135,6 +134,13 @@ def add_against_arguments(parser) -> None:
                              "same command resumes there (default: ./resplit-corpus-HASH)")
     corpus.add_argument("--slurm-partition", help="--executor slurm: the partition")
     corpus.add_argument("--slurm-time", help="--executor slurm: each task's time limit (HH:MM:SS; default 24:00:00)")
+    corpus.add_argument("--slurm-account", help="--executor slurm: the account the job is charged to (sbatch --account)")
+    corpus.add_argument("--slurm-qos", help="--executor slurm: the quality of service (sbatch --qos; default: the "
+                                            "cluster's)")
+    corpus.add_argument("--ray-address", metavar="ADDR",
+                        help="--executor ray: the cluster to attach to (HOST:PORT, ray://HOST:PORT or auto; default: "
+                             "RAY_ADDRESS, else the cluster `ray start` runs on this machine, else a local Ray is "
+                             "started for the run)")
     parser.add_argument("--rows", metavar="FILE.parquet",
                         help="write one row per evaluation row (config, split, source_id, tier, match_dataset, "
                              "match_split, match_id, jaccard; against a corpus also evidence: exact, "
@@ -199,7 +205,19 @@ def run_against(view, args, settings) -> int:
     # --write-clean holds the build's lock on its place (a second run, or a build, into it is refused at once) and
     # recovers what an interrupted run left there; SIGTERM is an interrupt (its staging folder removed, one line)
     locked = OutputLock(clean_out, harness_files=written_files, flag="--write-clean") if clean_out else None
-    with sigterm_as_interrupt(), locked or contextlib.nullcontext():
+    work_lock = None
+    if corpus_source:  # the executor's needs first (nothing written before), then --work locked for this run
+        from split_builders.evidence.corpus import default_work
+        from split_builders.evidence.corpus_ops import check_executor
+
+        check_executor(args.executor or "local", slurm=_slurm_settings(args))
+        corpus_work = Path(args.work or default_work(args.target, corpus_source)).expanduser()
+        if corpus_work.is_symlink():
+            raise InvalidParameterError(f"--work {corpus_work} is a symbolic link; give the folder itself")
+        work_lock = OutputLock(corpus_work, flag="--work", holder="corpus run")
+    with sigterm_as_interrupt(), locked or contextlib.nullcontext(), work_lock or contextlib.nullcontext():
+        for note in work_lock.notes if work_lock else ():
+            print(note, file=sys.stderr)
         if locked is not None:
             for note in locked.notes:  # on stderr: --json keeps stdout one JSON object
                 print(note, file=sys.stderr)
@@ -212,27 +230,28 @@ def run_against(view, args, settings) -> int:
                 raise InvalidParameterError(f"--write-clean needs a resplit release as TARGET; {args.target} is a "
                                             "plain dataset (use --rows to keep the clean rows' ids)")
             if corpus_source:
-                from split_builders.evidence.corpus import default_work, run_corpus
+                from split_builders.evidence.corpus import run_corpus
+                from split_builders.evidence.corpus_ops import slurm_line
 
-                report, rows, records = run_corpus(
-                    data, fields, corpus_source, target=args.target,
-                    work=args.work or default_work(args.target, corpus_source), threshold=settings["threshold"],
-                    executor=args.executor or "local", tasks=args.tasks or 1, workers=args.workers,
-                    ngram=args.ngram or 13, text_field=args.text_field or "text", id_field=args.id_field,
-                    label_field=args.against_label_field,
-                    slurm={"partition": args.slurm_partition, "time": args.slurm_time or "24:00:00"},
-                    progress=not args.no_progress, ngram_min=args.ngram_min or 8,
+                report, rows, outcome = run_corpus(
+                    data, fields, corpus_source, target=args.target, work=corpus_work,
+                    threshold=settings["threshold"], executor=args.executor or "local", tasks=args.tasks or 1,
+                    workers=args.workers, ngram=args.ngram or 13, text_field=args.text_field or "text",
+                    id_field=args.id_field, label_field=args.against_label_field, slurm=_slurm_settings(args),
+                    progress=not args.no_progress, ray_address=args.ray_address, ngram_min=args.ngram_min or 8,
                     ngram_policy=args.ngram_policy or "contaminated", ngram_max_matches=args.ngram_max_matches)
-                if report is None:
-                    print(f"submitted {args.tasks or 1} task(s) to Slurm; once they finish, run the same command "
-                          f"again (--work {args.work or default_work(args.target, corpus_source)}) for the result")
+                if report is None:  # Slurm: submitted, or still in the queue
+                    if args.json:
+                        print(json.dumps({"target": args.target, "slurm": outcome}, ensure_ascii=False))
+                    else:
+                        print(slurm_line(outcome, hint=f"--work {corpus_work}"))
                     return 0
                 if matches_path is not None:
                     import pyarrow.parquet as pq
 
                     from split_builders.evidence.corpus_verdicts import corpus_matches
 
-                    found = corpus_matches(records, ngram_policy=args.ngram_policy or "contaminated",
+                    found = corpus_matches(outcome, ngram_policy=args.ngram_policy or "contaminated",
                                            ngram_max_matches=args.ngram_max_matches)
                     write_file(matches_path, lambda staging: pq.write_table(found, staging),
                                overwrite=args.overwrite, flag="--corpus-matches")
@@ -268,6 +287,11 @@ def run_against(view, args, settings) -> int:
         if clean_out is not None:
             print(f"wrote the clean release to {clean_out}")
     return 0
+
+
+def _slurm_settings(args) -> dict:
+    return {"partition": args.slurm_partition, "time": args.slurm_time or "24:00:00", "account": args.slurm_account,
+            "qos": args.slurm_qos}
 
 
 def _local_path(name: str) -> bool:

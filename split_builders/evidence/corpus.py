@@ -36,11 +36,11 @@ datatrove's ``logs/`` (its ``completions/`` files: a rerun skips the finished ta
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -293,36 +293,21 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def executor_for(kind: str, steps: list, *, work: Path, tasks: int, workers: int, slurm: dict | None = None):
+    """datatrove's executor of ``kind`` (checked beforehand: :func:`.corpus_ops.check_executor`); Ray's is used
+    inside :func:`.corpus_ops.ray_session`."""
     logs = str(work / "logs")
     if kind == "local":
         from datatrove.executor import LocalPipelineExecutor
 
         return LocalPipelineExecutor(steps, tasks=tasks, workers=workers, logging_dir=logs)
     if kind == "ray":
-        try:
-            import ray
-        except ImportError:
-            raise InvalidParameterError("--executor ray needs Ray: pip install 'resplit[ray]'") from None
         from datatrove.executor.ray import RayPipelineExecutor
 
-        if not ray.is_initialized():
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
         return RayPipelineExecutor(steps, tasks=tasks, workers=workers, logging_dir=logs, cpus_per_task=1,
                                    mem_per_cpu_gb=1)
-    from datatrove.executor.slurm import SlurmPipelineExecutor
+    from split_builders.evidence.corpus_ops import slurm_executor
 
-    if shutil.which("sbatch") is None:
-        raise InvalidParameterError("--executor slurm needs Slurm's sbatch on this machine (run it on the cluster's "
-                                    "login node), or use --executor local or ray")
-    slurm = slurm or {}
-    if not slurm.get("partition"):
-        raise InvalidParameterError("--executor slurm needs --slurm-partition (the partition its tasks run on)")
-    return SlurmPipelineExecutor(steps, tasks=tasks, workers=workers, logging_dir=logs, time=slurm.get("time"),
-                                 partition=slurm["partition"], job_name="resplit-corpus", cpus_per_task=1,
-                                 mem_per_cpu_gb=4,
-                                 venv_path=f"{os.environ['VIRTUAL_ENV']}/bin/activate" if os.environ.get("VIRTUAL_ENV")
-                                 else None,
-                                 slurm_logs_folder=str(work / "slurm"))
+    return slurm_executor(steps, work=work, tasks=tasks, workers=workers, slurm=slurm or {})
 
 
 def completed_tasks(work: Path, tasks: int) -> list[int]:
@@ -374,19 +359,19 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
                tasks: int = 1, workers: int | None = None, ngram: int = WORD_NGRAM, text_field: str = "text",
                id_field: str | None = None, label_field: str | None = None, slurm: dict | None = None,
                label_names=None, progress: bool = False, ngram_min: int = WORD_NGRAM_MIN,
-               ngram_policy: str = "contaminated", ngram_max_matches: int | None = None):
+               ngram_policy: str = "contaminated", ngram_max_matches: int | None = None,
+               ray_address: str | None = None):
     """Check every evaluation row of ``data`` against the corpus ``source`` on datatrove's ``executor``:
     ``(report, rows, records)`` (the report and rows of ``--against``, and the sorted match records), or
-    ``(None, None, None)`` where the tasks were submitted (Slurm) and are not finished yet."""
+    ``(None, None, outcome)`` on Slurm when the result is not there yet: the job array submitted, or the one
+    recorded in the work folder still in the queue (:func:`.corpus_ops.slurm_line` says which)."""
+    from split_builders.evidence import corpus_ops
+
     if executor not in EXECUTORS:
         raise InvalidParameterError(f"--executor {executor}: one of {', '.join(EXECUTORS)}")
+    corpus_ops.check_executor(executor, slurm=slurm)  # before any work or file
     check_matching(threshold=threshold, ngram=ngram, ngram_min=ngram_min, ngram_policy=ngram_policy,
                    ngram_max_matches=ngram_max_matches)
-    if executor == "ray":
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            raise InvalidParameterError("--executor ray needs Ray: pip install 'resplit[ray]'") from None
     try:
         import datatrove  # noqa: F401
     except ImportError:
@@ -415,6 +400,12 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
                             fingerprint=index.fingerprint())
     _write_text(work / "shards.json", json.dumps(corpus.stats, sort_keys=True))  # what each task records
     hint = f"--work {work}"
+    job = corpus_ops.recorded_job(work) if executor == "slurm" else None
+    if job is not None and len(completed_tasks(work, tasks)) < tasks:
+        queue = corpus_ops.queued(job)
+        if queue:  # the job array of an earlier run is pending or running: never submitted twice
+            return None, None, {"status": "queued", "job_id": job["job_id"], "queue": queue, "tasks": tasks}
+    ran: dict = {}
     if len(completed_tasks(work, tasks)) < tasks:
         from split_builders.evidence import corpus_steps
 
@@ -426,21 +417,31 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
             workers = -1 if executor == "slurm" else 1
         runner = executor_for(executor, steps, work=work, tasks=tasks,
                               workers=-1 if workers == -1 else max(1, min(workers, tasks)), slurm=slurm)
-        import contextlib
         import io
 
         _quiet_logs()
+        cluster = submitted = None
+        session = corpus_ops.ray_session(ray_address, workers=max(1, workers)) if executor == "ray" \
+            else contextlib.nullcontext()
+        watched = corpus_ops.watch_progress(work, corpus.shards, tasks, enabled=progress) \
+            if executor != "slurm" else contextlib.nullcontext({})
         try:  # datatrove's own lines (per task: in its log under the work folder) stay off the terminal
-            with contextlib.redirect_stderr(io.StringIO()):
-                runner.run()
+            with session as cluster, watched as ran, corpus_ops.children_end_with_this_process(), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                if executor == "slurm":
+                    submitted = corpus_ops.submit(runner, work)
+                else:
+                    runner.run()
         except InvalidParameterError:
             raise
         except Exception:  # a task failed: said below from the work folder, whatever the executor
             pass
         finally:
             _quiet_logs()
-        if executor == "slurm" and len(completed_tasks(work, tasks)) < tasks:  # submitted: merged by a rerun
-            return None, None, None
+        if executor == "slurm" and submitted and len(completed_tasks(work, tasks)) < tasks:  # merged by a rerun
+            return None, None, {"status": "submitted", "tasks": tasks, **submitted}
+        if executor == "ray":
+            ran["ray"] = cluster
     if len(completed_tasks(work, tasks)) < tasks:
         refused = refused_write(work, tasks)
         if refused is not None:  # a full disk (or no permission) under --work: the one line every writer gives
@@ -452,6 +453,8 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
     report["corpus"].update(redone=redone, empty_shards=list(corpus.empty))
     if read_as_classes:
         report["corpus"]["labels_read_as"] = list(corpus.label_names)
+    if ran:  # this run's scan: documents, seconds, rate (none where every task had finished before)
+        report["corpus"]["this_run"] = ran
     return report, rows, records
 
 

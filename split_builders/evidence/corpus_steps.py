@@ -111,6 +111,7 @@ class CorpusMatcher(PipelineStep):
         for stale in (work / "matches").glob(f"*{rank:05d}.parquet"):  # an earlier, killed attempt of this task
             stale.unlink()
         (work / "failed" / f"{rank:05d}.json").unlink(missing_ok=True)
+        (work / "progress" / f"{rank:05d}.json").unlink(missing_ok=True)
         index = corpus.EvaluationIndex.load(work / "index")
         summary = {"documents": 0, "characters": 0, "bytes": 0, "records": 0, "missing_text": 0, "null_text": 0,
                    "empty_text": 0}
@@ -124,12 +125,17 @@ class CorpusMatcher(PipelineStep):
             summary["documents"] += len(batch)
             self.stat_update("documents", value=len(batch))
             batch.clear()
+            # read by the command's progress bar (corpus_ops.progress_of): the shard being read is not done yet
+            _write_json(work / "progress" / f"{rank:05d}.json", {"documents": summary["documents"],
+                                                                 "shards_done": max(0, len(seen) - 1)})
 
         _terminal_quiet()
         shard = None
+        seen: set = set()
         try:
             for document in data:
                 shard = document.metadata.get("shard")
+                seen.add(shard)
                 if "no_text" in document.metadata:  # counted, never matched
                     summary[f"{document.metadata['no_text']}_text"] += 1
                     summary["documents"] += document.metadata["no_text"] == "empty"

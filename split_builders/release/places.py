@@ -284,9 +284,10 @@ class OutputLock:
     that cannot be written, is refused in one line.
     """
 
-    def __init__(self, out_dir, *, harness_files=None, flag: str = "--out"):
+    def __init__(self, out_dir, *, harness_files=None, flag: str = "--out", holder: str = "build"):
         self.out_dir = Path(out_dir)  # never a link (refused by check_output_place and the writer)
         self.flag = flag
+        self.holder = holder  # what holds such a lock, in the refusal's words (a build, a corpus run)
         self.harness_files = harness_files  # what the harness export wrote (as in :func:`staged_problem`)
         self.path = self.out_dir.parent / f".{self.out_dir.name}.lock"
         self._handle = None  # the lock file's descriptor while it is held
@@ -307,7 +308,7 @@ class OutputLock:
                 except BlockingIOError:
                     owner = _holder(os.pread(handle, 256, 0))
                     os.close(handle)
-                    raise OutputLockedError(f"another build ({owner}) is writing {str(self.out_dir)!r}; wait "
+                    raise OutputLockedError(f"another {self.holder} ({owner}) is writing {str(self.out_dir)!r}; wait "
                                             f"for it to finish or choose another {self.flag}") from None
                 except OSError:  # no lock on this file system: nothing of ours is left
                     os.close(handle)
