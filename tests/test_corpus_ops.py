@@ -210,6 +210,23 @@ def test_slurm_without_sbatch_is_one_line_and_writes_nothing(small_release, corp
     assert not (tmp_path / "runs").exists()
 
 
+def _finished_without_matches(work: Path, rank: int, *, tasks: int) -> None:
+    """Task ``rank`` as a finished task leaves it (its completion file and the record a resume checks: its
+    shards as read, the index's fingerprint, no match), as if its Slurm array task had run."""
+    from split_builders.evidence import corpus
+    from split_builders.evidence.corpus_resume import task_shards
+
+    shards = (work / "shards.txt").read_text(encoding="utf-8").splitlines()
+    stats = json.loads((work / "shards.json").read_text(encoding="utf-8"))
+    fingerprint = corpus.EvaluationIndex.load(work / "index").fingerprint()
+    (work / "tasks").mkdir(exist_ok=True)
+    (work / "tasks" / f"{rank:05d}.json").write_text(json.dumps(
+        {"task": rank, "records": 0, "index": fingerprint,
+         "shards": {s: stats.get(s) for s in task_shards(shards, rank, tasks)}}))
+    (work / "logs" / "completions").mkdir(parents=True, exist_ok=True)
+    (work / "logs" / "completions" / f"{rank:05d}").touch()
+
+
 def test_slurm_job_control(small_release, corpus, capsys, tmp_path, monkeypatch):
     """The job id printed and recorded, the array's own task count, account / QoS / partition / time passed to
     sbatch; a rerun while the array is queued shows squeue's states and submits nothing; a rerun after it ended
@@ -236,8 +253,7 @@ def test_slurm_job_control(small_release, corpus, capsys, tmp_path, monkeypatch)
     (fake / "sacct.out").write_text(f"{first}_0|COMPLETED\n{first}_1|FAILED\n{first}_2|COMPLETED\n"
                                     f"{first}_3|TIMEOUT\n")
     for rank in (0, 2):
-        (work / "logs" / "completions" / f"{rank:05d}").parent.mkdir(parents=True, exist_ok=True)
-        (work / "logs" / "completions" / f"{rank:05d}").touch()
+        _finished_without_matches(work, rank, tasks=4)
     out, _ = _run(capsys, argv)
     second = max(_array_scripts(fake))
     assert second != first
