@@ -1,27 +1,38 @@
 """How fast ``resplit audit TARGET --against-corpus SOURCE`` streams a corpus on datatrove's local executor, per
-core, and what that means for FineWeb-Edu and Dolma on a cluster.
+core, for short, medium and long documents; the cost model fitted to it (a cost per document plus a cost per
+byte); and what that model means for Dolma and FineWeb-Edu on a cluster.
 
-    python benchmarks/corpus_throughput.py                       # 2,000,000 documents, 1 and 2 workers
-    python benchmarks/corpus_throughput.py --documents 200000 --shards 8 --json
+    python benchmarks/corpus_throughput.py          # 100,000 short, 24,000 medium, 6,000 long; 1 and 2 workers
+    python benchmarks/corpus_throughput.py --quick  # a quarter of the documents
+    python benchmarks/corpus_throughput.py --json   # last line: one JSON object
 
-**Corpus.** A synthetic web-like corpus written as Parquet shards (``text``, ``id``) in a temporary folder:
-words drawn from a Zipf law over a 50,000-word vocabulary (real English words first: SNLI's), sentences of
-4 to 30 words, paragraphs (lines) of 1 to 8 sentences with short header / menu lines between them, document
-lengths log-normal (median about 1,900 characters, mean about 2,600, as web pages after text extraction),
-seeded. 200 documents carry a copy of an evaluation row (premise and hypothesis as two lines) among their
-paragraphs; the run must find every one.
+**Corpora.** Three, each of 2 Parquet shards (``text``, ``id``), written in a temporary folder from real English
+text: the sentences of BoolQ's dev passages and its questions (``../shared/data/boolq``, Wikipedia text; see
+``MANIFEST.md``), drawn at random, a line break after every 3 to 6 sentences, each document cut at the last
+space before a length drawn log-normal around its size: short (median 100 bytes), medium (1,000) and long
+(5,000). 20 documents of each carry a copy of an evaluation row (premise and hypothesis as two lines); every
+run must find all 20. A fourth corpus holds those 20 documents alone: its runs measure the fixed cost of a
+command (imports, the evaluation index, starting the workers, the merge).
 
 **Target.** A likelihood release of SNLI-like rows (the reference inputs under ``../shared/reference``), 500
 validation and 500 test rows per config; all five configs are checked.
 
-**Runs**, each a fresh process, on the same shards: datatrove's ``ParquetReader`` alone (the peer: reading and
-making documents, nothing matched) and resplit's pipeline (reader -> matcher -> writer, then the merge), each
-with 1 and 2 workers (as many tasks as shards). Printed: wall seconds, documents/s and GB/s of text (UTF-8),
-per worker, the scaling from 1 to 2 workers, and the peak resident memory of one task (each task records its
-process's ``VmHWM``; with 1 worker the tasks run in the command's own process). One worker already uses more
-than one core (numpy and Arrow threads), so the per-core figure to use is that of as many workers as cores.
-Last: the core-hours and 64-node wall time for FineWeb-Edu and Dolma, with the arithmetic, at the lower
-per-worker rate.
+**Runs**, each a fresh process, on the same shards, with 1 and 2 workers (2 tasks): resplit's pipeline (reader
+-> matcher -> writer, then the merge) and, as the peer, datatrove's ``ParquetReader`` alone (reading and
+making documents, nothing matched). Printed per corpus and worker count: the scan's wall seconds (the
+executor's run: ``this_run`` of the command's JSON; the peer times the same call) and documents/s; the CPU
+seconds of the command and its workers (``getrusage`` of the children: the cost on a cluster, where each core
+runs one task, and the figure least disturbed by other work on a shared machine), less the fixed cost
+measured on the 20-document corpus, and from them documents and MB of text (UTF-8) per CPU-second; the peak
+resident memory of one task (each task records its process's ``VmHWM``; with 1 worker the tasks run in the
+command's own process).
+
+**Model.** ``CPU-seconds = a x documents + b x bytes``, fitted by least squares (numpy) on the relative error of
+each run (the fixed cost taken out first), per worker count (and for all runs together), printed beside the
+measurements. The estimate takes the fit of as many workers as cores (every core busy, as on a cluster: each
+core's CPU-seconds per document rise when its neighbours work). Last: the core-hours and 64-node wall time of
+Dolma v1.6 and FineWeb-Edu by that model, from the document counts and sizes their own cards and papers publish
+(:data:`CORPORA`).
 
 The machine is shared: compare the columns of one run.
 """
@@ -32,6 +43,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,105 +55,150 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-PLANTED = 200
-
-# The corpora of the estimate: tokens as published; bytes of text per token assumed (English web text, GPT-2 /
-# Llama-2 style tokenizers: about 4.5 characters, nearly all ASCII, per token).
-BYTES_PER_TOKEN = 4.5
-CORPORA = {
-    "FineWeb-Edu (HuggingFaceFW/fineweb-edu, 1.3T tokens, GPT-2 tokenizer)": 1.3e12,
-    "Dolma v1.6 (allenai/dolma, 3T tokens, Llama-2 tokenizer)": 3.0e12,
-}
+PLANTED = 20  # evaluation rows copied into each corpus
+SHARDS = 2  # per corpus: as many tasks as the most workers run
+SIZES = {"short": 100, "medium": 1_000, "long": 5_000}  # median bytes of a document
+DOCUMENTS = {"short": 100_000, "medium": 24_000, "long": 6_000}  # --quick: a quarter
 NODES, CORES_PER_NODE = 64, 64
 
+# The corpora of the estimate, as their own cards and papers give them. None: not published there (searched).
+CORPORA = {
+    "Dolma v1.6": {
+        "documents": 4.367e9, "bytes": 11.519e12, "tokens": 3.059e12,
+        "source": "allenai/dolma dataset card, 'Summary Statistics (v1.6)', Total row: 11,519 GB of UTF-8 text, "
+                  "4,367 million documents, 3,059 billion Llama tokens (https://huggingface.co/datasets/allenai/dolma;"
+                  " the same table is Table 1 of Soldaini et al. 2024, https://arxiv.org/abs/2402.00159)"},
+    "FineWeb-Edu": {
+        "documents": None, "bytes": None, "tokens": 1.3e12,
+        "source": "HuggingFaceFW/fineweb-edu dataset card: 1.3T GPT-2 tokens "
+                  "(https://huggingface.co/datasets/HuggingFaceFW/fineweb-edu; Penedo et al. 2024, "
+                  "https://arxiv.org/abs/2406.17557); neither gives its document count or bytes of text"},
+}
 
-def snli_words() -> list[str]:
-    words: dict = {}
-    with gzip.open(SHARED / "data" / "snli" / "snli_1.0_dev.jsonl.gz", "rt", encoding="utf-8") as handle:
+
+def fit_cost(documents, text_bytes, seconds) -> tuple[float, float]:
+    """``(a, b)`` of ``seconds = a x documents + b x bytes``: least squares on the relative error (each run's
+    equation divided by its seconds, so a long run does not outweigh a short one)."""
+    documents, text_bytes, seconds = (np.asarray(v, dtype=float) for v in (documents, text_bytes, seconds))
+    design = np.column_stack([documents, text_bytes]) / seconds[:, None]
+    (a, b), *_ = np.linalg.lstsq(design, np.ones_like(seconds), rcond=None)
+    return float(a), float(b)
+
+
+def core_seconds(a: float, b: float, documents: float, text_bytes: float) -> float:
+    """The model's CPU-seconds for a corpus of ``documents`` documents and ``text_bytes`` bytes of text (the
+    fixed cost of each task, seconds against its hours of work on a real corpus, left out)."""
+    return a * documents + b * text_bytes
+
+
+def sentences() -> list[str]:
+    """BoolQ's dev passages cut into sentences, and its questions: real English text, none of it SNLI's."""
+    out = []
+    with gzip.open(SHARED / "data" / "boolq" / "dev.jsonl.gz", "rt", encoding="utf-8") as handle:
         for line in handle:
             row = json.loads(line)
-            for w in (row["sentence1"] + " " + row["sentence2"]).lower().replace(".", " ").split():
-                words[w] = None
-    return list(words)
+            out += [s for s in re.split(r"(?<=[.!?]) +", row["passage"].strip()) if s]
+            out.append(row["question"].strip().capitalize() + "?")
+    return out
 
 
-def write_corpus(folder: Path, documents: int, shards: int, planted: list[str], seed: int = 0) -> dict:
-    """The synthetic corpus: ``shards`` Parquet files of ``documents`` documents in all; returns its size."""
+def write_corpus(folder: Path, size: int, documents: int, planted: list[str], seed: int = 0) -> None:
+    """:data:`SHARDS` Parquet files of ``documents`` documents of about ``size`` bytes (median); ``size`` 0:
+    the planted rows alone."""
     import pyarrow as pa
-    import pyarrow.compute  # noqa: F401
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(seed)
-    real = snli_words()
-    vocabulary = real + [f"w{k}" for k in range(50_000 - len(real))]
-    rank = np.arange(1, len(vocabulary) + 1)
-    p = 1.0 / rank ** 1.07
-    p /= p.sum()
-    # each token: a word and what follows it (a space, a sentence end, a line end)
-    suffixes = [" ", ". ", ".\n"]
-    tokens = np.array([(w + s).encode() for w in vocabulary for s in suffixes], dtype=object)
-    sizes = np.array([len(t) for t in tokens], dtype=np.int64)
+    pool = sentences()
+    lengths = np.exp(rng.normal(np.log(max(size, 1)), 0.35, size=documents)).astype(int).clip(20)
+    picks = iter(rng.integers(len(pool), size=int(lengths.sum() // 40) + 10 * documents).tolist())
+    breaks = iter(rng.integers(3, 7, size=int(lengths.sum() // 40) + 10 * documents).tolist())
+    texts = []
+    for length in lengths.tolist():
+        parts, total, until_break = [], 0, next(breaks)
+        while total < length:
+            sentence = pool[next(picks)]
+            until_break -= 1
+            parts.append(sentence + ("\n" if until_break == 0 else " "))
+            total += len(parts[-1])
+            if until_break == 0:
+                until_break = next(breaks)
+        text = "".join(parts)
+        cut = text.rfind(" ", 0, length)
+        texts.append((text[:cut] if cut > 0 else text[:length]).strip())
+    if not size:
+        texts = [""] * documents
+    for k, row in zip(rng.choice(documents, size=len(planted), replace=False).tolist(), planted):
+        text = texts[k]
+        cut = text.find("\n", len(text) // 2)
+        texts[k] = row if not text else (text + "\n" + row if cut < 0 else f"{text[:cut]}\n{row}{text[cut:]}")
     folder.mkdir(parents=True, exist_ok=True)
-    plant_at = set(rng.choice(documents, size=len(planted), replace=False).tolist())
-    plant_of = dict(zip(sorted(plant_at), planted))
-    total_bytes = 0
-    per_shard = -(-documents // shards)
-    for s in range(shards):
-        first, last = s * per_shard, min(documents, (s + 1) * per_shard)
-        n = last - first
-        chars = np.exp(rng.normal(np.log(1900), 0.8, size=n)).clip(200, 100_000)
-        words = np.maximum(3, (chars / 6.3).astype(np.int64))
-        total = int(words.sum())
-        word = rng.choice(len(vocabulary), size=total, p=p)
-        end = rng.random(total)
-        suffix = np.where(end < 1 / 60, 2, np.where(end < 1 / 12, 1, 0))
-        data = b"".join(tokens[word * 3 + suffix])
-        lengths = sizes[word * 3 + suffix]
-        offsets = np.concatenate([[0], np.cumsum(lengths)])[np.concatenate([[0], np.cumsum(words)])]
-        texts = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int64)), pa.py_buffer(data))
-        mine = [k for k in range(first, last) if k in plant_of]
-        if mine:  # a planted evaluation row: two lines among the paragraphs of its document
-            values = texts.to_pylist()
-            for k in mine:
-                text = values[k - first]
-                cut = text.find("\n", len(text) // 2)
-                head, tail = (text, "") if cut < 0 else (text[:cut + 1], text[cut + 1:])
-                values[k - first] = head.rstrip("\n") + "\n" + plant_of[k] + "\n" + tail
-            texts = pa.array(values, pa.large_string())
-        ids = pa.array([f"doc-{k:09d}" for k in range(first, last)], pa.string())
-        pq.write_table(pa.table({"text": texts, "id": ids}), folder / f"shard-{s:05d}.parquet",
-                       row_group_size=20_000)
-        total_bytes += int(pa.compute.sum(pa.compute.binary_length(texts)).as_py())
-    return {"documents": documents, "shards": shards, "bytes": total_bytes}
+    per_shard = -(-documents // SHARDS)
+    for s in range(SHARDS):
+        part = slice(s * per_shard, min(documents, (s + 1) * per_shard))
+        table = pa.table({"text": pa.array(texts[part], pa.large_string()),
+                          "id": pa.array([f"doc-{k:09d}" for k in range(documents)][part], pa.string())})
+        pq.write_table(table, folder / f"shard-{s:05d}.parquet", row_group_size=20_000)
 
 
 PEER = """
-import sys, time, resource
+import sys, time
 from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.readers import ParquetReader
 from datatrove.utils.logging import logger
 logger.remove()
 folder, tasks, workers, logs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-LocalPipelineExecutor([ParquetReader(folder, read_metadata=True)], tasks=tasks, workers=workers,
-                      logging_dir=logs).run()
+runner = LocalPipelineExecutor([ParquetReader(folder, read_metadata=True)], tasks=tasks, workers=workers,
+                               logging_dir=logs)
+start = time.perf_counter()
+runner.run()
+print(time.perf_counter() - start)
 """
 
 
-def timed(command: list, env: dict) -> tuple[float, str]:
-    start = time.perf_counter()
+def run(command: list, env: dict) -> str:
     done = subprocess.run(command, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"failed: {' '.join(command)}\n{done.stderr[-3000:]}")
-    return seconds, done.stdout
+    return done.stdout
+
+
+def build_target(root: Path, python: str, env: dict) -> Path:
+    reference = SHARED / "reference" / "likelihood" / "inputs" / "snli"
+    target = root / "target"
+    if not target.exists():
+        run([python, "-m", "split_builders.cli", "likelihood", "--source", str(reference / "all_examples.csv"),
+             "--prompt-field", "premise", "--query-field", "hypothesis", "--label-field", "gold_label",
+             "--scores", str(reference / "all_examples__False_loglikelihoods.npy"), "--validation-size", "500",
+             "--test-size", "500", "--limit", "5000", "--out", str(target), "--no-progress"], env)
+    return target
+
+
+def measure(root: Path, name: str, corpus: Path, target: Path, workers: int, python: str, env: dict) -> dict:
+    """One corpus, one worker count: the peer's scan, and resplit's scan and its tasks' CPU-seconds."""
+    logs = root / f"peer-{name}-{workers}"
+    shutil.rmtree(logs, ignore_errors=True)
+    out = run([python, "-c", PEER, str(corpus), str(SHARDS), str(workers), str(logs)], env)
+    work = root / f"work-{name}-{workers}"
+    shutil.rmtree(work, ignore_errors=True)
+    report = json.loads(run([python, "-m", "split_builders.cli", "audit", str(target), "--against-corpus",
+                             str(corpus), "--work", str(work), "--tasks", str(SHARDS), "--workers", str(workers),
+                             "--json", "--no-progress"], env))
+    tasks = [json.loads(p.read_text()) for p in (work / "tasks").glob("*.json")]
+    found = report["against"]["random"]["test"]["exact"]
+    if found < PLANTED:
+        raise SystemExit(f"{name}, {workers} worker(s): only {found} of the {PLANTED} planted rows were found")
+    return {"corpus": name, "workers": workers, "documents": sum(t["documents"] for t in tasks),
+            "bytes": sum(t["bytes"] for t in tasks), "scan_seconds": report["corpus"]["this_run"]["seconds"],
+            "cpu_seconds": sum(t["cpu_seconds"] for t in tasks), "peer_seconds": float(out.split()[-1]),
+            "task_peak_rss_mb": max(t["peak_rss_kb"] for t in tasks) / 1024, "planted_found": found}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--documents", type=int, default=2_000_000)
-    parser.add_argument("--shards", type=int, default=40)
+    parser.add_argument("--quick", action="store_true", help="a quarter of the documents")
     parser.add_argument("--workers", default="1,2")
-    parser.add_argument("--keep", help="keep the corpus and work folders here")
+    parser.add_argument("--keep", help="keep the corpora, the target and the work folders here")
     parser.add_argument("--json", action="store_true", help="last line: one JSON object")
     args = parser.parse_args()
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="resplit-corpus-bench-"))
@@ -149,84 +206,92 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     python = sys.executable
+    worker_counts = [int(w) for w in args.workers.split(",")]
     try:
-        reference = SHARED / "reference" / "likelihood" / "inputs" / "snli"
-        target = root / "target"
-        if not target.exists():
-            timed([python, "-m", "split_builders.cli", "likelihood", "--source", str(reference / "all_examples.csv"),
-                   "--prompt-field", "premise", "--query-field", "hypothesis", "--label-field", "gold_label",
-                   "--scores", str(reference / "all_examples__False_loglikelihoods.npy"), "--validation-size", "500",
-                   "--test-size", "500", "--limit", "5000", "--out", str(target), "--no-progress"], env)
+        began = time.perf_counter()
+        target = build_target(root, python, env)
         import pandas as pd
 
         test = pd.read_parquet(next((target / "random").glob("test-*.parquet")))
         planted = [f"{r.premise}\n{r.hypothesis}" for r in test.head(PLANTED).itertuples()]
-        corpus = root / "corpus"
-        started = time.perf_counter()
-        if not corpus.exists():
-            size = write_corpus(corpus, args.documents, args.shards, planted)
-            (root / "corpus.json").write_text(json.dumps(size))
-        size = json.loads((root / "corpus.json").read_text())
-        made = time.perf_counter() - started
         cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                     if line.startswith("model name")), "?")
-        flags = Path("/proc/cpuinfo").read_text()
-        print(f"corpus: {size['documents']:,} documents, {size['bytes'] / 1e9:.2f} GB of text, {size['shards']} "
-              f"Parquet shards (written in {made:.0f} s); CPU: {cpu}, {os.cpu_count()} cores, "
-              f"{'avx512_bf16' if 'avx512_bf16' in flags else 'no avx512_bf16'}, "
-              f"{'AMX' if 'amx_tile' in flags else 'no AMX'}", flush=True)
-        results = []
-        for workers in [int(w) for w in args.workers.split(",")]:
-            logs = root / f"peer-{workers}"
-            shutil.rmtree(logs, ignore_errors=True)
-            seconds, _ = timed([python, "-c", PEER, str(corpus), str(args.shards), str(workers), str(logs)], env)
-            results.append({"run": "datatrove ParquetReader alone (peer)", "workers": workers, "seconds": seconds})
-            print(f"  peer, {workers} worker(s): {seconds:.1f} s", flush=True)
-            work = root / f"work-{workers}"
-            shutil.rmtree(work, ignore_errors=True)
-            seconds, out = timed([python, "-m", "split_builders.cli", "audit", str(target), "--against-corpus",
-                                  str(corpus), "--work", str(work), "--tasks", str(args.shards), "--workers",
-                                  str(workers), "--json", "--no-progress"], env)
-            report = json.loads(out)
-            tasks = [json.loads(p.read_text()) for p in (work / "tasks").glob("*.json")]
-            exact = report["against"]["random"]["test"]["exact"]
-            results.append({"run": "resplit reader -> matcher -> writer + merge", "workers": workers,
-                            "seconds": seconds, "task_peak_rss_mb": max(t["peak_rss_kb"] for t in tasks) / 1024,
-                            "records": report["corpus"]["records"], "planted_found": exact})
-            print(f"  resplit, {workers} worker(s): {seconds:.1f} s, {exact} of {PLANTED} planted rows found, one "
-                  f"task's peak RSS {results[-1]['task_peak_rss_mb']:.0f} MB", flush=True)
-            if exact < PLANTED:
-                raise SystemExit(f"only {exact} of the {PLANTED} planted rows were found")
-        print()
-        print(f"{'run':46} {'workers':>7} {'seconds':>8} {'docs/s':>9} {'docs/s/wkr':>11} {'MB/s/wkr':>9} "
-              f"{'task RSS':>9}")
+        print(f"CPU: {cpu}, {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}; target built in "
+              f"{time.perf_counter() - began:.0f} s", flush=True)
+        sizes = {"fixed": 0, **SIZES}
+        results, fixed = [], {}
+        for seed, (name, size) in enumerate(sizes.items()):
+            documents = PLANTED if not size else DOCUMENTS[name] // (4 if args.quick else 1)
+            corpus = root / f"corpus-{name}-{documents}"
+            if not corpus.exists():
+                write_corpus(corpus, size, documents, planted, seed=seed)
+            for workers in worker_counts:
+                r = measure(root, name, corpus, target, workers, python, env)
+                print(f"  {name}, {workers} worker(s): scan {r['scan_seconds']:.1f} s (peer {r['peer_seconds']:.1f} "
+                      f"s), tasks {r['cpu_seconds']:.1f} CPU-s, {r['planted_found']} of {PLANTED} planted rows found",
+                      flush=True)
+                if size:
+                    r["cpu_seconds_less_fixed"] = r["cpu_seconds"] - fixed[workers]
+                    results.append(r)
+                else:  # the tasks' own fixed cost: loading the index, the first batch's imports
+                    fixed[workers] = r["cpu_seconds"]
+        fits = {str(w): fit_cost(*([r[k] for r in results if r["workers"] == w]
+                                   for k in ("documents", "bytes", "cpu_seconds_less_fixed"))) for w in worker_counts}
+        fits["all"] = fit_cost(*([r[k] for r in results] for k in ("documents", "bytes", "cpu_seconds_less_fixed")))
+        cores = str(max(worker_counts))  # as many workers as cores: every core busy, as on a cluster
+        a, b = fits[cores]
+        print(f"\nfixed cost of {SHARDS} tasks (the {PLANTED}-document corpus): "
+              + ", ".join(f"{w} worker(s) {fixed[w]:.2f} CPU-s" for w in worker_counts))
+        print(f"\n{'corpus':7} {'wkr':>3} {'docs':>7} {'mean B':>6} {'scan s':>6} {'docs/s':>7} {'CPU s':>6} "
+              f"{'- fixed':>7} {'docs/CPU-s':>10} {'MB/CPU-s':>8} {'model':>7} {'error':>6} {'task RSS':>9} "
+              f"{'peer docs/s':>11} {'ours/peer':>9}")
         for r in results:
-            r["docs_per_s"] = size["documents"] / r["seconds"]
-            r["docs_per_s_core"] = r["docs_per_s"] / r["workers"]
-            r["gb_per_s_core"] = size["bytes"] / r["seconds"] / r["workers"] / 1e9
-            rss = f"{r['task_peak_rss_mb']:.0f} MB" if "task_peak_rss_mb" in r else ""
-            print(f"{r['run']:46} {r['workers']:>7} {r['seconds']:>8.1f} {r['docs_per_s']:>9,.0f} "
-                  f"{r['docs_per_s_core']:>11,.0f} {1000 * r['gb_per_s_core']:>9.2f} {rss:>9}")
-        ours = {r["workers"]: r for r in results if r["run"].startswith("resplit")}
-        if 1 in ours and 2 in ours:
-            print(f"\nscaling 1 -> 2 workers: {ours[1]['seconds'] / ours[2]['seconds']:.2f}x "
-                  f"(2 shared cores; peer: {results[0]['seconds'] / results[2]['seconds']:.2f}x)")
-        best = max(r["gb_per_s_core"] for r in ours.values())
-        per_core = min(r["gb_per_s_core"] for r in ours.values())  # the conservative per-core figure
-        print(f"\nEstimate, at {per_core * 1000:.2f} MB/s of text per core (the lower of the two runs; the higher: "
-              f"{best * 1000:.2f}), {BYTES_PER_TOKEN} bytes of text per token, {NODES} nodes x {CORES_PER_NODE} "
-              "cores, one task per core:")
+            r["docs_per_s"] = r["documents"] / r["scan_seconds"]
+            r["docs_per_cpu_s"] = r["documents"] / r["cpu_seconds_less_fixed"]
+            r["mb_per_cpu_s"] = r["bytes"] / r["cpu_seconds_less_fixed"] / 1e6
+            r["model_docs_per_cpu_s"] = r["documents"] / core_seconds(*fits[str(r["workers"])], r["documents"],
+                                                                      r["bytes"])
+            r["peer_docs_per_s"] = r["documents"] / r["peer_seconds"]
+            print(f"{r['corpus']:7} {r['workers']:>3} {r['documents']:>7,} {r['bytes'] / r['documents']:>6,.0f} "
+                  f"{r['scan_seconds']:>6.1f} {r['docs_per_s']:>7,.0f} {r['cpu_seconds']:>6.1f} "
+                  f"{r['cpu_seconds_less_fixed']:>7.1f} {r['docs_per_cpu_s']:>10,.0f} {r['mb_per_cpu_s']:>8.2f} "
+                  f"{r['model_docs_per_cpu_s']:>7,.0f} {r['model_docs_per_cpu_s'] / r['docs_per_cpu_s'] - 1:>+6.0%} "
+                  f"{r['task_peak_rss_mb']:>6.0f} MB {r['peer_docs_per_s']:>11,.0f} "
+                  f"{r['scan_seconds'] / r['peer_seconds']:>8.1f}x")
+        print("\nmodel: CPU-seconds = a x documents + b x bytes (least squares on the relative error; 'model' "
+              "above: the fit of the row's worker count)")
+        for name, (fa, fb) in fits.items():
+            label = "all runs" if name == "all" else f"{name} worker(s)"
+            print(f"  {label:12} a = {fa * 1e6:6.1f} us per document, b = {fb * 1e6:.3f} us per byte (equal shares "
+                  f"at {fa / fb:,.0f} bytes a document)")
+        long_rate = next(r["mb_per_cpu_s"] for r in results if r["corpus"] == "long" and str(r["workers"]) == cores)
+        per_billion, per_tb = a * 1e9 / 3600, b * 1e12 / 3600
+        print(f"\nEstimate by the {cores}-worker model (a = {a * 1e6:.1f} us, b = {b * 1e6:.3f} us): core-hours = "
+              f"{per_billion:.2f} x billions of documents + {per_tb:.1f} x TB of text; {NODES} nodes x "
+              f"{CORES_PER_NODE} cores, one task per core:")
         estimates = {}
-        for name, tokens in CORPORA.items():
-            text = tokens * BYTES_PER_TOKEN
-            core_hours = text / (per_core * 1e9) / 3600
-            wall = core_hours / (NODES * CORES_PER_NODE)
-            estimates[name] = {"tokens": tokens, "bytes": text, "core_hours": core_hours, "wall_hours": wall}
-            print(f"  {name}: {tokens / 1e12:.1f}e12 tokens x {BYTES_PER_TOKEN} B = {text / 1e12:.2f} TB; "
-                  f"/ {per_core * 1e3:.2f} MB/s = {core_hours:,.0f} core-hours; / {NODES * CORES_PER_NODE} cores = "
-                  f"{wall * 60:.1f} minutes wall")
+        for name, figures in CORPORA.items():
+            if figures["documents"] is None:
+                print(f"  {name}: {figures['tokens'] / 1e12:.1f}e12 tokens; no estimate: {figures['source']}")
+                estimates[name] = {**figures, "core_hours_per_billion_documents": per_billion,
+                                   "core_hours_per_tb": per_tb}
+                continue
+            seconds = core_seconds(a, b, figures["documents"], figures["bytes"])
+            hours = seconds / 3600
+            wall = hours / (NODES * CORES_PER_NODE)
+            bytes_only = figures["bytes"] / (long_rate * 1e6) / 3600
+            estimates[name] = {**figures, "core_hours": hours, "wall_hours": wall,
+                               "core_hours_by_mb_per_s_of_long_documents": bytes_only}
+            print(f"  {name}: {figures['documents'] / 1e9:.3f}e9 documents x {a * 1e6:.1f} us + "
+                  f"{figures['bytes'] / 1e12:.3f}e12 B x {b * 1e6:.3f} us = {seconds:.3g} CPU-seconds = "
+                  f"{hours:,.0f} core-hours; / {NODES * CORES_PER_NODE} cores = {wall * 60:.1f} minutes wall\n"
+                  f"    (by MB/s alone, at the long documents' {long_rate:.2f} MB per CPU-second: {bytes_only:,.0f} "
+                  f"core-hours; the model gives {hours / bytes_only:.2f}x that)\n    {figures['source']}")
+        print(f"\ntotal {time.perf_counter() - began:.0f} s")
         if args.json:
-            print(json.dumps({"corpus": size, "cpu": cpu, "results": results, "estimates": estimates}))
+            print(json.dumps({"cpu": cpu, "fixed_cpu_seconds": fixed, "results": results,
+                              "fits": {k: {"per_document_s": fa, "per_byte_s": fb} for k, (fa, fb) in fits.items()},
+                              "estimates": estimates}))
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -358,3 +358,46 @@ def test_progress_on_the_terminal_and_in_json(small_release, corpus, capsys, tmp
     # a finished work folder: nothing scanned, no progress figures
     out, _ = _run(capsys, _argv(small_release, corpus, tmp_path / "work", "--tasks", "4", "--json"))
     assert "this_run" not in json.loads(out)["corpus"]
+
+
+def test_each_task_records_its_cpu_seconds(small_release, corpus, capsys, tmp_path):
+    """``tasks/RANK.json`` holds the task's CPU-seconds (what ``benchmarks/corpus_throughput.py`` fits its cost
+    model on): positive, and no more than the run's wall time on every core."""
+    began = time.monotonic()
+    _run(capsys, _argv(small_release, corpus, tmp_path / "work", "--tasks", "2"))
+    wall = time.monotonic() - began
+    summaries = [json.loads(p.read_text()) for p in sorted((tmp_path / "work" / "tasks").glob("*.json"))]
+    assert len(summaries) == 2 and sum(s["documents"] for s in summaries) == 120
+    assert all(0 < s["cpu_seconds"] <= wall * (os.cpu_count() or 1) for s in summaries), summaries
+
+
+def _throughput_benchmark():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("corpus_throughput", ROOT / "benchmarks" / "corpus_throughput.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_throughput_model_recovers_its_costs_and_agrees_with_scipy():
+    """The benchmark's cost model (``CPU-seconds = a x documents + b x bytes``, least squares on the relative
+    error): costs planted in exact timings come back, and on noisy timings the fit is scipy's own minimiser's."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    bench = _throughput_benchmark()
+    rng = np.random.default_rng(0)
+    documents = np.array([100_000, 24_000, 6_000, 100_000, 24_000, 6_000])
+    text_bytes = documents * np.array([102, 1_062, 5_328, 102, 1_062, 5_328])
+    a, b = 14e-6, 0.11e-6
+    exact = a * documents + b * text_bytes
+    assert np.allclose(bench.fit_cost(documents, text_bytes, exact), (a, b), rtol=1e-9, atol=0)
+    noisy = exact * (1 + rng.normal(0, 0.1, size=exact.size))
+    fitted = bench.fit_cost(documents, text_bytes, noisy)
+    reference = least_squares(lambda p: (p[0] * 1e-6 * documents + p[1] * 1e-6 * text_bytes) / noisy - 1,
+                              x0=[1.0, 1.0], xtol=1e-15, ftol=1e-15, gtol=1e-15).x * 1e-6
+    assert np.allclose(fitted, reference, rtol=1e-6, atol=0)
+    assert not np.allclose(fitted, (a, b), rtol=1e-3, atol=0)  # the noise moved it: the comparison above is not trivial
+    assert bench.core_seconds(*fitted, 4.367e9, 11.519e12) == pytest.approx(
+        fitted[0] * 4.367e9 + fitted[1] * 11.519e12)

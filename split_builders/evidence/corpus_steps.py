@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from datatrove.pipeline.base import PipelineStep
@@ -92,8 +93,9 @@ def _record_of(self, document) -> dict:
 class CorpusMatcher(PipelineStep):
     """resplit's matcher: each task loads the evaluation index from the work folder, matches batches of
     documents (:meth:`.corpus.EvaluationIndex.match`) and passes one record per match on to the writer; at the
-    end it writes its summary (documents, characters, bytes of text) to ``tasks/RANK.json``. A shard that cannot
-    be read is written to ``failed/RANK.json`` and the task fails naming it."""
+    end it writes its summary (documents, characters, bytes of text, CPU-seconds, peak memory) to
+    ``tasks/RANK.json``. A shard that cannot be read is written to ``failed/RANK.json`` and the task fails
+    naming it."""
 
     name = "🔎 resplit matcher"
     type = "🔎 - MATCHER"
@@ -107,6 +109,7 @@ class CorpusMatcher(PipelineStep):
     def run(self, data, rank: int = 0, world_size: int = 1):
         from datatrove.data import Document
 
+        started = time.process_time()  # this task's CPU-seconds: the cost per core that benchmarks/ fits
         work = Path(self.work)
         for stale in (work / "matches").glob(f"*{rank:05d}.parquet"):  # an earlier, killed attempt of this task
             stale.unlink()
@@ -156,6 +159,7 @@ class CorpusMatcher(PipelineStep):
                 "log": f"logs/logs/task_{rank:05d}.log"})
             raise
         self.stat_update("records", value=summary["records"])
+        summary["cpu_seconds"] = round(time.process_time() - started, 3)
         summary["peak_rss_kb"] = _peak_rss_kb()
         # what a resume checks before it trusts this task (:mod:`.corpus_resume`): its shards as they were read
         # and the index it matched with
