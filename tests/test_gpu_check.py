@@ -27,8 +27,10 @@ def test_gpu_check_runs_tiny_on_cpu(tmp_path):
                TOKENIZERS_PARALLELISM="false", HF_HOME=str(tmp_path / "hf"))
     # --deny-imports: the packages the GPU machine lacks (and the wheels do not bring) cannot be imported here
     # either, in the check or its subprocesses, so an import the wheels miss fails in this test.
+    # --minutes: the check's own budget (5 minutes in --tiny) is for the GPU machine; here the suite's other processes
+    # share the cores, and a step skipped for time would fail this test for the machine's load, not the check
     done = subprocess.run([sys.executable, str(CHECK), "--device", "cpu", "--tiny", "--deny-imports", "--out", str(out),
-                           "--work", str(tmp_path / "work")],
+                           "--work", str(tmp_path / "work"), "--minutes", "30"],
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
     assert out.is_file(), done.stderr[-3000:]
     results = json.loads(out.read_text())
