@@ -297,3 +297,57 @@ def test_settings_that_match_everything_are_refused_with_their_cost(small_releas
     line = refused_in_one_line([*base, "--threshold", "0.1"], capsys)
     assert "--threshold 0.1" in line and "1.4 GB" in line
     assert not (tmp_path / "w").exists()
+
+
+def test_several_releases_in_one_pass_equal_their_own_runs(small_release, capsys, tmp_path):
+    """``--also``: TARGET (two input fields) and a second release (one field: a TARGET row on one line, a long
+    two-sentence row, a Russian row) checked in one pass give, per release, the report, ``--rows``,
+    ``--corpus-matches`` and records of that release's own run (its n-grams hashed as its own run hashes them; the
+    two-line run that only TARGET's inputs compare is no near-duplicate of the one-field row); the work folder
+    records both releases and a resume with another set is refused."""
+    test, _ = _test_rows(small_release)
+    row, other = test.iloc[0], test.iloc[1]
+    long_row = " ".join(ROWS["long"]) + " " + ROWS["ten"][0] + " while their parents read books"
+    second = tmp_path / "release"
+    second.mkdir()
+    pd.DataFrame({"text": [f"{row.premise} {row.hypothesis}", long_row, ROWS["ru"][0]],
+                  "label": ["a", "b", "a"]}).to_parquet(second / "test.parquet")
+    half = len(long_row.split()) // 2
+    corpus = tmp_path / "web"
+    corpus.mkdir()
+    _jsonl(corpus / "a.jsonl.gz", [{"text": t, "id": f"d{k}"} for k, t in enumerate([
+        f"{row.premise}\n{row.hypothesis}", f"{row.premise} {row.hypothesis}",
+        "An unrelated first line about the weather, long enough not to be part of any copy at all here.\n"
+        + " ".join(long_row.split()[:half]) + "\n" + " ".join(long_row.split()[half:]),
+        f"Новости: {ROWS['ru'][0]}, говорят.", f"Quote: {other.premise} {other.hypothesis} and more",
+        "filler text"])])
+    outputs = {}
+    for name, release, extra in (("first", small_release, ["--configs", "random"]), ("second", second, []),
+                                 ("both", small_release, ["--configs", "random", "--also", str(second)])):
+        capsys.readouterr()
+        code = main(["audit", str(release), "--against-corpus", str(corpus), "--work", str(tmp_path / f"{name}-work"),
+                     "--json", "--no-progress", "--rows", str(tmp_path / f"{name}-rows.parquet"),
+                     "--corpus-matches", str(tmp_path / f"{name}-matches.parquet"), *extra])
+        out, err = capsys.readouterr()
+        assert code == 0, err[-2000:]
+        outputs[name] = json.loads(out)
+    both = outputs["both"]["releases"]
+    assert [r["target"] for r in both] == [str(small_release), str(second)]
+    for k, name in enumerate(("first", "second")):
+        mine, alone = both[k], outputs[name]
+        assert mine["against"] == alone["against"] and mine["corpus"]["records"] == alone["corpus"]["records"]
+        for kind in ("records", "rows", "matches"):
+            together = pq.read_table(tmp_path / "both-work" / "records.parquet" if kind == "records"
+                                     else tmp_path / f"both-{kind}.parquet")
+            assert together.column_names[0] == "release"
+            together = together.filter(pa.compute.equal(together.column("release"), mine["target"]))
+            own = pq.read_table(tmp_path / f"{name}-work" / "records.parquet" if kind == "records"
+                                else tmp_path / f"{name}-{kind}.parquet")
+            assert together.drop_columns(["release"]).equals(own), (name, kind)
+    records = pq.read_table(tmp_path / "second-work" / "records.parquet").to_pylist()
+    assert {(r["document"], r["exact"], r["jaccard"] is None, r["ngram_overlap"]) for r in records} == {
+        ("d0", False, False, True), ("d1", True, False, True), ("d2", False, True, True), ("d3", False, False, True)}
+    assert outputs["both"]["releases"][0]["against"]["random"]["test"]["exact"] == 1
+    line = refused_in_one_line(["audit", str(small_release), "--configs", "random", "--no-progress",
+                                "--against-corpus", str(corpus), "--work", str(tmp_path / "both-work")], capsys, corpus)
+    assert "--also none" in line and f"--also {second}" in line

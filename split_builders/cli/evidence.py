@@ -129,9 +129,10 @@ def add_against_arguments(parser) -> None:
                         help="write the corpus documents whose evidence counts: shard, row, document, the evaluation "
                              "row (config, split, source_id), evidence, jaccard, ngram_fraction (to filter the corpus)")
     corpus.add_argument("--also", action="append", metavar="RELEASE",
-                        help="check this release too in the same pass over the corpus (repeat it for more; each "
-                             "read as TARGET is, with --configs and --fields): one report per release, --rows and "
-                             "--corpus-matches name each row's release")
+                        help="check this release (or dataset) too, in the same pass over the corpus; repeat it for "
+                             "more. Each is read whole with its own input fields (--configs, --fields and --revision "
+                             "are TARGET's); one report per release, and --rows and --corpus-matches name each row's "
+                             "release")
     corpus.add_argument("--text-field", help="the corpus's text field (default: text)")
     corpus.add_argument("--id-field", help="the corpus's document id field (default: id, else the row in its shard)")
     corpus.add_argument("--work", metavar="DIR",
@@ -247,12 +248,10 @@ def run_against(view, args, settings) -> int:
                 from split_builders.evidence.corpus_releases import named
 
                 releases = [(args.target, data, fields)]
-                for k, name in enumerate(also):  # each read as TARGET is, in a folder of its own
+                for k, name in enumerate(also):  # each whole, with its own input fields, in a folder of its own
                     (Path(work) / f"also-{k}").mkdir()
-                    other = target_input(name, work=Path(work) / f"also-{k}",
-                                         configs=settings.get("configs") or getattr(args, "configs", None))
-                    releases.append((name, other, other.resolve(settings["fields"]) if settings.get("fields")
-                                     else other.fields))
+                    other = target_input(name, work=Path(work) / f"also-{k}")
+                    releases.append((name, other, other.fields))
                 results, outcome = run_releases(
                     releases, corpus_source, work=corpus_work,
                     threshold=settings["threshold"], executor=args.executor or "local", tasks=args.tasks or 1,
