@@ -448,7 +448,8 @@ def run_releases(releases: list, source: str, *, work, threshold: float, executo
         cluster = submitted = None
         session = corpus_ops.ray_session(ray_address, workers=max(1, workers)) if executor == "ray" \
             else contextlib.nullcontext()
-        watched = corpus_ops.watch_progress(work, corpus.shards, tasks, enabled=progress) \
+        sizes = {shard: stat[0] for shard, stat in corpus.stats.items()}  # local shards: bytes, for the ETA
+        watched = corpus_ops.watch_progress(work, corpus.shards, tasks, enabled=progress, sizes=sizes) \
             if executor != "slurm" else contextlib.nullcontext({})
         try:  # datatrove's own lines (per task: in its log under the work folder) stay off the terminal
             with session as cluster, watched as ran, corpus_ops.children_end_with_this_process(), \
