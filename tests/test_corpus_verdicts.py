@@ -89,21 +89,39 @@ def _documents(lines: list) -> list:
     return [Document(text=line, id=f"d{k}", metadata={"shard": "s", "row": k}) for k, line in enumerate(lines)]
 
 
-def _reference(lines: list, *, threshold: float = THRESHOLD) -> dict:
-    """``{(source_id, row): (jaccard or None, longest run, n-gram fraction or None)}`` of one-line documents."""
+def _passages(document: str, fields: int = 2) -> set:
+    """A document's passages as docs/corpus.md defines them: its normalised non-empty lines, every run of up to
+    as many consecutive lines as an input has fields, and the whole document."""
+    lines = [line for line in (_normalised(part) for part in document.split("\n")) if line]
+    runs = {"\n".join(lines[k:k + w]) for w in range(1, fields + 1) for k in range(len(lines) - w + 1)}
+    return runs | {"\n".join(lines)} if lines else set()
+
+
+def _reference(documents: list, *, threshold: float = THRESHOLD) -> dict:
+    """``{(source_id, row): (jaccard or None, longest run, n-gram fraction or None)}`` of documents (lines apart
+    by line breaks), by the definitions of docs/corpus.md: the best exact Jaccard of character 5-gram sets over
+    the document's passages (1.0 where a passage is the input, or its fields on one line), word n-grams across
+    the document's lines."""
+    return {key: value[:3] for key, value in _reference_records(documents, threshold=threshold).items()}
+
+
+def _reference_records(documents: list, *, threshold: float = THRESHOLD) -> dict:
+    """:func:`_reference` with each record's exact flag and kind of evidence (exact, near_duplicate, ngram)."""
     out = {}
     for sid, (premise, hypothesis) in enumerate(ROWS.values()):
         text = _text(premise, hypothesis)
         words = _words(text)
         mine = _grams(words)
-        for row, line in enumerate(lines):
-            line = _normalised(line)
-            doc = _words(line)
+        for row, document in enumerate(documents):
+            passages = _passages(document)
+            doc = [w for line in document.split("\n") for w in _words(_normalised(line))]
             shared = mine & _grams(doc, n=N if len(words) >= N else len(words), whole=False) if mine else set()
-            jaccard = 1.0 if line == text.replace("\n", " ") else round(_jaccard(text, line), 6)
+            exact = text in passages or text.replace("\n", " ") in passages
+            jaccard = 1.0 if exact else round(max((_jaccard(text, p) for p in passages), default=0.0), 6)
             if shared or jaccard >= threshold:
+                kind = "exact" if exact else "near_duplicate" if jaccard >= threshold else "ngram"
                 out[(sid, row)] = (jaccard if jaccard >= threshold else None, _longest(words, doc),
-                                   round(len(shared) / len(mine), 6) if shared else None)
+                                   round(len(shared) / len(mine), 6) if shared else None, exact, kind)
     return out
 
 
@@ -134,6 +152,50 @@ def test_words_in_any_language_and_the_n_gram_convention_equal_an_independent_co
     expected = _reference(lines)
     assert {k[1] for k in expected} == {0, 1, 2, 3, 5, 6}  # the short input (row 4) has no n-gram of its own
     assert _matched(index, lines) == expected
+
+
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else "\u3000" if c == " " else c for c in text)
+
+
+def test_every_planted_form_and_evidence_kind_equals_an_independent_checker():
+    """The issue's planted forms of evaluation rows (exact, inside a longer document, case, full width,
+    punctuation, one word changed, one line, inline in a paragraph, premise only, far apart, repeated), in
+    English, Russian, French and Chinese, among unrelated documents: every record (its Jaccard, exactness,
+    longest run, n-gram fraction) and its kind of evidence equal the plain-Python checker's, record by record."""
+    from split_builders.evidence.corpus_index import record_schema
+    from split_builders.evidence.corpus_verdicts import evidence_of
+
+    index = _index()
+    filler = ["The weather in the valley stayed mild through the spring and the farmers planted early.",
+              "Trains to the coast leave every hour from the central station, except on public holidays."]
+    documents = list(filler)
+    for key in ("long", "ru", "fr", "zh"):
+        premise, hypothesis = ROWS[key]
+        words = premise.split()
+        changed = " ".join(words[:3] + ["zebra"] + words[4:])
+        documents += [
+            f"{premise}\n{hypothesis}",  # exact
+            f"{filler[0]}\n{premise}\n{hypothesis}\n{filler[1]}",  # inside a longer document
+            f"{premise.upper()}\n{hypothesis.upper()}",  # case
+            f"{_full_width(premise)}\n{_full_width(hypothesis)}",  # width
+            f"{premise.replace(' ', ', ', 2)}!\n{hypothesis}?",  # punctuation
+            f"{changed}\n{hypothesis}",  # one word changed
+            f"{premise} {hypothesis}",  # one line
+            f"{filler[0]} As we read, {premise} {hypothesis}, or so it goes. {filler[1]}",  # inline in a paragraph
+            premise,  # premise only
+            f"{premise}\n" + "\n".join(filler * 3) + f"\n{hypothesis}",  # far apart
+            " ".join([f"{premise} {hypothesis}"] * 4)]  # repeated
+    expected = _reference_records(documents)
+    records = index.match(_documents(documents))
+    got = {(r["source_id"], r["row"]): (r["jaccard"], r["longest_ngram"], r["ngram_fraction"], r["exact"])
+           for r in records}
+    assert got == {key: value[:4] for key, value in expected.items()}
+    kinds, _, _ = evidence_of(pa.Table.from_pylist(records, schema=record_schema()), max_matches=None)
+    assert {(r["source_id"], r["row"]): kind for r, kind in zip(records, kinds)} == {
+        key: value[4] for key, value in expected.items()}
+    assert {value[4] for value in expected.values()} == {"exact", "near_duplicate", "ngram"}  # every kind planted
+    assert not any(row < len(filler) for _, row in expected)
 
 
 def test_a_long_line_of_repeated_text_reaches_the_threshold_and_is_found():
