@@ -236,7 +236,8 @@ def main() -> None:
                 write_corpus(corpus, size, documents, planted, seed=seed)
             for executor, workers in [(e, w) for e in executors for w in worker_counts]:
                 r = measure(root, name, corpus, target, workers, python, env, executor)
-                print(f"  {name}, {executor}, {workers} worker(s): scan {r['scan_seconds']:.1f} s (peer {r['peer_seconds']:.1f} "
+                print(f"  {name}, {executor}, {workers} worker(s): scan {r['scan_seconds']:.1f} s "
+                      f"(peer {r['peer_seconds']:.1f} "
                       f"s), tasks {r['cpu_seconds']:.1f} CPU-s, {r['planted_found']} of {PLANTED} planted rows found",
                       flush=True)
                 if size:
@@ -251,7 +252,8 @@ def main() -> None:
         a, b = fits[cores]
         print(f"\nfixed cost of {SHARDS} tasks (the {PLANTED}-document corpus): "
               + ", ".join(f"{e} {w} worker(s) {v:.2f} CPU-s" for (e, w), v in fixed.items()))
-        print(f"\n{'corpus':7} {'exec':5} {'wkr':>3} {'docs':>7} {'mean B':>6} {'scan s':>6} {'docs/s':>7} {'CPU s':>6} "
+        print(f"\n{'corpus':7} {'exec':5} {'wkr':>3} {'docs':>7} {'mean B':>6} {'scan s':>6} {'docs/s':>7} "
+              f"{'CPU s':>6} "
               f"{'- fixed':>7} {'docs/CPU-s':>10} {'MB/CPU-s':>8} {'model':>7} {'error':>6} {'task RSS':>9} "
               f"{'peer docs/s':>11} {'ours/peer':>9}")
         for r in results + others:
@@ -261,7 +263,8 @@ def main() -> None:
             r["model_docs_per_cpu_s"] = r["documents"] / core_seconds(*fits[str(r["workers"])], r["documents"],
                                                                       r["bytes"])
             r["peer_docs_per_s"] = r["documents"] / r["peer_seconds"]
-            print(f"{r['corpus']:7} {r['executor']:5} {r['workers']:>3} {r['documents']:>7,} {r['bytes'] / r['documents']:>6,.0f} "
+            print(f"{r['corpus']:7} {r['executor']:5} {r['workers']:>3} {r['documents']:>7,} "
+                  f"{r['bytes'] / r['documents']:>6,.0f} "
                   f"{r['scan_seconds']:>6.1f} {r['docs_per_s']:>7,.0f} {r['cpu_seconds']:>6.1f} "
                   f"{r['cpu_seconds_less_fixed']:>7.1f} {r['docs_per_cpu_s']:>10,.0f} {r['mb_per_cpu_s']:>8.2f} "
                   f"{r['model_docs_per_cpu_s']:>7,.0f} {r['model_docs_per_cpu_s'] / r['docs_per_cpu_s'] - 1:>+6.0%} "
@@ -277,8 +280,9 @@ def main() -> None:
             local = next((q for q in results if q["corpus"] == r["corpus"] and q["workers"] == r["workers"]), None)
             if local:
                 print(f"  {r['corpus']}, {r['workers']} worker(s): {r['executor']} scan {r['scan_seconds']:.1f} s vs "
-                      f"local {local['scan_seconds']:.1f} s ({local['scan_seconds'] / r['scan_seconds']:.2f}x the local "
-                      f"rate); CPU-s {r['cpu_seconds']:.1f} vs {local['cpu_seconds']:.1f}")
+                      f"local {local['scan_seconds']:.1f} s "
+                      f"({local['scan_seconds'] / r['scan_seconds']:.2f}x the local rate); CPU-s {r['cpu_seconds']:.1f} "
+                      f"vs {local['cpu_seconds']:.1f}")
         long_rate = next((r["mb_per_cpu_s"] for r in results if r["corpus"] == "long" and str(r["workers"]) == cores),
                          None)
         if long_rate is None:  # no long corpus measured: no estimate

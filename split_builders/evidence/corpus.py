@@ -475,10 +475,13 @@ def run_releases(releases: list, source: str, *, work, threshold: float, executo
                                kept="the tasks finished so far are kept: run the same command again to resume")
         raise InvalidParameterError(failure_line(work, tasks, hint))
     options = dict(tasks=tasks, executor=executor, ngram_policy=ngram_policy, ngram_max_matches=ngram_max_matches)
-    if len(names) > 1:
-        from split_builders.evidence.corpus_releases import merge_releases
+    if len(names) > 1:  # each release's records, as its own run writes them, merged as its own run merges them
+        from split_builders.evidence.corpus_releases import gram_translation, named, release_records
 
-        results = merge_releases(work, indexes, names, matched, corpus, **options)
+        records = read_records(work, releases=True)
+        results = [(name, *merge(work, one, corpus, records=release_records(records, k, gram_translation(matched, one)),
+                                 **options)) for k, (name, one) in enumerate(zip(names, indexes))]
+        _write_records(work / "records.parquet", named([result[3] for result in results], names))
     else:
         results = [(names[0], *merge(work, index, corpus, **options))]
     for _, report, _, _ in results:

@@ -6,10 +6,11 @@ release (``release``: its position, TARGET first), so every document is normalis
 whatever the number of releases. Each input keeps its own release's number of fields, so it is compared on the
 passages a run of its release alone compares (:meth:`.corpus_index.EvaluationIndex._near`).
 
-**One report per release** (:func:`merge_releases`): the records of each release, its n-gram hashes written as
-a run of that release alone writes them (:func:`gram_translation`: they are numbered by the index's vocabulary),
-go through the one-release merge (:func:`.corpus.merge`), so each release's report, ``--rows`` and records are
-those of its own run. ``records.parquet`` holds every release's, with the release named first.
+**One report per release** (:func:`.corpus.run_releases`): the records of each release
+(:func:`release_records`: its n-gram hashes written as a run of that release alone writes them,
+:func:`gram_translation`, since they are numbered by the index's vocabulary) go through the one-release merge
+(:func:`.corpus.merge`), so each release's report, ``--rows`` and records are those of its own run.
+``records.parquet`` holds every release's, with the release named first (:func:`named`).
 """
 
 from __future__ import annotations
@@ -83,20 +84,6 @@ def release_records(records, position: int, mapping: dict):
     grams = [sorted(mapping[g] for g in found) if found else found for found in mine.column("ngrams").to_pylist()]
     at = mine.column_names.index("ngrams")
     return mine.set_column(at, record_schema().field("ngrams"), pa.array(grams, record_schema().field("ngrams").type))
-
-
-def merge_releases(work, indexes: list, names: list, combined: EvaluationIndex, corpus, **options) -> list:
-    """Each release's ``(name, report, rows, records)``, as its own run gives them (:func:`.corpus.merge` on its
-    records), and ``records.parquet`` of them all (``release`` first: the release as given)."""
-    from split_builders.evidence.corpus import _write_records, merge, read_records
-
-    records = read_records(work, releases=True)
-    results = []
-    for position, (name, index) in enumerate(zip(names, indexes)):
-        mine = release_records(records, position, gram_translation(combined, index))
-        results.append((name, *merge(work, index, corpus, records=mine, **options)))
-    _write_records(work / "records.parquet", named([r[3] for r in results], names))
-    return results
 
 
 def named(tables: list, names: list):

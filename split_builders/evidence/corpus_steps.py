@@ -203,7 +203,8 @@ def writer(work, *, releases: bool = False) -> ParquetWriter:
     """datatrove's ``ParquetWriter`` of the match records: ``matches/RANK.parquet`` (a task without a match
     writes none; ``releases``: tagged with their release)."""
     return ParquetWriter(str(Path(work) / "matches"), output_filename="${rank}.parquet", adapter=_record_of,
-                         schema=corpus.record_schema(releases), use_content_defined_chunking=False, write_page_index=False)
+                         schema=corpus.record_schema(releases), use_content_defined_chunking=False,
+                         write_page_index=False)
 
 
 def _write_json(path: Path, value: dict) -> None:
