@@ -5,6 +5,7 @@ byte); and what that model means for Dolma and FineWeb-Edu on a cluster.
     python benchmarks/corpus_throughput.py          # 100,000 short, 24,000 medium, 6,000 long; 1 and 2 workers
     python benchmarks/corpus_throughput.py --quick  # a quarter of the documents
     python benchmarks/corpus_throughput.py --json   # last line: one JSON object
+    python benchmarks/corpus_throughput.py --sizes medium --executors local,ray  # local against Ray (no model)
 
 **Corpora.** Three, each of 2 Parquet shards (``text``, ``id``), written in a temporary folder from real English
 text: the sentences of BoolQ's dev passages and its questions (``../shared/data/boolq``, Wikipedia text; see
@@ -245,6 +246,8 @@ def main() -> None:
                     (results if executor == "local" else others).append(r)
                 else:  # the tasks' own fixed cost: loading the index, the first batch's imports
                     fixed[executor, workers] = r["cpu_seconds"]
+        if len({r["corpus"] for r in results}) < 2:  # one size: a and b cannot be told apart
+            print("\n(one corpus size: the model is not fitted; give --sizes with two or more)")
         fits = {str(w): fit_cost(*([r[k] for r in results if r["workers"] == w]
                                    for k in ("documents", "bytes", "cpu_seconds_less_fixed"))) for w in worker_counts}
         fits["all"] = fit_cost(*([r[k] for r in results] for k in ("documents", "bytes", "cpu_seconds_less_fixed")))
@@ -272,7 +275,7 @@ def main() -> None:
                   f"{r['scan_seconds'] / r['peer_seconds']:>8.1f}x")
         print("\nmodel: CPU-seconds = a x documents + b x bytes (least squares on the relative error; 'model' "
               "above: the fit of the row's worker count)")
-        for name, (fa, fb) in fits.items():
+        for name, (fa, fb) in fits.items() if len({r["corpus"] for r in results}) > 1 else ():
             label = "all runs" if name == "all" else f"{name} worker(s)"
             print(f"  {label:12} a = {fa * 1e6:6.1f} us per document, b = {fb * 1e6:.3f} us per byte (equal shares "
                   f"at {fa / fb:,.0f} bytes a document)")

@@ -413,3 +413,10 @@ def test_several_releases_in_one_pass_equal_their_own_runs(small_release, capsys
     line = refused_in_one_line(["audit", str(small_release), "--configs", "random", "--no-progress",
                                 "--against-corpus", str(corpus), "--work", str(tmp_path / "both-work")], capsys, corpus)
     assert "--also none" in line and f"--also {second}" in line
+    base = ["audit", str(small_release), "--no-progress", "--against-corpus", str(corpus), "--work",
+            str(tmp_path / "refused")]
+    line = refused_in_one_line([*base, "--also", str(second), "--also", str(second)], capsys, corpus)
+    assert "given twice" in line
+    line = refused_in_one_line([*base, "--also", str(second), "--write-clean", str(tmp_path / "clean")], capsys,
+                               corpus)
+    assert "--write-clean" in line and "--rows" in line and not (tmp_path / "refused").exists()
