@@ -5,6 +5,7 @@ byte); and what that model means for Dolma and FineWeb-Edu on a cluster.
     python benchmarks/corpus_throughput.py          # 100,000 short, 24,000 medium, 6,000 long; 1 and 2 workers
     python benchmarks/corpus_throughput.py --quick  # a quarter of the documents
     python benchmarks/corpus_throughput.py --json   # last line: one JSON object
+    python benchmarks/corpus_throughput.py --sizes medium --executors local,ray  # local against Ray (no model)
 
 **Corpora.** Three, each of 2 Parquet shards (``text``, ``id``), written in a temporary folder from real English
 text: the sentences of BoolQ's dev passages and its questions (``../shared/data/boolq``, Wikipedia text; see
@@ -174,21 +175,25 @@ def build_target(root: Path, python: str, env: dict) -> Path:
     return target
 
 
-def measure(root: Path, name: str, corpus: Path, target: Path, workers: int, python: str, env: dict) -> dict:
-    """One corpus, one worker count: the peer's scan, and resplit's scan and its tasks' CPU-seconds."""
+def measure(root: Path, name: str, corpus: Path, target: Path, workers: int, python: str, env: dict,
+            executor: str = "local") -> dict:
+    """One corpus, one worker count, one executor: the peer's scan (datatrove's local reader), and resplit's
+    scan and its tasks' CPU-seconds. Ray: a local Ray of ``workers`` CPUs started by the command itself
+    (``RAY_ADDRESS=local``: never a cluster another user started on this machine)."""
     logs = root / f"peer-{name}-{workers}"
     shutil.rmtree(logs, ignore_errors=True)
     out = run([python, "-c", PEER, str(corpus), str(SHARDS), str(workers), str(logs)], env)
-    work = root / f"work-{name}-{workers}"
+    work = root / f"work-{name}-{workers}-{executor}"
     shutil.rmtree(work, ignore_errors=True)
     report = json.loads(run([python, "-m", "split_builders.cli", "audit", str(target), "--against-corpus",
                              str(corpus), "--work", str(work), "--tasks", str(SHARDS), "--workers", str(workers),
-                             "--json", "--no-progress"], env))
+                             "--executor", executor, "--json", "--no-progress"],
+                            {**env, "RAY_ADDRESS": "local"} if executor == "ray" else env))
     tasks = [json.loads(p.read_text()) for p in (work / "tasks").glob("*.json")]
     found = report["against"]["random"]["test"]["exact"]
     if found < PLANTED:
         raise SystemExit(f"{name}, {workers} worker(s): only {found} of the {PLANTED} planted rows were found")
-    return {"corpus": name, "workers": workers, "documents": sum(t["documents"] for t in tasks),
+    return {"corpus": name, "executor": executor, "workers": workers, "documents": sum(t["documents"] for t in tasks),
             "bytes": sum(t["bytes"] for t in tasks), "scan_seconds": report["corpus"]["this_run"]["seconds"],
             "cpu_seconds": sum(t["cpu_seconds"] for t in tasks), "peer_seconds": float(out.split()[-1]),
             "task_peak_rss_mb": max(t["peak_rss_kb"] for t in tasks) / 1024, "planted_found": found}
@@ -200,6 +205,10 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--keep", help="keep the corpora, the target and the work folders here")
     parser.add_argument("--json", action="store_true", help="last line: one JSON object")
+    parser.add_argument("--sizes", default=",".join(SIZES), help="the corpora to measure (default: all three)")
+    parser.add_argument("--executors", default="local",
+                        help="local, ray or local,ray (Ray: a local Ray started by each command; the model is "
+                             "fitted on the local runs)")
     args = parser.parse_args()
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="resplit-corpus-bench-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -218,41 +227,47 @@ def main() -> None:
                     if line.startswith("model name")), "?")
         print(f"CPU: {cpu}, {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}; target built in "
               f"{time.perf_counter() - began:.0f} s", flush=True)
-        sizes = {"fixed": 0, **SIZES}
-        results, fixed = [], {}
+        sizes = {"fixed": 0, **{k: SIZES[k] for k in args.sizes.split(",")}}
+        executors = args.executors.split(",")
+        results, others, fixed = [], [], {}
         for seed, (name, size) in enumerate(sizes.items()):
             documents = PLANTED if not size else DOCUMENTS[name] // (4 if args.quick else 1)
             corpus = root / f"corpus-{name}-{documents}"
             if not corpus.exists():
                 write_corpus(corpus, size, documents, planted, seed=seed)
-            for workers in worker_counts:
-                r = measure(root, name, corpus, target, workers, python, env)
-                print(f"  {name}, {workers} worker(s): scan {r['scan_seconds']:.1f} s (peer {r['peer_seconds']:.1f} "
+            for executor, workers in [(e, w) for e in executors for w in worker_counts]:
+                r = measure(root, name, corpus, target, workers, python, env, executor)
+                print(f"  {name}, {executor}, {workers} worker(s): scan {r['scan_seconds']:.1f} s "
+                      f"(peer {r['peer_seconds']:.1f} "
                       f"s), tasks {r['cpu_seconds']:.1f} CPU-s, {r['planted_found']} of {PLANTED} planted rows found",
                       flush=True)
                 if size:
-                    r["cpu_seconds_less_fixed"] = r["cpu_seconds"] - fixed[workers]
-                    results.append(r)
+                    r["cpu_seconds_less_fixed"] = r["cpu_seconds"] - fixed[executor, workers]
+                    (results if executor == "local" else others).append(r)
                 else:  # the tasks' own fixed cost: loading the index, the first batch's imports
-                    fixed[workers] = r["cpu_seconds"]
+                    fixed[executor, workers] = r["cpu_seconds"]
+        if len({r["corpus"] for r in results}) < 2:  # one size: a and b cannot be told apart
+            print("\n(one corpus size: the model is not fitted; give --sizes with two or more)")
         fits = {str(w): fit_cost(*([r[k] for r in results if r["workers"] == w]
                                    for k in ("documents", "bytes", "cpu_seconds_less_fixed"))) for w in worker_counts}
         fits["all"] = fit_cost(*([r[k] for r in results] for k in ("documents", "bytes", "cpu_seconds_less_fixed")))
         cores = str(max(worker_counts))  # as many workers as cores: every core busy, as on a cluster
         a, b = fits[cores]
         print(f"\nfixed cost of {SHARDS} tasks (the {PLANTED}-document corpus): "
-              + ", ".join(f"{w} worker(s) {fixed[w]:.2f} CPU-s" for w in worker_counts))
-        print(f"\n{'corpus':7} {'wkr':>3} {'docs':>7} {'mean B':>6} {'scan s':>6} {'docs/s':>7} {'CPU s':>6} "
+              + ", ".join(f"{e} {w} worker(s) {v:.2f} CPU-s" for (e, w), v in fixed.items()))
+        print(f"\n{'corpus':7} {'exec':5} {'wkr':>3} {'docs':>7} {'mean B':>6} {'scan s':>6} {'docs/s':>7} "
+              f"{'CPU s':>6} "
               f"{'- fixed':>7} {'docs/CPU-s':>10} {'MB/CPU-s':>8} {'model':>7} {'error':>6} {'task RSS':>9} "
               f"{'peer docs/s':>11} {'ours/peer':>9}")
-        for r in results:
+        for r in results + others:
             r["docs_per_s"] = r["documents"] / r["scan_seconds"]
             r["docs_per_cpu_s"] = r["documents"] / r["cpu_seconds_less_fixed"]
             r["mb_per_cpu_s"] = r["bytes"] / r["cpu_seconds_less_fixed"] / 1e6
             r["model_docs_per_cpu_s"] = r["documents"] / core_seconds(*fits[str(r["workers"])], r["documents"],
                                                                       r["bytes"])
             r["peer_docs_per_s"] = r["documents"] / r["peer_seconds"]
-            print(f"{r['corpus']:7} {r['workers']:>3} {r['documents']:>7,} {r['bytes'] / r['documents']:>6,.0f} "
+            print(f"{r['corpus']:7} {r['executor']:5} {r['workers']:>3} {r['documents']:>7,} "
+                  f"{r['bytes'] / r['documents']:>6,.0f} "
                   f"{r['scan_seconds']:>6.1f} {r['docs_per_s']:>7,.0f} {r['cpu_seconds']:>6.1f} "
                   f"{r['cpu_seconds_less_fixed']:>7.1f} {r['docs_per_cpu_s']:>10,.0f} {r['mb_per_cpu_s']:>8.2f} "
                   f"{r['model_docs_per_cpu_s']:>7,.0f} {r['model_docs_per_cpu_s'] / r['docs_per_cpu_s'] - 1:>+6.0%} "
@@ -260,11 +275,22 @@ def main() -> None:
                   f"{r['scan_seconds'] / r['peer_seconds']:>8.1f}x")
         print("\nmodel: CPU-seconds = a x documents + b x bytes (least squares on the relative error; 'model' "
               "above: the fit of the row's worker count)")
-        for name, (fa, fb) in fits.items():
+        for name, (fa, fb) in fits.items() if len({r["corpus"] for r in results}) > 1 else ():
             label = "all runs" if name == "all" else f"{name} worker(s)"
             print(f"  {label:12} a = {fa * 1e6:6.1f} us per document, b = {fb * 1e6:.3f} us per byte (equal shares "
                   f"at {fa / fb:,.0f} bytes a document)")
-        long_rate = next(r["mb_per_cpu_s"] for r in results if r["corpus"] == "long" and str(r["workers"]) == cores)
+        for r in others:  # Ray beside the local run of the same corpus and worker count
+            local = next((q for q in results if q["corpus"] == r["corpus"] and q["workers"] == r["workers"]), None)
+            if local:
+                print(f"  {r['corpus']}, {r['workers']} worker(s): {r['executor']} scan {r['scan_seconds']:.1f} s vs "
+                      f"local {local['scan_seconds']:.1f} s "
+                      f"({local['scan_seconds'] / r['scan_seconds']:.2f}x the local rate); CPU-s {r['cpu_seconds']:.1f} "
+                      f"vs {local['cpu_seconds']:.1f}")
+        long_rate = next((r["mb_per_cpu_s"] for r in results if r["corpus"] == "long" and str(r["workers"]) == cores),
+                         None)
+        if long_rate is None:  # no long corpus measured: no estimate
+            print(f"\ntotal {time.perf_counter() - began:.0f} s")
+            return
         per_billion, per_tb = a * 1e9 / 3600, b * 1e12 / 3600
         print(f"\nEstimate by the {cores}-worker model (a = {a * 1e6:.1f} us, b = {b * 1e6:.3f} us): core-hours = "
               f"{per_billion:.2f} x billions of documents + {per_tb:.1f} x TB of text; {NODES} nodes x "
@@ -289,7 +315,8 @@ def main() -> None:
                   f"core-hours; the model gives {hours / bytes_only:.2f}x that)\n    {figures['source']}")
         print(f"\ntotal {time.perf_counter() - began:.0f} s")
         if args.json:
-            print(json.dumps({"cpu": cpu, "fixed_cpu_seconds": fixed, "results": results,
+            print(json.dumps({"cpu": cpu, "fixed_cpu_seconds": {f"{e}/{w}": v for (e, w), v in fixed.items()},
+                              "results": results, "ray": others,
                               "fits": {k: {"per_document_s": fa, "per_byte_s": fb} for k, (fa, fb) in fits.items()},
                               "estimates": estimates}))
     finally:

@@ -354,10 +354,34 @@ def test_progress_on_the_terminal_and_in_json(small_release, corpus, capsys, tmp
     ran = json.loads(out)["corpus"]["this_run"]
     assert ran["documents"] == 120 and ran["documents_per_second"] > 0 and ran["seconds"] > 0
     assert "corpus shards" in err and f"{SHARDS}/{SHARDS}" in err and "120 documents" in err
-    assert "docs/s" in err
+    assert "docs/s" in err and "ETA 00:00" in err
+    total = sum(p.stat().st_size for p in corpus.glob("*.parquet"))  # the shards' bytes, read from disk here
+    assert (ran["shards_done"], ran["shards"], ran["bytes_done"], ran["bytes"]) == (SHARDS, SHARDS, total, total)
+    assert (ran["fraction_done"], ran["eta_seconds"]) == (1.0, 0.0)
     # a finished work folder: nothing scanned, no progress figures
     out, _ = _run(capsys, _argv(small_release, corpus, tmp_path / "work", "--tasks", "4", "--json"))
     assert "this_run" not in json.loads(out)["corpus"]
+
+
+def test_the_eta_follows_the_bytes_of_the_shards_read(tmp_path):
+    """Shards of 100, 300 and 600 bytes in 2 tasks (task 0: the first and third, task 1: the second): task 1
+    finished and task 0 past its first shard is 400 of 1,000 bytes, so 10 seconds for them leave 15 (by shards,
+    2 of 3 done: 5); a resumed run measures its pace from where it started; nothing finished yet: no ETA."""
+    from split_builders.evidence.corpus_ops import eta_seconds, progress_of
+
+    shards, sizes = ["a", "b", "c"], {"a": 100, "b": 300, "c": 600}
+    for folder, state in (("tasks", {"documents": 5}), ("progress", {"documents": 2, "shards_done": 1})):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / f"{1 if folder == 'tasks' else 0:05d}.json").write_text(json.dumps(state))
+    now = progress_of(tmp_path, shards, 2, sizes)
+    assert (now["documents"], now["shards_done"], now["bytes_done"], now["bytes"]) == (7, 2, 100 + 300, 1000)
+    nothing = {"documents": 0, "shards_done": 0, "shards": 3, "bytes_done": 0, "bytes": 1000}
+    assert eta_seconds(nothing, now, 10.0) == pytest.approx(10.0 * (1 - 0.4) / 0.4)
+    assert eta_seconds({**nothing, "bytes_done": 100}, now, 10.0) == pytest.approx(10.0 * (1 - 0.4) / 0.3)
+    by_shards = progress_of(tmp_path, shards, 2)
+    assert "bytes" not in by_shards and eta_seconds({**nothing, "bytes": None}, by_shards, 10.0) == \
+        pytest.approx(10.0 * (1 / 3) / (2 / 3))
+    assert eta_seconds(nothing, nothing, 10.0) is None
 
 
 def test_each_task_records_its_cpu_seconds(small_release, corpus, capsys, tmp_path):

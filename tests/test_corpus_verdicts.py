@@ -89,21 +89,39 @@ def _documents(lines: list) -> list:
     return [Document(text=line, id=f"d{k}", metadata={"shard": "s", "row": k}) for k, line in enumerate(lines)]
 
 
-def _reference(lines: list, *, threshold: float = THRESHOLD) -> dict:
-    """``{(source_id, row): (jaccard or None, longest run, n-gram fraction or None)}`` of one-line documents."""
+def _passages(document: str, fields: int = 2) -> set:
+    """A document's passages as docs/corpus.md defines them: its normalised non-empty lines, every run of up to
+    as many consecutive lines as an input has fields, and the whole document."""
+    lines = [line for line in (_normalised(part) for part in document.split("\n")) if line]
+    runs = {"\n".join(lines[k:k + w]) for w in range(1, fields + 1) for k in range(len(lines) - w + 1)}
+    return runs | {"\n".join(lines)} if lines else set()
+
+
+def _reference(documents: list, *, threshold: float = THRESHOLD) -> dict:
+    """``{(source_id, row): (jaccard or None, longest run, n-gram fraction or None)}`` of documents (lines apart
+    by line breaks), by the definitions of docs/corpus.md: the best exact Jaccard of character 5-gram sets over
+    the document's passages (1.0 where a passage is the input, or its fields on one line), word n-grams across
+    the document's lines."""
+    return {key: value[:3] for key, value in _reference_records(documents, threshold=threshold).items()}
+
+
+def _reference_records(documents: list, *, threshold: float = THRESHOLD) -> dict:
+    """:func:`_reference` with each record's exact flag and kind of evidence (exact, near_duplicate, ngram)."""
     out = {}
     for sid, (premise, hypothesis) in enumerate(ROWS.values()):
         text = _text(premise, hypothesis)
         words = _words(text)
         mine = _grams(words)
-        for row, line in enumerate(lines):
-            line = _normalised(line)
-            doc = _words(line)
+        for row, document in enumerate(documents):
+            passages = _passages(document)
+            doc = [w for line in document.split("\n") for w in _words(_normalised(line))]
             shared = mine & _grams(doc, n=N if len(words) >= N else len(words), whole=False) if mine else set()
-            jaccard = 1.0 if line == text.replace("\n", " ") else round(_jaccard(text, line), 6)
+            exact = text in passages or text.replace("\n", " ") in passages
+            jaccard = 1.0 if exact else round(max((_jaccard(text, p) for p in passages), default=0.0), 6)
             if shared or jaccard >= threshold:
+                kind = "exact" if exact else "near_duplicate" if jaccard >= threshold else "ngram"
                 out[(sid, row)] = (jaccard if jaccard >= threshold else None, _longest(words, doc),
-                                   round(len(shared) / len(mine), 6) if shared else None)
+                                   round(len(shared) / len(mine), 6) if shared else None, exact, kind)
     return out
 
 
@@ -134,6 +152,50 @@ def test_words_in_any_language_and_the_n_gram_convention_equal_an_independent_co
     expected = _reference(lines)
     assert {k[1] for k in expected} == {0, 1, 2, 3, 5, 6}  # the short input (row 4) has no n-gram of its own
     assert _matched(index, lines) == expected
+
+
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else "\u3000" if c == " " else c for c in text)
+
+
+def test_every_planted_form_and_evidence_kind_equals_an_independent_checker():
+    """The issue's planted forms of evaluation rows (exact, inside a longer document, case, full width,
+    punctuation, one word changed, one line, inline in a paragraph, premise only, far apart, repeated), in
+    English, Russian, French and Chinese, among unrelated documents: every record (its Jaccard, exactness,
+    longest run, n-gram fraction) and its kind of evidence equal the plain-Python checker's, record by record."""
+    from split_builders.evidence.corpus_index import record_schema
+    from split_builders.evidence.corpus_verdicts import evidence_of
+
+    index = _index()
+    filler = ["The weather in the valley stayed mild through the spring and the farmers planted early.",
+              "Trains to the coast leave every hour from the central station, except on public holidays."]
+    documents = list(filler)
+    for key in ("long", "ru", "fr", "zh"):
+        premise, hypothesis = ROWS[key]
+        words = premise.split()
+        changed = " ".join(words[:3] + ["zebra"] + words[4:])
+        documents += [
+            f"{premise}\n{hypothesis}",  # exact
+            f"{filler[0]}\n{premise}\n{hypothesis}\n{filler[1]}",  # inside a longer document
+            f"{premise.upper()}\n{hypothesis.upper()}",  # case
+            f"{_full_width(premise)}\n{_full_width(hypothesis)}",  # width
+            f"{premise.replace(' ', ', ', 2)}!\n{hypothesis}?",  # punctuation
+            f"{changed}\n{hypothesis}",  # one word changed
+            f"{premise} {hypothesis}",  # one line
+            f"{filler[0]} As we read, {premise} {hypothesis}, or so it goes. {filler[1]}",  # inline in a paragraph
+            premise,  # premise only
+            f"{premise}\n" + "\n".join(filler * 3) + f"\n{hypothesis}",  # far apart
+            " ".join([f"{premise} {hypothesis}"] * 4)]  # repeated
+    expected = _reference_records(documents)
+    records = index.match(_documents(documents))
+    got = {(r["source_id"], r["row"]): (r["jaccard"], r["longest_ngram"], r["ngram_fraction"], r["exact"])
+           for r in records}
+    assert got == {key: value[:4] for key, value in expected.items()}
+    kinds, _, _ = evidence_of(pa.Table.from_pylist(records, schema=record_schema()), max_matches=None)
+    assert {(r["source_id"], r["row"]): kind for r, kind in zip(records, kinds)} == {
+        key: value[4] for key, value in expected.items()}
+    assert {value[4] for value in expected.values()} == {"exact", "near_duplicate", "ngram"}  # every kind planted
+    assert not any(row < len(filler) for _, row in expected)
 
 
 def test_a_long_line_of_repeated_text_reaches_the_threshold_and_is_found():
@@ -297,3 +359,64 @@ def test_settings_that_match_everything_are_refused_with_their_cost(small_releas
     line = refused_in_one_line([*base, "--threshold", "0.1"], capsys)
     assert "--threshold 0.1" in line and "1.4 GB" in line
     assert not (tmp_path / "w").exists()
+
+
+def test_several_releases_in_one_pass_equal_their_own_runs(small_release, capsys, tmp_path):
+    """``--also``: TARGET (two input fields) and a second release (one field: a TARGET row on one line, a long
+    two-sentence row, a Russian row) checked in one pass give, per release, the report, ``--rows``,
+    ``--corpus-matches`` and records of that release's own run (its n-grams hashed as its own run hashes them; the
+    two-line run that only TARGET's inputs compare is no near-duplicate of the one-field row); the work folder
+    records both releases and a resume with another set is refused."""
+    test, _ = _test_rows(small_release)
+    row, other = test.iloc[0], test.iloc[1]
+    long_row = " ".join(ROWS["long"]) + " " + ROWS["ten"][0] + " while their parents read books"
+    second = tmp_path / "release"
+    second.mkdir()
+    pd.DataFrame({"text": [f"{row.premise} {row.hypothesis}", long_row, ROWS["ru"][0]],
+                  "label": ["a", "b", "a"]}).to_parquet(second / "test.parquet")
+    half = len(long_row.split()) // 2
+    corpus = tmp_path / "web"
+    corpus.mkdir()
+    _jsonl(corpus / "a.jsonl.gz", [{"text": t, "id": f"d{k}"} for k, t in enumerate([
+        f"{row.premise}\n{row.hypothesis}", f"{row.premise} {row.hypothesis}",
+        "An unrelated first line about the weather, long enough not to be part of any copy at all here.\n"
+        + " ".join(long_row.split()[:half]) + "\n" + " ".join(long_row.split()[half:]),
+        f"Новости: {ROWS['ru'][0]}, говорят.", f"Quote: {other.premise} {other.hypothesis} and more",
+        "filler text"])])
+    outputs = {}
+    for name, release, extra in (("first", small_release, ["--configs", "random"]), ("second", second, []),
+                                 ("both", small_release, ["--configs", "random", "--also", str(second)])):
+        capsys.readouterr()
+        code = main(["audit", str(release), "--against-corpus", str(corpus), "--work", str(tmp_path / f"{name}-work"),
+                     "--json", "--no-progress", "--rows", str(tmp_path / f"{name}-rows.parquet"),
+                     "--corpus-matches", str(tmp_path / f"{name}-matches.parquet"), *extra])
+        out, err = capsys.readouterr()
+        assert code == 0, err[-2000:]
+        outputs[name] = json.loads(out)
+    both = outputs["both"]["releases"]
+    assert [r["target"] for r in both] == [str(small_release), str(second)]
+    for k, name in enumerate(("first", "second")):
+        mine, alone = both[k], outputs[name]
+        assert mine["against"] == alone["against"] and mine["corpus"]["records"] == alone["corpus"]["records"]
+        for kind in ("records", "rows", "matches"):
+            together = pq.read_table(tmp_path / "both-work" / "records.parquet" if kind == "records"
+                                     else tmp_path / f"both-{kind}.parquet")
+            assert together.column_names[0] == "release"
+            together = together.filter(pa.compute.equal(together.column("release"), mine["target"]))
+            own = pq.read_table(tmp_path / f"{name}-work" / "records.parquet" if kind == "records"
+                                else tmp_path / f"{name}-{kind}.parquet")
+            assert together.drop_columns(["release"]).equals(own), (name, kind)
+    records = pq.read_table(tmp_path / "second-work" / "records.parquet").to_pylist()
+    assert {(r["document"], r["exact"], r["jaccard"] is None, r["ngram_overlap"]) for r in records} == {
+        ("d0", False, False, True), ("d1", True, False, True), ("d2", False, True, True), ("d3", False, False, True)}
+    assert outputs["both"]["releases"][0]["against"]["random"]["test"]["exact"] == 1
+    line = refused_in_one_line(["audit", str(small_release), "--configs", "random", "--no-progress",
+                                "--against-corpus", str(corpus), "--work", str(tmp_path / "both-work")], capsys, corpus)
+    assert "--also none" in line and f"--also {second}" in line
+    base = ["audit", str(small_release), "--no-progress", "--against-corpus", str(corpus), "--work",
+            str(tmp_path / "refused")]
+    line = refused_in_one_line([*base, "--also", str(second), "--also", str(second)], capsys, corpus)
+    assert "given twice" in line
+    line = refused_in_one_line([*base, "--also", str(second), "--write-clean", str(tmp_path / "clean")], capsys,
+                               corpus)
+    assert "--write-clean" in line and "--rows" in line and not (tmp_path / "refused").exists()

@@ -16,7 +16,8 @@ from split_builders.errors import InvalidParameterError
 CORPUS_FLAGS = ("executor", "tasks", "workers", "ngram", "text_field", "id_field", "work", "slurm_partition",
                 "slurm_time", "slurm_account", "slurm_qos", "ray_address",
                 # the verdicts of a corpus
-                "ngram_min", "ngram_policy", "ngram_max_matches", "corpus_matches")  # with --against-corpus only
+                "ngram_min", "ngram_policy", "ngram_max_matches", "corpus_matches",
+                "also")  # with --against-corpus only
 
 
 def run_view(view, args) -> int:
@@ -127,6 +128,11 @@ def add_against_arguments(parser) -> None:
     corpus.add_argument("--corpus-matches", metavar="FILE.parquet",
                         help="write the corpus documents whose evidence counts: shard, row, document, the evaluation "
                              "row (config, split, source_id), evidence, jaccard, ngram_fraction (to filter the corpus)")
+    corpus.add_argument("--also", action="append", metavar="RELEASE",
+                        help="check this release (or dataset) too, in the same pass over the corpus; repeat it for "
+                             "more. Each is read whole with its own input fields (--configs, --fields and --revision "
+                             "are TARGET's); one report per release, and --rows and --corpus-matches name each row's "
+                             "release")
     corpus.add_argument("--text-field", help="the corpus's text field (default: text)")
     corpus.add_argument("--id-field", help="the corpus's document id field (default: id, else the row in its shard)")
     corpus.add_argument("--work", metavar="DIR",
@@ -180,7 +186,14 @@ def run_against(view, args, settings) -> int:
 
     corpus_source = getattr(args, "against_corpus", None)
     others = [corpus_source] if corpus_source else args.against
-    inputs = [path for path in (args.target, *others) if _local_path(path)]
+    also = list(getattr(args, "also", None) or [])
+    for k, name in enumerate(also):
+        if name in (args.target, *also[:k]):
+            raise InvalidParameterError(f"--also {name} is given twice (or is TARGET); give each release once")
+    if also and args.write_clean is not None:
+        raise InvalidParameterError("--write-clean writes one release; with --also give --rows (each row's release "
+                                    "named) or run --write-clean on each release alone")
+    inputs = [path for path in (args.target, *also, *others) if _local_path(path)]
     rows_path = clean_out = matches_path = None
     if getattr(args, "corpus_matches", None) is not None:
         matches_path = check_output_place(args.corpus_matches, "--corpus-matches", kind="file",
@@ -211,7 +224,7 @@ def run_against(view, args, settings) -> int:
         from split_builders.evidence.corpus_ops import check_executor
 
         check_executor(args.executor or "local", slurm=_slurm_settings(args))
-        corpus_work = Path(args.work or default_work(args.target, corpus_source)).expanduser()
+        corpus_work = Path(args.work or default_work(args.target, corpus_source, also)).expanduser()
         if corpus_work.is_symlink():
             raise InvalidParameterError(f"--work {corpus_work} is a symbolic link; give the folder itself")
         work_lock = OutputLock(corpus_work, flag="--work", holder="corpus run")
@@ -230,31 +243,42 @@ def run_against(view, args, settings) -> int:
                 raise InvalidParameterError(f"--write-clean needs a resplit release as TARGET; {args.target} is a "
                                             "plain dataset (use --rows to keep the clean rows' ids)")
             if corpus_source:
-                from split_builders.evidence.corpus import run_corpus
+                from split_builders.evidence.corpus import run_releases
                 from split_builders.evidence.corpus_ops import slurm_line
+                from split_builders.evidence.corpus_releases import named
 
-                report, rows, outcome = run_corpus(
-                    data, fields, corpus_source, target=args.target, work=corpus_work,
+                releases = [(args.target, data, fields)]
+                for k, name in enumerate(also):  # each whole, with its own input fields, in a folder of its own
+                    (Path(work) / f"also-{k}").mkdir()
+                    other = target_input(name, work=Path(work) / f"also-{k}")
+                    releases.append((name, other, other.fields))
+                results, outcome = run_releases(
+                    releases, corpus_source, work=corpus_work,
                     threshold=settings["threshold"], executor=args.executor or "local", tasks=args.tasks or 1,
                     workers=args.workers, ngram=args.ngram or 13, text_field=args.text_field or "text",
                     id_field=args.id_field, label_field=args.against_label_field, slurm=_slurm_settings(args),
                     progress=not args.no_progress, ray_address=args.ray_address, ngram_min=args.ngram_min or 8,
                     ngram_policy=args.ngram_policy or "contaminated", ngram_max_matches=args.ngram_max_matches)
-                if report is None:  # Slurm: submitted, or still in the queue
+                if results is None:  # Slurm: submitted, or still in the queue
                     if args.json:
                         print(json.dumps({"target": args.target, "slurm": outcome}, ensure_ascii=False))
                     else:
                         print(slurm_line(outcome, hint=f"--work {corpus_work}"))
                     return 0
+                (_, report, rows, _), names = results[0], [r[0] for r in results]
                 if matches_path is not None:
                     import pyarrow.parquet as pq
 
                     from split_builders.evidence.corpus_verdicts import corpus_matches
 
-                    found = corpus_matches(outcome, ngram_policy=args.ngram_policy or "contaminated",
-                                           ngram_max_matches=args.ngram_max_matches)
+                    found = [corpus_matches(r[3], ngram_policy=args.ngram_policy or "contaminated",
+                                            ngram_max_matches=args.ngram_max_matches) for r in results]
+                    found = found[0] if not also else named(found, names).sort_by(
+                        [(c, "ascending") for c in ("shard", "row", "release", "config", "split", "source_id")])
                     write_file(matches_path, lambda staging: pq.write_table(found, staging),
                                overwrite=args.overwrite, flag="--corpus-matches")
+                if also:  # one report per release; --rows: every release's rows, each named
+                    rows = named([r[2] for r in results], names)
             else:
                 report, rows = contamination(data.parts, fields, args.against, work=work,
                                              threshold=settings["threshold"], against_fields=args.against_fields,
@@ -271,17 +295,22 @@ def run_against(view, args, settings) -> int:
 
                 write_clean(data, report, rows, clean_out, target=args.target, overwrite=args.overwrite,
                             progress=not args.no_progress)
-    report = {"target": args.target, **({"revision": args.revision} if args.revision else {}), **report}
-    if args.json:
-        print(json.dumps(report, ensure_ascii=False))
+    reports = [{"target": name, **({"revision": args.revision} if args.revision and not k else {}), **one}
+               for k, (name, one, _, _) in enumerate(results)] if corpus_source else \
+        [{"target": args.target, **({"revision": args.revision} if args.revision else {}), **report}]
+    if args.json:  # several releases: {"releases": [one report per release]}
+        print(json.dumps(reports[0] if len(reports) == 1 else {"releases": reports}, ensure_ascii=False))
     else:
-        for line in format_against(report):
-            print(line)
-        if corpus_source:
-            from split_builders.evidence.corpus import format_corpus
-
-            for line in format_corpus(report):
+        for report in reports:
+            if len(reports) > 1:
+                print(f"release {report['target']}:")
+            for line in format_against(report):
                 print(line)
+            if corpus_source:
+                from split_builders.evidence.corpus import format_corpus
+
+                for line in format_corpus(report):
+                    print(line)
         if rows_path is not None:
             print(f"wrote {rows.num_rows} rows to {rows_path}")
         if clean_out is not None:

@@ -259,7 +259,11 @@ def prepare_work(work, *, target: str, corpus: Corpus, index: EvaluationIndex, s
                     corpus.source or recorded.get("shards") != corpus.shards:
                 what = (f"TARGET {recorded.get('target')} against SOURCE {recorded.get('source')}; this is TARGET "
                         f"{target} against SOURCE {corpus.source}")
-                if recorded.get("target") == target and recorded.get("source") == corpus.source:
+                if recorded.get("also") != run.get("also"):  # several releases in one pass: never mixed
+                    also = lambda r: ", ".join(r.get("also") or []) or "none"  # noqa: E731
+                    what = (f"TARGET {recorded.get('target')} with --also {also(recorded)} against SOURCE "
+                            f"{recorded.get('source')}; this is TARGET {target} with --also {also(run)}")
+                elif recorded.get("target") == target and recorded.get("source") == corpus.source:
                     what += " (its rows or shards have changed since)"
             else:
                 changed = sorted(k for k in run if recorded.get(k) != run[k])
@@ -355,16 +359,27 @@ def failure_line(work: Path, tasks: int, command_hint: str) -> str:
             f"again ({command_hint}) to finish the others")
 
 
-def run_corpus(data, fields, source: str, *, target: str, work, threshold: float, executor: str = "local",
-               tasks: int = 1, workers: int | None = None, ngram: int = WORD_NGRAM, text_field: str = "text",
-               id_field: str | None = None, label_field: str | None = None, slurm: dict | None = None,
-               label_names=None, progress: bool = False, ngram_min: int = WORD_NGRAM_MIN,
-               ngram_policy: str = "contaminated", ngram_max_matches: int | None = None,
-               ray_address: str | None = None):
+def run_corpus(data, fields, source: str, *, target: str, **options):
     """Check every evaluation row of ``data`` against the corpus ``source`` on datatrove's ``executor``:
     ``(report, rows, records)`` (the report and rows of ``--against``, and the sorted match records), or
     ``(None, None, outcome)`` on Slurm when the result is not there yet: the job array submitted, or the one
     recorded in the work folder still in the queue (:func:`.corpus_ops.slurm_line` says which)."""
+    results, outcome = run_releases([(target, data, fields)], source, **options)
+    if results is None:
+        return None, None, outcome
+    ((_, report, rows, records),) = results
+    return report, rows, records
+
+
+def run_releases(releases: list, source: str, *, work, threshold: float, executor: str = "local",
+                 tasks: int = 1, workers: int | None = None, ngram: int = WORD_NGRAM, text_field: str = "text",
+                 id_field: str | None = None, label_field: str | None = None, slurm: dict | None = None,
+                 label_names=None, progress: bool = False, ngram_min: int = WORD_NGRAM_MIN,
+                 ngram_policy: str = "contaminated", ngram_max_matches: int | None = None,
+                 ray_address: str | None = None):
+    """:func:`run_corpus` of one or several releases (``[(name, data, fields), ...]``, the first the command's
+    TARGET) in one pass over the corpus (:mod:`.corpus_releases`): ``([(name, report, rows, records), ...],
+    None)``, or ``(None, outcome)`` on Slurm when the result is not there yet."""
     from split_builders.evidence import corpus_ops
 
     if executor not in EXECUTORS:
@@ -378,39 +393,49 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
         raise InvalidParameterError("--against-corpus needs datatrove: pip install 'resplit[corpus]'") from None
     corpus = open_corpus(source, text_field=text_field, id_field=id_field, label_field=label_field)
     tasks = min(tasks, len(corpus.shards))  # datatrove gives each task whole shards: more tasks would idle
-    index = EvaluationIndex.build(data.parts, fields, threshold=threshold, ngram=ngram, ngram_min=ngram_min,
-                                  where=data.where, label_names=label_names)
+    names = [name for name, _, _ in releases]
+    indexes = [EvaluationIndex.build(data.parts, fields, threshold=threshold, ngram=ngram, ngram_min=ngram_min,
+                                     where=data.where, label_names=label_names) for _, data, fields in releases]
+    index = indexes[0]  # TARGET's: the corpus's label field is resolved from its label
+    if len(releases) > 1:
+        from split_builders.evidence.corpus_releases import combine
+
+        matched = combine(indexes, names)
+    else:
+        matched = index
     # the corpus's label, resolved as --against resolves another dataset's: asked for, else the target's label
     # name, else label / labels / gold_label; none: labels are not compared (and said so)
     label_field = other_label_field(index.settings["label_field"], corpus.columns, label_field)
     if label_field and not corpus.label_names:
         corpus = open_corpus(source, text_field=text_field, id_field=id_field, label_field=label_field)
     read_as_classes = bool(label_field and not corpus.label_names and index.settings["label_names"]
-                           and str(corpus.types.get(label_field, "")).startswith(("int", "uint")))
+                           and str(corpus.types.get(label_field, "")).startswith(("int", "uint"))
+                           and all(i.settings["label_names"] == index.settings["label_names"] for i in indexes))
     if read_as_classes:  # class numbers without names: read as the release's classes, as --against reads them
         corpus.label_names = tuple(index.settings["label_names"])
     work = Path(work).expanduser()
     settings = {"threshold": threshold, "word_ngram": ngram, "word_ngram_min": index.settings["word_ngram_min"],
                 "text_field": text_field, "id_field": id_field, "label_field": label_field,
-                "label_names": list(corpus.label_names), "tasks": tasks}
-    prepare_work(work, target=target, corpus=corpus, index=index, settings=settings)
+                "label_names": list(corpus.label_names), "tasks": tasks,
+                **({"also": names[1:]} if len(names) > 1 else {})}  # every release of the run: never mixed
+    prepare_work(work, target=names[0], corpus=corpus, index=matched, settings=settings)
     from split_builders.evidence.corpus_resume import check_finished
 
     redone = check_finished(work, tasks=tasks, shards=corpus.shards, stats=corpus.stats,
-                            fingerprint=index.fingerprint())
+                            fingerprint=matched.fingerprint())
     _write_text(work / "shards.json", json.dumps(corpus.stats, sort_keys=True))  # what each task records
     hint = f"--work {work}"
     job = corpus_ops.recorded_job(work) if executor == "slurm" else None
     if job is not None and len(completed_tasks(work, tasks)) < tasks:
         queue = corpus_ops.queued(job)
         if queue:  # the job array of an earlier run is pending or running: never submitted twice
-            return None, None, {"status": "queued", "job_id": job["job_id"], "queue": queue, "tasks": tasks}
+            return None, {"status": "queued", "job_id": job["job_id"], "queue": queue, "tasks": tasks}
     ran: dict = {}
     if len(completed_tasks(work, tasks)) < tasks:
         from split_builders.evidence import corpus_steps
 
         steps = corpus_steps.pipeline({"folder": corpus.folder, "work": str(work), "kind": corpus.kind,
-                                       "fingerprint": index.fingerprint(),
+                                       "fingerprint": matched.fingerprint(), "releases": len(names) > 1,
                                        "text_field": text_field, "id_field": id_field, "label_field": label_field,
                                        "label_names": corpus.label_names})
         if workers is None:  # Slurm: the whole job array at once; here: one task at a time
@@ -423,7 +448,8 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
         cluster = submitted = None
         session = corpus_ops.ray_session(ray_address, workers=max(1, workers)) if executor == "ray" \
             else contextlib.nullcontext()
-        watched = corpus_ops.watch_progress(work, corpus.shards, tasks, enabled=progress) \
+        sizes = {shard: stat[0] for shard, stat in corpus.stats.items()}  # local shards: bytes, for the ETA
+        watched = corpus_ops.watch_progress(work, corpus.shards, tasks, enabled=progress, sizes=sizes) \
             if executor != "slurm" else contextlib.nullcontext({})
         try:  # datatrove's own lines (per task: in its log under the work folder) stay off the terminal
             with session as cluster, watched as ran, corpus_ops.children_end_with_this_process(), \
@@ -439,7 +465,7 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
         finally:
             _quiet_logs()
         if executor == "slurm" and submitted and len(completed_tasks(work, tasks)) < tasks:  # merged by a rerun
-            return None, None, {"status": "submitted", "tasks": tasks, **submitted}
+            return None, {"status": "submitted", "tasks": tasks, **submitted}
         if executor == "ray":
             ran["ray"] = cluster
     if len(completed_tasks(work, tasks)) < tasks:
@@ -448,14 +474,23 @@ def run_corpus(data, fields, source: str, *, target: str, work, threshold: float
             raise cannot_write(refused, "the corpus audit's work files", where=work, instead="another --work",
                                kept="the tasks finished so far are kept: run the same command again to resume")
         raise InvalidParameterError(failure_line(work, tasks, hint))
-    report, rows, records = merge(work, index, corpus, tasks=tasks, executor=executor, ngram_policy=ngram_policy,
-                                  ngram_max_matches=ngram_max_matches)
-    report["corpus"].update(redone=redone, empty_shards=list(corpus.empty))
-    if read_as_classes:
-        report["corpus"]["labels_read_as"] = list(corpus.label_names)
-    if ran:  # this run's scan: documents, seconds, rate (none where every task had finished before)
-        report["corpus"]["this_run"] = ran
-    return report, rows, records
+    options = dict(tasks=tasks, executor=executor, ngram_policy=ngram_policy, ngram_max_matches=ngram_max_matches)
+    if len(names) > 1:  # each release's records, as its own run writes them, merged as its own run merges them
+        from split_builders.evidence.corpus_releases import gram_translation, named, release_records
+
+        records = read_records(work, releases=True)
+        results = [(name, *merge(work, one, corpus, records=release_records(records, k, gram_translation(matched, one)),
+                                 **options)) for k, (name, one) in enumerate(zip(names, indexes))]
+        _write_records(work / "records.parquet", named([result[3] for result in results], names))
+    else:
+        results = [(names[0], *merge(work, index, corpus, **options))]
+    for _, report, _, _ in results:
+        report["corpus"].update(redone=redone, empty_shards=list(corpus.empty))
+        if read_as_classes:
+            report["corpus"]["labels_read_as"] = list(corpus.label_names)
+        if ran:  # this run's scan: documents, seconds, rate (none where every task had finished before)
+            report["corpus"]["this_run"] = ran
+    return results, None
 
 
 def _quiet_logs() -> None:
@@ -469,20 +504,28 @@ def _quiet_logs() -> None:
     logger.add(sys.stderr, level="WARNING")
 
 
+def read_records(work: Path, *, releases: bool = False):
+    """Every task's match records (``releases``: an index of several releases, each record tagged)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = sorted((work / "matches").glob("*.parquet"))
+    schema = record_schema(releases)
+    return pa.concat_tables([pq.read_table(f, schema=schema) for f in files]) if files else schema.empty_table()
+
+
 def merge(work: Path, index: EvaluationIndex, corpus: Corpus, *, tasks: int, executor: str,
-          ngram_policy: str = "contaminated", ngram_max_matches: int | None = None):
+          ngram_policy: str = "contaminated", ngram_max_matches: int | None = None, records=None):
     """Every task's records, sorted, and from them each evaluation row's tier, best match and strongest evidence
     (:data:`EVIDENCE`): ``(report, rows, records)`` as :func:`~.contamination.contamination` gives them for
     ``--against``, the rows with ``evidence`` and ``ngram_fraction``. A row whose only evidence is a shared word
     n-gram is contaminated (``ngram_policy="contaminated"``, the GPT-3 / lm-evaluation-harness convention) or
-    stays clean with its evidence reported (``"report"``)."""
+    stays clean with its evidence reported (``"report"``). ``records``: one release's of several
+    (:mod:`.corpus_releases`; written by its caller), else every task's, written to ``records.parquet``."""
     import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    files = sorted((work / "matches").glob("*.parquet"))
-    schema = record_schema()
-    records = pa.concat_tables([pq.read_table(f, schema=schema) for f in files]) if files else schema.empty_table()
+    write = records is None
+    records = read_records(work) if write else records
     records = records.sort_by([("config", "ascending"), ("split", "ascending"), ("source_id", "ascending"),
                                ("shard", "ascending"), ("row", "ascending")])
     summaries = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((work / "tasks").glob("*.json"))
@@ -576,7 +619,8 @@ def merge(work: Path, index: EvaluationIndex, corpus: Corpus, *, tasks: int, exe
                          "without_text": without_text},
               "against": report_splits}
     rows = pa.concat_tables(tables) if tables else None
-    _write_records(work / "records.parquet", records)
+    if write:
+        _write_records(work / "records.parquet", records)
     return report, rows, records
 
 
@@ -588,10 +632,10 @@ def _write_records(path: Path, records) -> None:
     os.replace(staging, path)
 
 
-def default_work(target: str, source: str) -> Path:
-    """The work folder when ``--work`` is not given: ``resplit-corpus-<hash of TARGET and SOURCE>`` here (the
-    same command resumes in it)."""
-    digest = hashlib.sha256(f"{target}\0{source}".encode()).hexdigest()[:12]
+def default_work(target: str, source: str, also=()) -> Path:
+    """The work folder when ``--work`` is not given: ``resplit-corpus-<hash of TARGET, SOURCE and the --also
+    releases>`` here (the same command resumes in it)."""
+    digest = hashlib.sha256("\0".join([target, source, *also]).encode()).hexdigest()[:12]
     return Path(f"resplit-corpus-{digest}")
 
 

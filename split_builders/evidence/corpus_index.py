@@ -38,14 +38,16 @@ _NOT_WORD = r"[^\p{L}\p{M}\p{N}_]+"
 _ONE_CHARACTER = r"([\p{Han}\p{Hiragana}\p{Katakana}])"
 
 
-def record_schema():
+def record_schema(releases: bool = False):
+    """The match records' columns; ``releases``: an index of several releases (:mod:`.corpus_releases`) tags each
+    record with its release's position (``release``, last)."""
     import pyarrow as pa
 
     return pa.schema([("config", pa.string()), ("split", pa.string()), ("source_id", pa.int64()),
                       ("shard", pa.string()), ("row", pa.int64()), ("document", pa.string()),
                       ("jaccard", pa.float64()), ("longest_ngram", pa.int32()), ("ngram_overlap", pa.bool_()),
                       ("exact", pa.bool_()), ("label", pa.string()), ("ngram_fraction", pa.float64()),
-                      ("ngrams", pa.list_(pa.uint64()))])
+                      ("ngrams", pa.list_(pa.uint64())), *([("release", pa.int32())] if releases else [])])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,12 +254,14 @@ class EvaluationIndex:
     def fingerprint(self) -> str:
         """sha256 of what the index holds (the evaluation rows and inputs, the settings that change matches)."""
         digest = hashlib.sha256()
+        several = ("releases", "text_widths") if "releases" in self.settings else ()  # :mod:`.corpus_releases`
         digest.update(json.dumps({k: self.settings.get(k) for k in ("format", "threshold", "word_ngram",
                                                                      "word_ngram_min", "input_fields", "label_field",
-                                                                     "label_names")}, sort_keys=True).encode())
+                                                                     "label_names", *several)},
+                                 sort_keys=True).encode())
         for text in self.texts:
             digest.update(text.encode("utf-8") + b"\0")
-        for name in ("config", "split", "source_id", "text", "label"):
+        for name in ("config", "split", "source_id", "text", "label", *(["release"] if several else [])):
             digest.update(json.dumps(self.rows.column(name).to_pylist()).encode())
         return digest.hexdigest()
 
@@ -317,7 +321,13 @@ class EvaluationIndex:
             self._row_order = np.argsort(np.asarray(self.rows.column("text").to_numpy()), kind="stable")
             self._row_texts = np.asarray(self.rows.column("text").to_numpy())[self._row_order]
             self._row_values = {name: self.rows.column(name).to_pylist() for name in ("config", "split", "source_id",
-                                                                                     "label")}
+                                                                                     "label", "release")
+                                if name in self.rows.column_names}
+            # several releases (:mod:`.corpus_releases`): each input's own number of fields, so that a release is
+            # matched on the passages its own run would compare (runs of up to as many lines as its inputs have
+            # fields, and the whole document), never on longer runs another release's inputs need
+            widths = self.settings.get("text_widths")
+            self._widths = np.asarray(widths, dtype=np.int64) if widths else None
         return self._band
 
     def match(self, documents: list) -> list[dict]:
@@ -367,7 +377,8 @@ class EvaluationIndex:
                                 "document": str(document.id), "jaccard": jaccard, "longest_ngram": int(longest),
                                 "ngram_overlap": bool(grams), "exact": bool(exact),
                                 "label": document.metadata.get("label"), "ngram_fraction": fraction,
-                                "ngrams": grams})
+                                "ngrams": grams, **({"release": self._row_values["release"][at]}
+                                                    if "release" in self._row_values else {})})
         return records
 
     def _near(self, lines, line_doc, per_doc, band, threshold) -> dict:
@@ -382,8 +393,9 @@ class EvaluationIndex:
         line_low = np.zeros(len(lines), dtype=np.int64)
         if long_line.any():
             line_low[long_line] = self._prefix_shingles(lines.filter(pa.array(long_line)), threshold)
-        passages, owners, lows = [], [], []
+        passages, owners, lows, spans = [], [], [], []
         width = int(self.settings["fields_per_input"])
+        first_line = np.concatenate([[0], np.cumsum(per_doc)])[:-1]
         for w in range(1, width + 1):
             start = np.arange(max(len(lines) - w + 1, 0))
             start = start[line_doc[start] == line_doc[start + w - 1]] if start.size else start
@@ -394,6 +406,8 @@ class EvaluationIndex:
             passages.append(joined)
             owners.append(line_doc[start])
             lows.append(np.max([line_low[start + k] for k in range(w)], axis=0))
+            whole = (start == first_line[line_doc[start]]) & (per_doc[line_doc[start]] == w)
+            spans.append(np.where(whole, 0, w))  # 0: the whole document (compared for every input)
         longer = np.flatnonzero(per_doc > width)  # the whole document, where it is more than one run of lines
         if longer.size:
             offsets = np.concatenate([[0], np.cumsum(per_doc)])
@@ -405,33 +419,40 @@ class EvaluationIndex:
             doc_low = np.zeros(len(per_doc), dtype=np.int64)
             doc_low[has_lines] = np.maximum.reduceat(line_low, offsets[:-1][has_lines])
             lows.append(doc_low[longer])
+            spans.append(np.zeros(longer.size, dtype=np.int64))
         if not passages:
             return {}
         single = sum(len(p) for p in passages[:1])  # the first block: the lines themselves (already bounded)
         passages = pa.concat_arrays([p.cast(pa.large_string()) for p in passages])
         owners = np.concatenate(owners)
         lows = np.concatenate(lows)
+        spans = np.concatenate(spans)
         short = np.asarray(pc.less_equal(pc.utf8_length(passages), cap).to_numpy(zero_copy_only=False), dtype=bool)
         bounded = np.arange(len(passages)) < single
         short[~short] = self._can_reach(passages.filter(pa.array(~short)), threshold, lows[~short], bounded[~short])
-        passages, owners = passages.filter(pa.array(short)), owners[short]
+        passages, owners, spans = passages.filter(pa.array(short)), owners[short], spans[short]
         if not len(passages):
             return {}
         codes, values = value_codes(passages, values=True)
         values = [v or "" for v in values]
         same = np.asarray(pc.index_in(pa.array(values, pa.large_string()), value_set=self._texts_array)
                           .fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
-        if self._joined.size:  # several fields on one line
+        exact_values = np.flatnonzero((same >= 0) & self.filled[np.maximum(same, 0)])
+        same = same[exact_values]
+        if self._joined.size:  # several fields on one line (also where another release has that line as an input)
             joined = np.asarray(pc.index_in(pa.array(values, pa.large_string()), value_set=self._joined_array)
                                 .fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
-            same = np.where((same < 0) & (joined >= 0), self._joined[np.maximum(joined, 0)], same)
-        exact_values = np.flatnonzero((same >= 0) & self.filled[np.maximum(same, 0)])
+            joined_values = np.flatnonzero(joined >= 0)
+            joined = self._joined[joined[joined_values]]
+            keep = self.filled[joined]
+            exact_values = np.concatenate([exact_values, joined_values[keep]])
+            same = np.concatenate([same, joined[keep]])
         signatures, filled = signatures_of(values)
         filled &= np.array([bool(v) for v in values], dtype=bool)
         candidates = band.candidates(signatures, filled)
         jaccard = cross_jaccard(self.texts, values, candidates)
         kept = jaccard >= threshold
-        text = np.concatenate([same[exact_values], candidates[kept, 0]])
+        text = np.concatenate([same, candidates[kept, 0]])
         value = np.concatenate([exact_values, candidates[kept, 1]])
         score = np.concatenate([np.ones(exact_values.size), jaccard[kept]])
         is_exact = np.concatenate([np.ones(exact_values.size, bool), np.zeros(int(kept.sum()), bool)])
@@ -442,7 +463,10 @@ class EvaluationIndex:
         sorted_codes = codes[order]
         for t, v, j, e in zip(text.tolist(), value.tolist(), score.tolist(), is_exact.tolist()):
             lo, hi = np.searchsorted(sorted_codes, v, "left"), np.searchsorted(sorted_codes, v, "right")
-            for doc in np.unique(owners[order[lo:hi]]).tolist():
+            at = order[lo:hi]
+            if self._widths is not None:  # several releases: the passages this input's own run compares
+                at = at[spans[at] <= self._widths[t]]
+            for doc in np.unique(owners[at]).tolist():
                 best, was_exact = out.get((t, doc), (0.0, False))
                 out[(t, doc)] = (max(best, round(j, 6)), was_exact or e)
         return out

@@ -241,46 +241,85 @@ def slurm_line(outcome: dict, *, hint: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def progress_of(work: Path, shards: list, tasks: int) -> dict:
+def progress_of(work: Path, shards: list, tasks: int, sizes: dict | None = None) -> dict:
     """Documents and shards done so far: a finished task's summary (``tasks/``), an unfinished one's progress
-    file (``progress/``: written by the matcher after each batch)."""
-    documents = done = 0
+    file (``progress/``: written by the matcher after each batch); with the shards' ``sizes`` (bytes, recorded
+    for local shards), the bytes of the shards done too."""
+    documents = done = read = 0
     for rank in range(tasks):
-        mine = len(shards[rank::tasks])  # datatrove's split of the shards between tasks
+        mine = shards[rank::tasks]  # datatrove's split of the shards between tasks
         for folder in ("tasks", "progress"):
             try:
                 state = json.loads((work / folder / f"{rank:05d}.json").read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
             documents += state["documents"]
-            done += mine if folder == "tasks" else min(state.get("shards_done", 0), mine)
+            finished = len(mine) if folder == "tasks" else min(state.get("shards_done", 0), len(mine))
+            done += finished
+            read += sum((sizes or {}).get(shard, 0) for shard in mine[:finished])  # a task reads its shards in order
             break
-    return {"documents": documents, "shards_done": done, "shards": len(shards)}
+    known = bool(sizes) and all(shard in sizes for shard in shards)
+    return {"documents": documents, "shards_done": done, "shards": len(shards),
+            **({"bytes_done": read, "bytes": sum(sizes[shard] for shard in shards)} if known else {})}
+
+
+def fraction_done(state: dict) -> float:
+    """The part of the corpus read: by bytes where every shard's size is known (shards of very unequal sizes),
+    else by shards."""
+    if state.get("bytes"):
+        return state["bytes_done"] / state["bytes"]
+    return state["shards_done"] / state["shards"] if state["shards"] else 1.0
+
+
+def eta_seconds(start: dict, now: dict, seconds: float) -> float | None:
+    """The seconds left at this run's pace: the part read since ``start`` took ``seconds``; None until this run
+    has finished a shard (nothing to measure a pace on)."""
+    began, at = fraction_done(start), fraction_done(now)
+    if at >= 1.0:
+        return 0.0
+    if at <= began or seconds <= 0:
+        return None
+    return seconds * (1.0 - at) / (at - began)
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "ETA ?"
+    minutes, second = divmod(int(round(seconds)), 60)
+    hours, minute = divmod(minutes, 60)
+    return f"ETA {hours}:{minute:02d}:{second:02d}" if hours else f"ETA {minute:02d}:{second:02d}"
 
 
 @contextlib.contextmanager
-def watch_progress(work: Path, shards: list, tasks: int, *, enabled: bool):
-    """While the tasks run: a bar of shards on stderr with the documents done and their rate (resplit's
-    :func:`~split_builders.progress.progress_bar`), read every :data:`PROGRESS_EVERY` seconds. Yields a dict
-    that holds, on leaving, this run's ``documents``, ``seconds`` and ``documents_per_second``."""
+def watch_progress(work: Path, shards: list, tasks: int, *, enabled: bool, sizes: dict | None = None):
+    """While the tasks run: a bar of shards on stderr with the documents done, their rate and the time left
+    (:func:`eta_seconds`: by the bytes of the shards read where their ``sizes`` are known, else by shards;
+    resplit's :func:`~split_builders.progress.progress_bar`), read every :data:`PROGRESS_EVERY` seconds. Yields a
+    dict that holds, on leaving, this run's ``documents``, ``seconds``, ``documents_per_second``, the shards
+    (and bytes) done of all, ``fraction_done`` and ``eta_seconds``."""
     from split_builders.progress import progress_bar
 
-    start = progress_of(work, shards, tasks)  # a resumed run: what earlier runs did
+    start = progress_of(work, shards, tasks, sizes)  # a resumed run: what earlier runs did
     began = time.perf_counter()
     stop = threading.Event()
     result: dict = {}
     bar = progress_bar(total=len(shards), description="corpus shards", unit="shard", enabled=enabled)
 
     def update():
-        now = progress_of(work, shards, tasks)
+        now = progress_of(work, shards, tasks, sizes)
         seconds = time.perf_counter() - began
         documents = now["documents"] - start["documents"]
+        eta = eta_seconds(start, now, seconds)
         bar.n = now["shards_done"]
-        bar.set_postfix_str(f"{now['documents']:,} documents, {documents / max(seconds, 1e-9):,.0f} docs/s",
-                            refresh=False)
+        read = f", {now['bytes_done'] / 1e6:,.1f} of {now['bytes'] / 1e6:,.1f} MB" if "bytes" in now else ""
+        bar.set_postfix_str(f"{now['documents']:,} documents, {documents / max(seconds, 1e-9):,.0f} docs/s{read}, "
+                            f"{_clock(eta)}", refresh=False)
         bar.refresh()
         result.update(documents=documents, seconds=round(seconds, 3),
-                      documents_per_second=round(documents / seconds, 1) if seconds > 0 else None)
+                      documents_per_second=round(documents / seconds, 1) if seconds > 0 else None,
+                      **{k: now[k] for k in ("shards_done", "shards", "bytes_done", "bytes") if k in now},
+                      fraction_done=round(fraction_done(now), 6),
+                      eta_seconds=None if eta is None else round(eta, 1))
 
     def loop():
         while not stop.wait(PROGRESS_EVERY):

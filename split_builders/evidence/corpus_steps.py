@@ -199,11 +199,12 @@ def _terminal_quiet() -> None:
     logger.add(sys.stderr, level="CRITICAL")
 
 
-def writer(work) -> ParquetWriter:
+def writer(work, *, releases: bool = False) -> ParquetWriter:
     """datatrove's ``ParquetWriter`` of the match records: ``matches/RANK.parquet`` (a task without a match
-    writes none)."""
+    writes none; ``releases``: tagged with their release)."""
     return ParquetWriter(str(Path(work) / "matches"), output_filename="${rank}.parquet", adapter=_record_of,
-                         schema=corpus.record_schema(), use_content_defined_chunking=False, write_page_index=False)
+                         schema=corpus.record_schema(releases), use_content_defined_chunking=False,
+                         write_page_index=False)
 
 
 def _write_json(path: Path, value: dict) -> None:
@@ -216,4 +217,4 @@ def _write_json(path: Path, value: dict) -> None:
 def pipeline(settings: dict) -> list:
     """reader -> resplit's matcher -> writer."""
     return [reader(settings), CorpusMatcher(settings["work"], fingerprint=settings.get("fingerprint")),
-            writer(settings["work"])]
+            writer(settings["work"], releases=bool(settings.get("releases")))]
