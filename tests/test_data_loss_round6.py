@@ -266,17 +266,17 @@ def test_a_users_entry_where_a_report_file_goes_is_one_line(kind, env, capsys):
 
 @pytest.mark.parametrize("earlier", [False, True])
 def test_a_report_stopped_while_it_writes_leaves_out_as_it_was(earlier, env, capsys, monkeypatch):
-    from split_builders.evaluation.report import Report
+    from split_builders.evaluation import report_figures
 
     out = env.tmp / "out"
     if earlier:
         assert main(report(env, out)) == 0
     before = tree_state(env.tmp)
 
-    def killed(self, path):
+    def killed(gaps, path):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(Report, "_forest", killed)  # the first figure, after every table
+    monkeypatch.setattr(report_figures, "forest_plot", killed)  # the first figure, after every table
     assert main(report(env, out, "--overwrite", runs=env.one)) == 130
     assert tree_state(env.tmp) == before and out.exists() == earlier
 
