@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import CommonOptions, Context, Loaded, Signal, SplitMethod, get_method
+from split_builders.contracts import Context, Loaded, Signal, SplitMethod
+from split_builders.options import CommonOptions
+from split_builders.registry import get_method
 from split_builders.distributed import sigterm_as_interrupt
 from split_builders.errors import InvalidParameterError
 from split_builders.options import check_languages, check_license

@@ -23,7 +23,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from split_builders.api import get_method
+from split_builders.registry import get_method
 from split_builders.errors import InvalidParameterError, ResplitError
 
 # split()'s own keywords, besides the method's options.

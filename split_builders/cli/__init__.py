@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     import warnings
     from functools import partial
 
-    from split_builders.api import registry
+    from split_builders.registry import registry
     from split_builders.cli.evidence import add_view_parser
     from split_builders.errors import PluginWarning
     from split_builders.evidence import views

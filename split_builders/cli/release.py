@@ -107,7 +107,7 @@ def _declared_overrides(recipe, overrides: dict) -> dict:
     is passed only where the method has such an option."""
     import dataclasses
 
-    from split_builders.api import get_method
+    from split_builders.registry import get_method
     from split_builders.errors import InvalidParameterError
 
     method = get_method(recipe.method)

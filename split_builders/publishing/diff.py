@@ -86,7 +86,8 @@ def signal_kinds(record: dict) -> dict:
     """``{column: kind}`` of a release's signal columns: as its provenance (``resplit:``, ``record``) records
     them in ``fields``, else as its method declares them (``signal_columns``; none for a method not
     registered here)."""
-    from split_builders.api import Fields, registry
+    from split_builders.contracts import Fields
+    from split_builders.registry import registry
 
     fields = Fields.from_record(record)
     if fields is not None and fields.signals:
@@ -114,7 +115,7 @@ def _statistics(released, config: str) -> dict:
     says (:func:`signal_kinds`), train against test: a continuous one's Kolmogorov-Smirnov statistic, a
     categorical one's :func:`categorical_statistics`; and the numbers its recorded parameters hold
     (:meth:`~split_builders.api.SplitMethod.config_statistics`)."""
-    from split_builders.api import get_method
+    from split_builders.registry import get_method
     from split_builders.summaries import ks_statistic
 
     method = get_method(released.record.get("method"))

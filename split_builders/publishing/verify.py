@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import SPLITS, get_method
+from split_builders.registry import get_method
+from split_builders.splits import SPLITS
 from split_builders.errors import InvalidParameterError, InvalidReleaseError
 from split_builders.release.folder import Released, resolve_target
 from split_builders.splits import membership_sha256, row_ids
