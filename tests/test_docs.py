@@ -192,5 +192,7 @@ def test_the_site_builds_strict(tmp_path):
     assert not unlisted, f"names of split_builders.api the API page does not list: {unlisted}"
     roles = re.findall(r":(?:func|class|meth|mod|data|attr|exc|obj):", api)  # Sphinx roles rendered as raw text
     assert not roles, f"{len(roles)} raw Sphinx roles on the API page"
+    guide = (site / "plugins" / "index.html").read_text(encoding="utf-8")
+    assert "SplitRows" in guide and "RichestSplitter" in guide and "{%" not in guide  # the fixture package's files
     method = (site / "adding-a-method" / "index.html").read_text(encoding="utf-8")
     assert "BUILTIN" in method  # ARCHITECTURE.md's section, included as it stands

@@ -11,7 +11,8 @@ import re
 
 from griffe import Extension
 
-ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|data|attr|exc|obj|const|term|ref|doc):`(~?)([^`<]*?)(?:\s*<[^>]*>)?`")
+ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|data|attr|exc|obj|const|term|ref|doc):"
+                  r"`(~?)([^`<]*?)(?:\s*<[^>]*>)?`")
 
 
 def plain(text: str) -> str:
