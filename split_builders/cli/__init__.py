@@ -241,15 +241,17 @@ def _main(argv: list[str] | None) -> int:
     from split_builders.registry import REGISTRY
 
     try:
-        # the views named by --view are on for the whole command: a build's card and provenance, and their own
-        # subcommands (which must exist before the line is parsed)
-        with REGISTRY.enabling("views", views_named(sys.argv[1:] if argv is None else argv)):
+        # the installed views named by --view are on for the whole command, their own subcommands included (which
+        # must exist before the line is parsed); a name none declares is refused once the command is known
+        named = views_named(sys.argv[1:] if argv is None else argv)
+        with REGISTRY.enabling("views", [name for name in named if name in REGISTRY.disabled("views")]):
             parser = build_parser()
             args = parser.parse_args(argv)
             if not getattr(args, "func", None):
                 parser.print_help()
                 return 2
-            status = int(args.func(args) or 0)
+            with REGISTRY.enabling("views", getattr(args, "enable_views", ())):
+                status = int(args.func(args) or 0)
         work_done()
         sys.stdout.flush()  # a reader that stopped reading is found here, inside the try (not at exit)
         return status
