@@ -94,7 +94,7 @@ def test_the_installed_package_is_discovered_and_passes_check_method(richest, tm
     assert check_method(type(method), data=tmp_path, work=tmp_path / "work", checks=names) == names
 
 
-def test_view_runs_in_a_build_and_enables_its_own_subcommand(richest, tmp_path, capsys):
+def test_view_runs_in_a_build_and_its_subcommand_and_verify_and_diff_say_who_built_it(richest, tmp_path, capsys):
     from split_builders.cli import main
 
     source = tmp_path / "rows.csv"
@@ -118,6 +118,17 @@ def test_view_runs_in_a_build_and_enables_its_own_subcommand(richest, tmp_path, 
     with pytest.raises(SystemExit):  # not named: no such command
         main(["split-rows", str(out)])
     assert main(["verify", str(out)]) == 0
+    assert f"{out}: built by richest-split 0.1.0" in capsys.readouterr().out.splitlines()
+    import shutil  # the same release, as a later version of the plug-in would have built it
+
+    shutil.copytree(out, tmp_path / "later")
+    readme = tmp_path / "later" / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    built = "distribution: richest-split\n    version: 0.1.0\n"
+    assert text.count(built) == 1
+    readme.write_text(text.replace(built, built.replace("0.1.0", "0.2.0")), encoding="utf-8")
+    assert main(["diff", str(out), str(tmp_path / "later")]) == 0
+    assert "built by richest-split 0.1.0 -> built by richest-split 0.2.0" in capsys.readouterr().out.splitlines()
 
 
 def test_build_and_split_take_views_for_that_build_only(richest, tmp_path):
@@ -134,3 +145,15 @@ def test_build_and_split_take_views_for_that_build_only(richest, tmp_path):
     with pytest.raises(InvalidParameterError, match="no installed view named 'nope' to enable"):
         split_builders.build("richest", source=rows(), out=str(tmp_path / "nope"), views=["nope"])
     assert not (tmp_path / "nope").exists()
+
+
+@pytest.mark.parametrize("record, said", [
+    ({"built_by": {"distribution": "richest-split", "version": "0.1.0", "requires": {}}}, "richest-split 0.1.0"),
+    ({"built_by": {"distribution": None, "version": None, "requires": {}}},
+     "a method no installed distribution provides"),
+    ({"method": "likelihood"}, None),  # a release from before resplit recorded it
+])
+def test_who_built_a_release_is_said_from_its_provenance(record, said):
+    from split_builders.release.provenance import built_by_said
+
+    assert built_by_said(record) == said

@@ -142,6 +142,8 @@ def _print_report(report, *, every: bool = False, complete: bool = False) -> Non
     for finding in report.findings:
         counts[finding.status] = counts.get(finding.status, 0) + 1
     levels = sorted({f.level for f in report.findings})
+    if report.built_by:
+        print(f"{report.target}: built by {report.built_by}")
     print(f"{report.target}: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
           + f" (levels {', '.join(map(str, levels))})" + (" -> DIFFERS" if not report.ok else " -> NOT ALL CHECKED" if complete and report.unchecked else " -> OK"))
 
