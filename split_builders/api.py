@@ -18,7 +18,7 @@ configs and signal columns it declares) and the hooks the build calls:
    :class:`Fields`; ``card(...)`` a :class:`CardSpec`; ``rederive(released, record)`` the same config builder on the
    released rows (:func:`content_keys`, :func:`recorded_row_order`), which ``resplit verify`` runs.
 
-:func:`check_method` is its conformance check; :func:`register` adds it from your own code (an installed package
+:func:`check_method` is its conformance check (:func:`method_checks`: one pytest parameter per check); :func:`register` adds it from your own code (an installed package
 declares a ``resplit.methods`` entry point instead). An evidence view is a :class:`View` (entry point group
 ``resplit.views``). Docs/plugins.md is the worked example.
 
@@ -52,6 +52,7 @@ from split_builders.splitters.base import TailSplitter
 from split_builders.splitters.partition import (CONTENT, POSITION, content_keys, in_row_order, recorded_row_order,
                                                 source_content_keys)
 from split_builders.testing import CHECKS, HOOK_CHECKS, check_method
+from split_builders.testing_pytest import method_checks
 
 __all__ = [
     # what a method is and declares
@@ -73,5 +74,6 @@ __all__ = [
     # evidence views
     "View", "Setting",
     # the registry and the conformance check
-    "register", "registry", "get_method", "unregister", "check_method", "CHECKS", "HOOK_CHECKS",
+    "register", "registry", "get_method", "unregister", "check_method", "method_checks", "CHECKS",
+    "HOOK_CHECKS",
 ]
