@@ -1,9 +1,9 @@
-"""resplit's library: one spine (the contracts gathered in :mod:`~split_builders.api`,
+"""resplit's library: one spine (the contracts,
 :func:`~split_builders.builder.build`) that every split family goes through.
 
 * the contracts: :mod:`~split_builders.splits` (splits and sizes), :mod:`~split_builders.options`,
-  :mod:`~split_builders.contracts` (what a method is and declares), :mod:`~split_builders.registry`, and
-  :mod:`~split_builders.api`, the facade that gathers them;
+  :mod:`~split_builders.contracts` (what a method is and declares), :mod:`~split_builders.registry`,
+  and :mod:`~split_builders.api`, the public extension API that gathers what a plug-in needs;
 * :mod:`split_builders.signals`: what methods compute per row (LM scores, PVI, atoms, lengths);
 * :mod:`split_builders.splitters`: pure scikit-learn-style splitters returning a
   :class:`~split_builders.api.Split`, and each family's config builder;
@@ -36,13 +36,13 @@ _EXPORTS = {
     "split": "split_builders.notebook",
     "report": "split_builders.evaluation.report",
     "BuildResult": "split_builders.builder",
-    "registry": "split_builders.api",
-    "register": "split_builders.api",
-    "get_method": "split_builders.api",
-    "Split": "split_builders.api",
-    "BaseSplitter": "split_builders.api",
-    "SplitMethod": "split_builders.api",
-    "CommonOptions": "split_builders.api",
+    "registry": "split_builders.registry",
+    "register": "split_builders.registry",
+    "get_method": "split_builders.registry",
+    "Split": "split_builders.splits",
+    "BaseSplitter": "split_builders.splits",
+    "SplitMethod": "split_builders.contracts",
+    "CommonOptions": "split_builders.options",
     "TailSplitter": "split_builders.splitters.base",
     "LikelihoodSplitter": "split_builders.splitters.likelihood",
     "RandomSplitter": "split_builders.splitters.baselines",

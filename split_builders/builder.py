@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import CommonOptions, Context, Loaded, Signal, SplitMethod, get_method
+from split_builders.contracts import Context, Loaded, Signal, SplitMethod
+from split_builders.options import CommonOptions
+from split_builders.registry import get_method
 from split_builders.distributed import sigterm_as_interrupt
 from split_builders.errors import InvalidParameterError
 from split_builders.options import check_languages, check_license
@@ -105,7 +107,7 @@ def input_paths(options) -> list[Path]:
 
 def build(method, options: CommonOptions | None = None, /, *, progress: bool = True, verbose: bool = False,
           log=print, license: str | None = None, citation: str | None = None, pretty_name: str | None = None,
-          language=None, repo_id: str | None = None, **values) -> BuildResult:
+          language=None, repo_id: str | None = None, views=(), **values) -> BuildResult:
     """Build a release folder with a registered split method.
 
     Parameters
@@ -125,6 +127,9 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
         A recipe's title, language codes and Hub repository (else the method's title, ``--language``
         or the source's, and ``--org``/<out folder name>): the card's ``pretty_name``, ``language`` and
         load snippet.
+    views : str or iterable of str
+        Installed third-party evidence views to run in this build (``--view NAME``; off unless named here or in
+        ``$RESPLIT_VIEWS``): each is a section of the card and a record in the provenance, as a built-in view's.
 
     Returns
     -------
@@ -151,8 +156,16 @@ def build(method, options: CommonOptions | None = None, /, *, progress: bool = T
     inputs = input_paths(options)
     out = check_output(options.out, overwrite=options.overwrite, inputs=inputs)
     method.check(options)
-    if not context.is_main_process:  # only the main process writes, so only it locks
-        return _build(method, options, context, out, card_overrides)
+    from split_builders.registry import REGISTRY  # read when called: the registry a test puts in its place
+
+    with REGISTRY.enabling("views", views):  # on for this build only
+        if not context.is_main_process:  # only the main process writes, so only it locks
+            return _build(method, options, context, out, card_overrides)
+        return _locked_build(method, options, context, out, card_overrides, inputs)
+
+
+def _locked_build(method, options, context, out, card_overrides, inputs) -> BuildResult:
+    """:func:`_build` under the output's lock (the main process's build)."""
     from split_builders.publishing.readers import written_files
     from split_builders.release.places import OutputLock
 

@@ -23,7 +23,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from split_builders.api import get_method
+from split_builders.registry import get_method
 from split_builders.errors import InvalidParameterError, ResplitError
 
 # split()'s own keywords, besides the method's options.
@@ -31,7 +31,7 @@ OWN_KEYWORDS = ("out", "overwrite", "progress", "scores_key")
 
 
 def split(method, data, /, *, out=None, overwrite: bool = False, progress: bool = False, scores_key: str | None = None,
-          **options) -> dict:
+          views=(), **options) -> dict:
     """Split ``data`` with a registered method, as ``resplit <method>`` does.
 
     Parameters
@@ -49,6 +49,8 @@ def split(method, data, /, *, out=None, overwrite: bool = False, progress: bool 
         Replace an existing release at ``out``.
     progress : bool
         Progress bars while computing the signal.
+    views : str or iterable of str
+        Installed third-party evidence views to run in this build, as ``--view NAME`` (:func:`~split_builders.build`).
     **options
         The method's options (``resplit <method> --help``), by their names or their flags' (``dev_size=`` is
         ``validation_size=``; ``random_state=`` is ``seed=``). ``scores=`` takes a ``.npy`` file, or the scores
@@ -106,7 +108,7 @@ def split(method, data, /, *, out=None, overwrite: bool = False, progress: bool 
             words[options["scores"]] = "your scores"
         with tempfile.TemporaryDirectory(prefix="resplit-split-") as work:
             target = Path(out) if out is not None else Path(work) / "release"
-            result = build(method, source=source, out=str(target), overwrite=overwrite, progress=progress,
+            result = build(method, source=source, out=str(target), overwrite=overwrite, progress=progress, views=views,
                            log=lambda message: None, **options)
             return release_datasets(result.out)
     except ResplitError as error:

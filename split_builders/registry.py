@@ -163,6 +163,31 @@ class Registry:
                                         f"{off}; on: {', '.join(self._entries[kind])})")
         self._declare(kind, name, *self._disabled[kind].pop(name))
 
+    @contextlib.contextmanager
+    def enabling(self, kind: str, names):
+        """The installed entry points ``names`` of ``kind`` turned on (:meth:`enable`) for the ``with`` block, and
+        those it turned on turned off again after it, so that one build's ``views=`` (or one command's ``--view``)
+        changes no other. ``names``: a name or an iterable of names; a name no installed package declares is refused
+        in :meth:`enable`'s one line before the block runs."""
+        names = (names,) if isinstance(names, str) else tuple(names or ())
+        unnamed = [name for name in names if not isinstance(name, str) or not name]
+        if unnamed:
+            raise InvalidParameterError(f"installed {kind} are enabled by their names (strings); got {unnamed[0]!r}")
+        self._start(kind)
+        turned = {}  # name -> (reference, origin) it had while off
+        try:
+            for name in names:
+                off = self._disabled[kind].get(name)
+                self.enable(kind, name)
+                if off is not None:
+                    turned[name] = off
+            yield
+        finally:
+            for name, off in turned.items():
+                self._entries[kind].pop(name, None)
+                self._origins[kind].pop(name, None)
+                self._disabled[kind][name] = off
+
     def remove(self, kind: str, name: str) -> None:
         self._start(kind)
         self._entries[kind].pop(name, None)

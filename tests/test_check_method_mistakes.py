@@ -101,6 +101,17 @@ class Namesake(LexicalOverlapMethod):
         return [_moved(configs[0], np.asarray(configs[0].indices["test"])[:1], "test", "train"), *configs[1:]]
 
 
+class StatefulRederive(Tiny):
+    """A rederive that keeps state between calls: from its second call on, a test row is moved to train."""
+
+    def rederive(self, released, record):
+        configs = super().rederive(released, record)
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls == 1:
+            return configs
+        return [_moved(configs[0], np.asarray(configs[0].indices["test"])[:1], "test", "train"), *configs[1:]]
+
+
 class MissingRederive(Tiny):
     rederive = SplitMethod.rederive
 
@@ -132,6 +143,8 @@ MISTAKES = {  # mistake: (method, checks run (None: all), what the message says)
     "ignored row order": (IgnoredRowOrder, None, ("check 'row_order'", "configs()",
                                                   "row order rule `content` was not honoured")),
     "namesake of an installed method": (Namesake, ("verify",), ("check 'verify'", "rederive()", "differs")),
+    "rederive not idempotent": (StatefulRederive, ("verify",), ("check 'verify'", "rederive(): called a second time",
+                                                              "differs")),
     "missing rederive": (MissingRederive, None, ("check 'hooks'", "rederive(): not implemented")),
     "missing fields": (MissingFields, None, ("check 'hooks'", "fields(): returned None")),
     "overlapping train and test rows": (OverlappingRows, None, ("check 'configs'", "configs()",
@@ -221,3 +234,30 @@ def test_provenance_names_the_distribution_that_built_it_and_the_versions_it_req
     assert built_by(registry()["lexical-overlap"]) == {
         "distribution": "resplit", "version": __version__,
         "requires": {"scikit-learn": metadata.version("scikit-learn"), "scipy": metadata.version("scipy")}}
+
+
+def test_expected_failures_are_run_and_not_raised_and_one_that_passes_is(shared, tmp_path):
+    names = ["declarations", "example", "sizes", "configs"]
+    passed = check_method(WrongSizes, data=shared, work=tmp_path / "a", checks=names,
+                          expected_failures={"sizes": "a known gap"})
+    assert passed == ["declarations", "example", "configs"]  # the check after it ran
+    with pytest.raises(AssertionError, match="check 'sizes' passed, but expected_failures says it fails \\(a known gap"):
+        check_method(Tiny, data=shared, work=tmp_path / "b", checks=names, expected_failures={"sizes": "a known gap"})
+    for wrong in ({"nope": "why"}, {"sizes": ""}, ["sizes"]):
+        with pytest.raises(ValueError, match="expected_failures"):
+            check_method(Tiny, data=shared, work=tmp_path / "c", checks=names, expected_failures=wrong)
+
+
+def test_method_checks_gives_one_pytest_param_per_check_with_expected_failures_xfail(shared, tmp_path):
+    from split_builders.testing import CHECKS
+    from split_builders.testing_pytest import method_checks
+
+    params = method_checks(WrongSizes, data=shared, expected_failures={"sizes": "a known gap"})
+    assert [param.id for param in params] == list(CHECKS)
+    marked = {param.id: param.marks for param in params if param.marks}
+    assert list(marked) == ["sizes"] and marked["sizes"][0].kwargs == {"reason": "a known gap", "strict": True,
+                                                                        "raises": AssertionError}
+    check = dict(zip(CHECKS, (param.values[0] for param in params)))
+    assert check["declarations"](tmp_path / "a") == ["declarations"]  # runs that check on the method
+    with pytest.raises(AssertionError, match="check 'sizes'"):
+        check["sizes"](tmp_path / "b")

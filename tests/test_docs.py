@@ -184,5 +184,15 @@ def test_the_site_builds_strict(tmp_path):
     assert "--group-field" in cli and "--row-order" in cli
     api = (site / "api" / "index.html").read_text(encoding="utf-8")
     assert 'id="split_builders.notebook.split"' in api and 'id="split_builders.builder.build"' in api
+    import split_builders.api as extension
+
+    callables = [name for name in extension.__all__ if callable(getattr(extension, name))]
+    assert {"MethodInfo", "TailSplitter", "in_row_order", "release_rows", "View", "check_method"} <= set(callables)
+    unlisted = [name for name in callables if f'id="split_builders.api.{name}"' not in api]
+    assert not unlisted, f"names of split_builders.api the API page does not list: {unlisted}"
+    roles = re.findall(r":(?:func|class|meth|mod|data|attr|exc|obj):", api)  # Sphinx roles rendered as raw text
+    assert not roles, f"{len(roles)} raw Sphinx roles on the API page"
+    guide = (site / "plugins" / "index.html").read_text(encoding="utf-8")
+    assert "SplitRows" in guide and "RichestSplitter" in guide and "{%" not in guide  # the fixture package's files
     method = (site / "adding-a-method" / "index.html").read_text(encoding="utf-8")
     assert "BUILTIN" in method  # ARCHITECTURE.md's section, included as it stands

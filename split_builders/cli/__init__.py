@@ -105,9 +105,9 @@ def add_options(parser: argparse.ArgumentParser, method) -> list[str]:
             help_text = argparse.SUPPRESS
         group.add_argument(*flags, help=help_text, **kwargs)
         names.append(spec.name)
-    parser.add_argument("--view", action="append", default=[], metavar="NAME", dest="enable_views",
-                        help="also compute the installed third-party evidence view NAME for the card (off unless "
-                             "named here or in $RESPLIT_VIEWS); repeatable")
+    from split_builders.cli.evidence import add_view_option
+
+    add_view_option(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--verbose", action="store_true",
                         help="also print the libraries' own reports (training logs, weight-loading reports)")
@@ -122,12 +122,9 @@ def add_method_parser(subparsers, method) -> None:
 
 def run_method(method, names, args) -> int:
     from split_builders.builder import build
-    from split_builders.registry import REGISTRY
 
-    for view in getattr(args, "enable_views", ()):  # a third-party view named for this build
-        REGISTRY.enable("views", view)
     options = method.options(**{name: getattr(args, name) for name in names if hasattr(args, name)})
-    result = build(method, options, progress=not args.no_progress, verbose=args.verbose)
+    result = build(method, options, progress=not args.no_progress, verbose=args.verbose, views=args.enable_views)
     work_done()  # the release is in place: the lines below only say so
     if result.out is None:  # not the main process: the main one reports
         return 0
@@ -161,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     import warnings
     from functools import partial
 
-    from split_builders.api import registry
+    from split_builders.registry import registry
     from split_builders.cli.evidence import add_view_parser
     from split_builders.errors import PluginWarning
     from split_builders.evidence import views
@@ -239,15 +236,22 @@ def _plugin_warnings_shown(argv: list[str] | None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    from split_builders.cli.evidence import views_named
     from split_builders.errors import ResplitError
+    from split_builders.registry import REGISTRY
 
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        if not getattr(args, "func", None):
-            parser.print_help()
-            return 2
-        status = int(args.func(args) or 0)
+        # the installed views named by --view are on for the whole command, their own subcommands included (which
+        # must exist before the line is parsed); a name none declares is refused once the command is known
+        named = views_named(sys.argv[1:] if argv is None else argv)
+        with REGISTRY.enabling("views", [name for name in named if name in REGISTRY.disabled("views")]):
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            if not getattr(args, "func", None):
+                parser.print_help()
+                return 2
+            with REGISTRY.enabling("views", getattr(args, "enable_views", ())):
+                status = int(args.func(args) or 0)
         work_done()
         sys.stdout.flush()  # a reader that stopped reading is found here, inside the try (not at exit)
         return status

@@ -4,7 +4,7 @@ implementation of each number)."""
 
 from __future__ import annotations
 
-from split_builders.api import SPLITS
+from split_builders.splits import SPLITS
 from split_builders.options import ROW_ORDERS
 
 SUITE_DIR_ENV = "RESPLIT_CHECKLIST_DIR"

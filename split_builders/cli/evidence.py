@@ -69,6 +69,31 @@ def add_parsers(subparsers) -> None:
             add_view_parser(subparsers, view)
 
 
+VIEW_HELP = ("also run the installed third-party evidence view NAME (off unless named here or in $RESPLIT_VIEWS): "
+             "in a build, a section of the card and a record in the provenance; its own subcommand exists once named; "
+             "repeatable")
+
+
+def add_view_option(parser) -> None:
+    """``--view NAME`` (repeatable, ``args.enable_views``): every command that builds, and every view's subcommand,
+    takes it; :func:`views_named` reads it before the parser is built, so that a view's own subcommand exists."""
+    parser.add_argument("--view", action="append", default=[], metavar="NAME", dest="enable_views", help=VIEW_HELP)
+
+
+def views_named(argv) -> list:
+    """The names given to ``--view`` anywhere on a command line (``argv``), read before the parser is built (the
+    installed views they name are enabled for the command, their subcommands included); [] where the line cannot be
+    read, which the parser then says."""
+    import argparse
+
+    early = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    early.add_argument("--view", action="append", default=[])
+    try:
+        return early.parse_known_args(argv)[0].view
+    except (argparse.ArgumentError, SystemExit):
+        return []
+
+
 def add_view_parser(subparsers, view) -> None:
     """The subcommand of one evidence view: its target, ``--json`` and its settings as flags."""
     parser = subparsers.add_parser(view.subcommand, help=view.summary, description=view.description)
@@ -86,6 +111,7 @@ def add_view_parser(subparsers, view) -> None:
                             help="only these configs (default: every config); the others are not read")
     if getattr(view, "checks_against", False):  # a view's declaration (the audit's)
         add_against_arguments(parser)
+    add_view_option(parser)
     parser.set_defaults(func=partial(run_view, view))
 
 

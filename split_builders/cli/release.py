@@ -83,7 +83,8 @@ def run_release(args) -> int:
     # every `against:` dataset opened before the build (reachable, its splits, fields and the release's input
     # columns where the options name them; a Hub id downloaded once)
     with resolved_against(against, options=options) as against:
-        result = build(recipe.method, options, progress=not args.no_progress, **recipe.card_overrides(args.org))
+        result = build(recipe.method, options, progress=not args.no_progress, views=args.enable_views,
+                       **recipe.card_overrides(args.org))
         if result.out is None:
             return 0
         if against:  # the recipe's `against:`: the card states what the evaluation splits were checked against
@@ -107,7 +108,7 @@ def _declared_overrides(recipe, overrides: dict) -> dict:
     is passed only where the method has such an option."""
     import dataclasses
 
-    from split_builders.api import get_method
+    from split_builders.registry import get_method
     from split_builders.errors import InvalidParameterError
 
     method = get_method(recipe.method)
@@ -141,6 +142,8 @@ def _print_report(report, *, every: bool = False, complete: bool = False) -> Non
     for finding in report.findings:
         counts[finding.status] = counts.get(finding.status, 0) + 1
     levels = sorted({f.level for f in report.findings})
+    if report.built_by:
+        print(f"{report.target}: built by {report.built_by}")
     print(f"{report.target}: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
           + f" (levels {', '.join(map(str, levels))})" + (" -> DIFFERS" if not report.ok else " -> NOT ALL CHECKED" if complete and report.unchecked else " -> OK"))
 
@@ -173,6 +176,8 @@ def run_diff(args) -> int:
 
 
 def add_parsers(subparsers) -> None:
+    from split_builders.cli.evidence import add_view_option
+
     parser = subparsers.add_parser("release", help="build a release from its recipe, verify it, optionally publish",
                                    description="Build RECIPE (releases/<name>.yaml or a path) into --out, verify it "
                                                "(levels 1 and 2) and, with --push, publish it as version X.Y.Z.")
@@ -192,6 +197,7 @@ def add_parsers(subparsers) -> None:
     parser.add_argument("--version", help="X.Y.Z, newer than every published version")
     parser.add_argument("--no-load-check", action="store_true", help="verify without loading every config")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_view_option(parser)
     parser.set_defaults(func=run_release)
 
     parser = subparsers.add_parser("verify", help="check a release: file hashes, rows, and its configs re-derived",

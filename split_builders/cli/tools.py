@@ -11,7 +11,7 @@ import numpy as np
 
 
 def run_list(args) -> int:
-    from split_builders.api import registry
+    from split_builders.registry import registry
 
     for method in registry().values():
         print(f"{method.name}\n  {method.summary}\n  paper:   {method.paper}")
@@ -96,7 +96,7 @@ def _signal_column(resplit: dict, loaded) -> str | None:
 def _shown_columns(resplit: dict, loaded, signal: str | None) -> list:
     """The columns a row is shown by: its declared text, label and target (``resplit.fields``) and the
     signal, else every column."""
-    from split_builders.api import Fields
+    from split_builders.contracts import Fields
 
     columns = next(iter(loaded.values())).column_names if loaded else []
     fields = Fields.from_record(resplit)

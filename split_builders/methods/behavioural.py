@@ -48,8 +48,9 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (SPLITS, CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo,
-                                SplitMethod, option)
+from split_builders.contracts import Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo, SplitMethod
+from split_builders.options import CommonOptions, option
+from split_builders.splits import SPLITS
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.behavioural import BELUGA_SEED, behavioural_configs, resolve_names
 from split_builders.splitters.partition import CONTENT, POSITION, recorded_row_order

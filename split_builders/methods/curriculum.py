@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from split_builders.api import (CommonOptions, ConfigSplit, Fields, HarnessTask, Loaded, MethodInfo, Signal,
-                                SourceInfo, SplitMethod, option)
+from split_builders.contracts import Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo, SplitMethod
+from split_builders.options import CommonOptions, option
+from split_builders.splits import ConfigSplit
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.pvi.columns import pvi_figure, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo, SplitMethod,
-                                check_size, option, parse_size)
+from split_builders.contracts import Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo, SplitMethod
+from split_builders.options import CommonOptions, option
+from split_builders.splits import check_size, parse_size
 from split_builders.errors import EmptyTextError, FieldError, InvalidParameterError
 from split_builders.splitters.lexical_overlap import lexical_overlap_configs
 from split_builders.splitters.partition import CONTENT, content_keys, in_row_order, recorded_row_order

@@ -22,8 +22,9 @@ import numpy as np
 
 from loading_scripts import TASKS
 from loading_scripts.labels import encode_labels
-from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo,
-                                SplitMethod, check_number, check_size, option, parse_size)
+from split_builders.contracts import Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo, SplitMethod
+from split_builders.options import CommonOptions, option
+from split_builders.splits import check_number, check_size, parse_size
 from split_builders.errors import FieldError, InvalidParameterError
 from split_builders.signals.given import given_scores_record
 from split_builders.signals.lm.prompts import NAMED_TEMPLATES

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from split_builders.api import Loaded, Signal
+from split_builders.contracts import Loaded, Signal
 from split_builders.splitters.likelihood import CONFIG_NAMES
 
 
@@ -21,7 +21,7 @@ def score_warnings(values) -> list[str]:
 
 def per_split(config, values: np.ndarray, data) -> dict:
     """Per split of a config: its signal, lengths and labels (empty arrays for a split it lacks)."""
-    from split_builders.api import SPLITS
+    from split_builders.splits import SPLITS
 
     codes, classes = data.label_codes()
     parts = {}

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo,
-                                SplitMethod, option)
+from split_builders.contracts import Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo, SplitMethod
+from split_builders.options import CommonOptions, option
 from split_builders.errors import FieldError, InvalidParameterError, SourceLoadError
 from split_builders.signals.pvi.columns import pvi_figure, pvi_summary, summary_markdown, with_pvi_columns
 from split_builders.signals.pvi.crossfit import check_fold_labels, pvi_cache_dir

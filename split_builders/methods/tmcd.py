@@ -25,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import (CommonOptions, Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo,
-                                SplitMethod, check_size, option, parse_size)
+from split_builders.contracts import Fields, HarnessTask, Loaded, MethodInfo, Signal, SourceInfo, SplitMethod
+from split_builders.options import CommonOptions, option
+from split_builders.splits import check_size, parse_size
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.compositional import BUILT
 from split_builders.splitters.partition import CONTENT, content_keys, in_row_order, recorded_row_order
@@ -434,7 +435,7 @@ def check_published(source) -> None:
     """Every published split is a partition of some of the source's rows (no row in two splits,
     train and an evaluation split present), checked before any search: a split file that does
     not match the data fails at once, naming it."""
-    from split_builders.api import ConfigSplit
+    from split_builders.splits import ConfigSplit
     from split_builders.errors import SourceLoadError
 
     for name, split in source.published.items():

@@ -86,7 +86,8 @@ def signal_kinds(record: dict) -> dict:
     """``{column: kind}`` of a release's signal columns: as its provenance (``resplit:``, ``record``) records
     them in ``fields``, else as its method declares them (``signal_columns``; none for a method not
     registered here)."""
-    from split_builders.api import Fields, registry
+    from split_builders.contracts import Fields
+    from split_builders.registry import registry
 
     fields = Fields.from_record(record)
     if fields is not None and fields.signals:
@@ -114,7 +115,7 @@ def _statistics(released, config: str) -> dict:
     says (:func:`signal_kinds`), train against test: a continuous one's Kolmogorov-Smirnov statistic, a
     categorical one's :func:`categorical_statistics`; and the numbers its recorded parameters hold
     (:meth:`~split_builders.api.SplitMethod.config_statistics`)."""
-    from split_builders.api import get_method
+    from split_builders.registry import get_method
     from split_builders.summaries import ks_statistic
 
     method = get_method(released.record.get("method"))
@@ -136,12 +137,13 @@ def _statistics(released, config: str) -> dict:
 
 
 def diff(a: str, b: str, *, configs=None) -> dict:
-    """Compare two releases. Returns ``{"configs": {config: {...}}, "provenance": {key: [a, b]}, "croissant":
-    [line, ...]}`` (how their ``croissant.json`` differ: :func:`~split_builders.publishing.croissant.croissant_changes`);
-    each config has ``moved``, ``added``, ``removed``, ``pairs``, ``status`` (changed, unchanged,
-    added, removed) and ``statistics`` (``{name: [a, b]}`` for those that changed). Both are read through
-    :class:`~split_builders.release.folder.Released` (a damaged data file is refused in one line naming it);
-    ``configs``: only these configs are read and compared (each must be in one of the two)."""
+    """Compare two releases. Returns ``{"configs": {config: {...}}, "provenance": {key: [a, b]}, "built_by": [a, b]
+    ("DIST VERSION" of the code that built each, or None), "croissant": [line, ...]}`` (how their ``croissant.json``
+    differ: :func:`~split_builders.publishing.croissant.croissant_changes`); each config has ``moved``, ``added``,
+    ``removed``, ``pairs``, ``status`` (changed, unchanged, added, removed) and ``statistics`` (``{name: [a, b]}``
+    for those that changed). Both are read through :class:`~split_builders.release.folder.Released` (a damaged data
+    file is refused in one line naming it); ``configs``: only these configs are read and compared (each must be in
+    one of the two)."""
     from split_builders.errors import InvalidParameterError
     from split_builders.release.folder import Released, resolve_target
 
@@ -177,7 +179,10 @@ def diff(a: str, b: str, *, configs=None) -> dict:
                 configs[config] = {"moved": 0, "added": 0, "removed": rows, "pairs": {}, "status": "removed"}
         from split_builders.publishing.croissant import croissant_changes, read_croissant
 
+        from split_builders.release.provenance import built_by_said
+
         return {"configs": configs, "provenance": provenance_changes(left.record, right.record),
+                "built_by": [built_by_said(left.record), built_by_said(right.record)],
                 "croissant": croissant_changes(read_croissant(left.folder)[0], read_croissant(right.folder)[0])}
 
 
@@ -205,6 +210,10 @@ def format_diff(result: dict) -> list[str]:
         shorten = lambda v: (json.dumps(v) if not isinstance(v, str) else v)[:60]
         lines.append(f"  {key}: {shorten(before)} -> {shorten(after)}")
     lines = (["provenance that changed:"] + lines) if lines else ["provenance: unchanged"]
+    before, after = result.get("built_by") or (None, None)
+    if before or after:  # which code built each (a release from before it was recorded: "not recorded")
+        before, after = before or "(not recorded)", after or "(not recorded)"
+        lines.insert(0, f"built by {before}" if before == after else f"built by {before} -> built by {after}")
     if result.get("croissant"):  # croissant.json: record sets and fields, its source and generating activity
         lines += ["croissant.json that changed:"] + [f"  {line}" for line in result["croissant"]]
     lines.append(f"{'config':<32}{'status':>10}{'moved':>8}{'added':>8}{'removed':>9}")

@@ -59,7 +59,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from split_builders.api import Fields
+from split_builders.contracts import Fields
 from split_builders.errors import InvalidParameterError, InvalidReleaseError
 from split_builders.options import check_repo_id
 from split_builders.publishing.harness_card import NUM_FEWSHOT, Exported, card_lines

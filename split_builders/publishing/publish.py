@@ -34,7 +34,7 @@ from split_builders.options import check_license as check_hub_license
 from split_builders.options import check_repo_id
 from split_builders.release.folder import front_matter, data_files, read_card, row_ids
 from split_builders.publishing.diff import count_moves
-from split_builders.api import SPLITS
+from split_builders.splits import SPLITS
 
 VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 METRIC_FILES = ("README.md", "app.py", "requirements.txt")

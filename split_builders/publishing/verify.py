@@ -27,9 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import SPLITS, get_method
+from split_builders.registry import get_method
+from split_builders.splits import SPLITS
 from split_builders.errors import InvalidParameterError, InvalidReleaseError
 from split_builders.release.folder import Released, resolve_target
+from split_builders.release.provenance import built_by_said
 from split_builders.splits import membership_sha256, row_ids
 
 @dataclass
@@ -51,6 +53,7 @@ class Finding:
 class Report:
     target: str
     findings: list = field(default_factory=list)
+    built_by: str | None = None  # "DIST VERSION" of the code that built it (release.provenance.built_by_said)
 
     @property
     def ok(self) -> bool:
@@ -438,6 +441,7 @@ def verify(target: str, *, rescore: bool = False, load: bool = True, source=None
     with tempfile.TemporaryDirectory(prefix="resplit-verify-") as work:
         folder = resolve_target(target, Path(work))
         released = Released(folder, check=False)  # every file's state is a finding here, not a refusal
+        report.built_by = built_by_said(released.record)
         check_integrity(released, report, load=load, allow_extra=allow_extra)
         check_rederived(released, report)
         if rescore:

@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from split_builders.api import SPLITS
+from split_builders.splits import SPLITS
 from split_builders.cardspec import CardSpec, Figure, Panel, Section
 
 SPLIT_COLOURS = {"train": "#4c72b0", "validation": "#dd8452", "test": "#c44e52"}

@@ -97,6 +97,18 @@ def built_by(method) -> dict:
             "requires": {name: _installed(name) for name in method.info.requires}}
 
 
+def built_by_said(record: dict) -> str | None:
+    """Which code built a release, as ``verify`` and ``diff`` say it: ``"DIST VERSION"`` from its provenance's
+    ``built_by`` (:func:`built_by`), ``"a method no installed distribution provides"`` for one defined in a script,
+    None for a release that does not record it (built before resplit recorded it)."""
+    found = record.get("built_by") if isinstance(record, dict) else None
+    if not isinstance(found, dict):
+        return None
+    if not found.get("distribution"):
+        return "a method no installed distribution provides"
+    return f"{found['distribution']} {found.get('version') or '(version unknown)'}"
+
+
 def source_record(info) -> dict:
     record = {"name": info.name, "rows": int(info.rows)}
     if info.content_sha256:

@@ -136,7 +136,7 @@ class Recipe:
     def method_options(self, *, source, out, overwrite: bool = False, settings: dict | None = None, **overrides):
         """The method's options object for a build of this recipe (validated by the dataclass).
         ``settings`` are a trial build's ``--set`` changes to the recipe's options (checked like them)."""
-        from split_builders.api import get_method
+        from split_builders.registry import get_method
 
         method = get_method(self.method)
         if settings:
@@ -241,7 +241,7 @@ def parse_settings(settings: list[str] | None) -> dict:
 
 
 def _check_option_keys(name: str, method_name: str, options: dict) -> None:
-    from split_builders.api import get_method
+    from split_builders.registry import get_method
 
     method = get_method(method_name)
     known = {f.name for f in dataclasses.fields(method.Options)} - RESERVED_OPTIONS

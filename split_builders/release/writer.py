@@ -37,7 +37,7 @@ import numpy as np
 
 from loading_scripts.tables import arrow_table, quiet_datasets
 from split_builders._version import __version__
-from split_builders.api import ConfigSplit
+from split_builders.splits import ConfigSplit
 from split_builders.overlap import in_threads
 from split_builders.progress import progress_bar
 from split_builders.errors import (InvalidParameterError, OutputExistsError, cannot_write, disk_full, is_disk_full,

@@ -30,7 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from split_builders.api import check_number
+from split_builders.splits import check_number
 from split_builders.errors import InvalidParameterError
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from loading_scripts.labels import encode_labels
-from split_builders.api import BaseSplitter, Split, resolve_size
+from split_builders.splits import BaseSplitter, Split, resolve_size
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.groups import Groups, grouped_eval_split
 from split_builders.splitters.partition import as_labels, balanced_eval_split, tail

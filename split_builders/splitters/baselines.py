@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from split_builders.api import DEFAULT_SEED, check_number, check_random_state, check_size
+from split_builders.splits import DEFAULT_SEED, check_number, check_random_state, check_size
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.base import TailSplitter, resolve_eval_sizes  # noqa: F401 (resolve_eval_sizes: its names)
 from split_builders.splitters.partition import reference_shuffle

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from loading_scripts.labels import encode_labels
-from split_builders.api import DEFAULT_SEED, SPLITS, BaseSplitter, ConfigSplit, Split, check_number
+from split_builders.splits import DEFAULT_SEED, SPLITS, BaseSplitter, ConfigSplit, Split, check_number
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.partition import shuffle_split
 

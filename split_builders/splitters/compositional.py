@@ -26,8 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
-from split_builders.api import (DEFAULT_SEED, BaseSplitter, ConfigSplit, Split, check_random_state, check_size,
-                                resolve_size)
+from split_builders.splits import (DEFAULT_SEED, BaseSplitter, ConfigSplit, Split, check_random_state, check_size,
+                                   resolve_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.base import TailSplitter
 from split_builders.splitters.tmcd import DEFAULT_RESTARTS, train_count

@@ -40,7 +40,7 @@ import copy
 import numpy as np
 
 from loading_scripts.labels import encode_labels
-from split_builders.api import DEFAULT_SEED, BaseSplitter, ConfigSplit, Split, check_number, check_random_state
+from split_builders.splits import DEFAULT_SEED, BaseSplitter, ConfigSplit, Split, check_number, check_random_state
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.groups import Groups, group_parameters
 from split_builders.splitters.partition import shuffle_split

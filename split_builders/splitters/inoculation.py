@@ -25,7 +25,7 @@ import copy
 import numpy as np
 
 from loading_scripts.labels import encode_labels
-from split_builders.api import DEFAULT_SEED, BaseSplitter, ConfigSplit, Split, check_number
+from split_builders.splits import DEFAULT_SEED, BaseSplitter, ConfigSplit, Split, check_number
 from split_builders.errors import InvalidParameterError
 
 SIZES = (10, 50, 100, 500, 1000)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from split_builders.api import BaseSplitter, ConfigSplit, Split, check_random_state, check_size
+from split_builders.splits import BaseSplitter, ConfigSplit, Split, check_random_state, check_size
 from split_builders.errors import InvalidParameterError
 from split_builders.splitters.base import resolve_eval_sizes
 from split_builders.splitters.groups import Groups, grouped_eval_split

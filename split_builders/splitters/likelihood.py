@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from loading_scripts.labels import encode_labels
-from split_builders.api import DEFAULT_SEED, Split, check_number, check_random_state, check_size, resolve_size
+from split_builders.splits import DEFAULT_SEED, Split, check_number, check_random_state, check_size, resolve_size
 from split_builders.errors import InvalidParameterError
 from split_builders.signals.lengths import quantile_buckets
 from split_builders.splitters.atom_constraint import balance_atoms
@@ -341,7 +341,7 @@ def likelihood_configs(scores, *, labels=None, lengths=None, setting: str = "pro
     ``group_field``) keeps every group in one split of every config, baselines included; the config
     records it as ``grouped_by``.
     """
-    from split_builders.api import ConfigSplit
+    from split_builders.splits import ConfigSplit
 
     if setting not in CONFIG_NAMES:
         raise InvalidParameterError(f"setting must be one of {sorted(CONFIG_NAMES)}, got {setting!r}")

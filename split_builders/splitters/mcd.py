@@ -32,8 +32,8 @@ from typing import Sequence
 
 import numpy as np
 
-from split_builders.api import (DEFAULT_SEED, BaseSplitter, Split, check_number, check_random_state, check_size,
-                                resolve_size)
+from split_builders.splits import (DEFAULT_SEED, BaseSplitter, Split, check_number, check_random_state, check_size,
+                                   resolve_size)
 from split_builders.errors import InvalidParameterError
 from split_builders.progress import progress_bar
 from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA
@@ -353,7 +353,7 @@ def mcd_configs(atoms: Sequence, compounds: Sequence, *, train_size, test_size, 
     """
     import time
 
-    from split_builders.api import ConfigSplit
+    from split_builders.splits import ConfigSplit
 
     parsed = np.asarray([row for row, found in enumerate(atoms) if found is not None], dtype=np.int64)
     configs = []

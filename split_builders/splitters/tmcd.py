@@ -41,8 +41,8 @@ from typing import Sequence
 
 import numpy as np
 
-from split_builders.api import (DEFAULT_SEED, BaseSplitter, Split, check_number, check_random_state, check_size,
-                                resolve_size)
+from split_builders.splits import (DEFAULT_SEED, BaseSplitter, Split, check_number, check_random_state, check_size,
+                                   resolve_size)
 from split_builders.errors import AtomConstraintError, InvalidParameterError
 from split_builders.progress import progress_bar
 from split_builders.signals.programs.divergence import ATOM_ALPHA, COMPOUND_ALPHA

@@ -58,7 +58,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from split_builders.api import check_number
+from split_builders.splits import check_number
 from split_builders.cache import cache_root, load_arrays, save_arrays
 from split_builders.errors import InvalidParameterError, ModelLoadError
 from split_builders.progress import progress_bar

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import check_number
+from split_builders.splits import check_number
 from split_builders.cache import atomic_write, load_arrays, save_arrays
 from split_builders.distributed import process_state, sigterm_as_interrupt
 from split_builders.errors import EmptyTextError, InvalidParameterError, ModelLoadError

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from split_builders.api import check_number
+from split_builders.splits import check_number
 from split_builders.errors import InvalidParameterError
 
 KINDS = ("rstr", "rcvcv")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from split_builders.api import check_number, check_random_state
+from split_builders.splits import check_number, check_random_state
 from split_builders.cache import cache_root, load_arrays, save_arrays
 from split_builders.errors import InvalidParameterError
 

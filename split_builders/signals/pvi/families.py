@@ -27,7 +27,7 @@ import zlib
 
 import numpy as np
 
-from split_builders.api import check_number, check_random_state
+from split_builders.splits import check_number, check_random_state
 from split_builders.errors import InvalidParameterError, ModelLoadError
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
