@@ -303,6 +303,9 @@ def _build(method, options, context, out, overrides) -> BuildResult:
     # The evidence of what the splits test, each in the card and the YAML (resplit.<name>, resplit.configs.<c>.<name>).
     evidence = build_evidence(rows, configs, record=record, options=options, progress=context.progress)
     spec.evidence = evidence.sections()
+    plugins = _plugin_views(evidence.reports)
+    if plugins:  # a plug-in's view ran: its distribution too is what built the release
+        record["built_by"]["views"] = plugins
     written_out = write_release(
         out, rows, configs, provenance=record, evidence=evidence.records(),
         render_card=lambda staging, written: cards.render(spec, method=method, info=loaded.info,
@@ -423,3 +426,15 @@ def _wait_for_everyone() -> None:
         from split_builders.distributed import process_state
 
         process_state().wait_for_everyone()
+
+
+def _plugin_views(names) -> dict:
+    """``{view: {"distribution", "version"}}`` of the views among ``names`` that are not built in (a plug-in's):
+    ``built_by.views`` of a build that ran them."""
+    from split_builders.evidence import views
+    from split_builders.registry import REGISTRY
+    from split_builders.release.provenance import distribution_of
+
+    known = views()
+    return {name: distribution_of(known[name]) for name in names
+            if name in known and REGISTRY.origin("views", name) != "built-in"}

@@ -303,6 +303,11 @@ class MethodInfo:
     requires : tuple of str
         The distributions (as pip names them: ``"scikit-learn"``) whose code computes its signal or configs: their
         installed versions are recorded in every release's provenance (``resplit.built_by.requires``).
+    signal_tolerance : float
+        How far two runs with the same seed may move a numeric signal value (0: bit for bit, the default). A
+        signal that is legitimately stochastic (nondeterministic kernels, a sampled model) declares its bound;
+        ``check_method``'s determinism check then holds it to that bound, and to the same configs wherever the
+        signal came out the same.
 
     Whether it keeps ``--group-field`` groups whole is not declared: it does exactly when it implements
     :meth:`SplitMethod.groups`.
@@ -325,6 +330,7 @@ class MethodInfo:
     default_source: str | None = None
     source_aliases: tuple = ()
     requires: tuple = ()
+    signal_tolerance: float = 0.0
 
     def __post_init__(self):
         self.check()
@@ -375,6 +381,10 @@ class MethodInfo:
         if "g_score" in tables and not self.scenarios:
             raise InvalidParameterError(f"{name}: report_tables names g_score, which scores each of its scenarios: "
                                         "declare them (scenarios = {scenario: (config pattern, ...)})")
+        tolerance = self.signal_tolerance
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < float("inf"):
+            raise InvalidParameterError(f"{name}: signal_tolerance must be a finite number >= 0 (0: the signal is the "
+                                        f"same bit for bit under one seed); got {tolerance!r}")
         if not isinstance(self.requires, tuple) or not all(isinstance(d, str) and d.strip() for d in self.requires):
             raise InvalidParameterError(f"{name}: requires must be a tuple of distribution names (e.g. "
                                         f"('scikit-learn',)); got {self.requires!r}")
@@ -395,7 +405,7 @@ INFO_ATTRIBUTES = {"name": "name", "paper": "paper", "summary": "summary", "conf
                    "harness_task": "harness_task", "evaluation_splits": "evaluation_splits",
                    "harness_groups": "harness_groups", "report_tables": "report_tables", "scenarios": "scenarios",
                    "table_columns": "table_columns", "source_kind": "source_kind", "default_source": "default_source",
-                   "source_aliases": "source_aliases", "requires": "requires"}
+                   "source_aliases": "source_aliases", "requires": "requires", "signal_tolerance": "signal_tolerance"}
 """Each :class:`MethodInfo` field and the class attribute of a :class:`SplitMethod` that reads it (shared code written
 before the info object reads the attributes)."""
 
@@ -449,6 +459,7 @@ class SplitMethod(abc.ABC):
     report_tables: tuple = ()
     scenarios: dict = {}
     requires: tuple = ()
+    signal_tolerance: float = 0.0
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -162,6 +162,27 @@ def test_check_method_catches_the_mistake_and_names_the_hook(mistake, shared, tm
         assert text in message, (text, message)
 
 
+class DeclaredStochasticSignal(NondeterministicSignal):
+    """The same jitter, declared: ``signal_tolerance`` bounds how far two runs may move the signal."""
+
+    info = dataclasses.replace(Tiny.info, signal_tolerance=1e-5)
+
+
+def test_a_declared_stochastic_signal_is_held_to_its_bound(shared, tmp_path):
+    assert check_method(DeclaredStochasticSignal, data=shared, work=tmp_path, checks=["determinism"]) == ["determinism"]
+    tight = type("TightBound", (NondeterministicSignal,), {"info": dataclasses.replace(Tiny.info, signal_tolerance=1e-9)})
+    with pytest.raises(AssertionError, match="by more than its declared signal_tolerance 1e-09"):
+        check_method(tight, data=shared, work=tmp_path / "tight", checks=["determinism"])
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), "0", True])
+def test_a_signal_tolerance_that_is_not_a_bound_is_refused(bad):
+    from split_builders.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="signal_tolerance must be a finite number >= 0"):
+        dataclasses.replace(Tiny.info, signal_tolerance=bad)
+
+
 def test_the_correct_method_passes_the_hook_checks(shared, tmp_path):
     names = ["declarations", "example", *HOOK_CHECKS]
     assert check_method(Tiny, data=shared, work=tmp_path, checks=names) == names

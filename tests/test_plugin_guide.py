@@ -104,6 +104,8 @@ def test_view_runs_in_a_build_and_its_subcommand_and_verify_and_diff_say_who_bui
                  "0", "--no-progress", "--view", "split_rows", "--out", str(out)]) == 0
     counts = recorded(out)["configs"]["richest"]["split_rows"]
     assert counts == {"train": 96, "validation": 12, "test": 12}, counts
+    # the plug-in's view is recorded with the distribution that provides it, as the method is
+    assert recorded(out)["built_by"]["views"] == {"split_rows": {"distribution": "richest-split", "version": "0.1.0"}}
     assert "split_rows" not in richest.names("views")  # on for that command only
     recipe.write_text(yaml.safe_dump({"repo": "{org}/richest", "method": "richest", "seed": 7, "license": "mit",
                                       "source": {"local": [str(source)]},

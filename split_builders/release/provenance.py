@@ -82,19 +82,23 @@ def built_by(method) -> dict:
     """Which code built a release: the distribution of the method's package and its version (resplit's for a
     built-in; None for a method no installed distribution provides, one defined in a script) and the installed
     versions of the distributions the method declares it requires (``MethodInfo.requires``; None: not installed).
-    Read from package metadata: nothing is imported."""
+    Read from package metadata: nothing is imported. A build that ran a plug-in's evidence view adds ``views``
+    (``{view: distribution_of(view)}``)."""
+    return {**distribution_of(method), "requires": {name: _installed(name) for name in method.info.requires}}
+
+
+def distribution_of(thing) -> dict:
+    """``{"distribution", "version"}`` of the installed distribution whose package defines ``thing``'s class
+    (resplit's for its own code; None for a class no installed distribution provides). Nothing is imported."""
     from split_builders._version import __version__
 
-    top = type(method).__module__.partition(".")[0]
+    top = type(thing).__module__.partition(".")[0]
     if top == "split_builders":
-        distribution, version = RESPLIT, __version__
-    else:
-        import sys
+        return {"distribution": RESPLIT, "version": __version__}
+    import sys
 
-        distribution = (_distributions(tuple(sys.path)).get(top) or [None])[0]
-        version = _installed(distribution) if distribution else None
-    return {"distribution": distribution, "version": version,
-            "requires": {name: _installed(name) for name in method.info.requires}}
+    distribution = (_distributions(tuple(sys.path)).get(top) or [None])[0]
+    return {"distribution": distribution, "version": _installed(distribution) if distribution else None}
 
 
 def built_by_said(record: dict) -> str | None:
