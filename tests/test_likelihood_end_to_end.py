@@ -13,7 +13,7 @@ PROMPTED_CONFIGS = ["ll_split_pt", "ll_split_pt_len", "ll_split_pt_reverse", "ra
 
 def test_prompted_likelihood_splits_of_the_bundled_sample(tmp_path, hf_cache, capsys):
     out = tmp_path / "snli-likelihood"
-    common = ["likelihood", "--source", "snli-sample", "--limit", "96", "--dev-size", "16", "--test-size", "16",
+    common = ["likelihood", "--source", "snli-sample", "--limit", "48", "--dev-size", "8", "--test-size", "8",
               "--cache-dir", str(tmp_path / "scores"), "--no-progress"]
     assert main(common + ["--out", str(out)]) == 0
     assert "scored with SmolLM2-135M" in capsys.readouterr().out
@@ -26,7 +26,7 @@ def test_prompted_likelihood_splits_of_the_bundled_sample(tmp_path, hf_cache, ca
     for config in PROMPTED_CONFIGS:
         loaded = datasets.load_dataset(str(out), config, cache_dir=hf_cache)
         sizes = [len(loaded[s]) for s in ("train", "validation", "test")]
-        assert sizes == [96 - 32, 16, 16]  # --limit counts rows after the SNLI filter
+        assert sizes == [48 - 16, 8, 8]  # --limit counts rows after the SNLI filter
         for split in loaded.values():
             assert split.features["label"].names == ["entailment", "neutral", "contradiction"]
             assert np.all(np.asarray(split["score"]) < 0)
