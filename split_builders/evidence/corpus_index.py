@@ -176,6 +176,7 @@ class EvaluationIndex:
     gram_lengths: list
     settings: dict
     _band: object = field(default=None, repr=False)
+    _fingerprint: str | None = field(default=None, repr=False)
 
     # -- building --------------------------------------------------------------------------
 
@@ -252,7 +253,10 @@ class EvaluationIndex:
     # -- the work folder -------------------------------------------------------------------
 
     def fingerprint(self) -> str:
-        """sha256 of what the index holds (the evaluation rows and inputs, the settings that change matches)."""
+        """sha256 of what the index holds (the evaluation rows and inputs, the settings that change matches);
+        computed once (a run asks for it at every step: the work folder, the resume check, each task)."""
+        if self._fingerprint is not None:
+            return self._fingerprint
         digest = hashlib.sha256()
         several = ("releases", "text_widths") if "releases" in self.settings else ()  # :mod:`.corpus_releases`
         digest.update(json.dumps({k: self.settings.get(k) for k in ("format", "threshold", "word_ngram",
@@ -263,7 +267,8 @@ class EvaluationIndex:
             digest.update(text.encode("utf-8") + b"\0")
         for name in ("config", "split", "source_id", "text", "label", *(["release"] if several else [])):
             digest.update(json.dumps(self.rows.column(name).to_pylist()).encode())
-        return digest.hexdigest()
+        self._fingerprint = digest.hexdigest()
+        return self._fingerprint
 
     def save(self, folder: Path) -> None:
         """Written beside ``folder`` and moved into place (Parquet, ``.npy`` and JSON; no pickles)."""
