@@ -225,7 +225,6 @@ def class_names_of(other: OtherSplit, column: str, names) -> tuple:
     (``(None, reason)``); ``(None, None)`` where the labels are compared as they are (text, or a release without
     names)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if other.label_names.get(column):
         return tuple(other.label_names[column]), None
