@@ -34,21 +34,15 @@ def created() -> str:
     return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def _local(target) -> bool:
-    from loading_scripts.files import looks_like_path
-
-    text = str(target)
-    return Path(text).expanduser().exists() or looks_like_path(text.partition("@")[0])
-
-
 def release_record(target, info) -> dict:
     """One release of the report: ``release`` as given (the folder path, or the Hub id), ``group`` (its harness
     group name, what the tables' ``release`` column holds), ``hub_id``, ``revision`` (the one asked for on the Hub,
     else the card's) and ``card_sha256`` (of its ``README.md`` as read)."""
+    from split_builders.release.folder import is_local_target
     from split_builders.release.provenance import file_sha256
 
     text = str(target)
-    local = _local(target)
+    local = is_local_target(text)
     hub_id, _, asked = (None, "", "") if local else text.partition("@")
     return {"release": text if local else hub_id, "group": info.name, "hub_id": hub_id or info.repo_id,
             "revision": asked or info.revision, "card_sha256": file_sha256(Path(info.folder) / "README.md")}

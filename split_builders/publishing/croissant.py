@@ -253,8 +253,8 @@ def _document(metadata: dict, body: str, record: dict, distribution: list, recor
         document["creator"] = {"@type": "sc:Organization", "name": repo_id.split("/")[0]}
     if revision:
         document["version"] = revision.lstrip("v")
-    if _cite_as(body, record.get("paper")):
-        document["citeAs"] = _cite_as(body, record.get("paper"))
+    if cite_as := _cite_as(body, record.get("paper")):
+        document["citeAs"] = cite_as
     if metadata.get("tags"):
         document["keywords"] = list(metadata["tags"])
     derived = {"@type": "prov:Entity", "name": str(source.get("name") or source.get("location") or "the source")}
@@ -273,8 +273,8 @@ def _document(metadata: dict, body: str, record: dict, distribution: list, recor
         "@type": "prov:Activity", "prov:label": f"resplit {method}",
         "prov:wasAssociatedWith": {"@type": "prov:SoftwareAgent", "name": "resplit", "version": str(version)},
         "additionalProperty": parameters + _properties(_public(record.get("parameters") or {}), "parameters.")}
-    if _signal(record.get("signal")):
-        document["prov:wasGeneratedBy"]["prov:used"] = _signal(record["signal"])
+    if used := _signal(record.get("signal")):
+        document["prov:wasGeneratedBy"]["prov:used"] = used
     document["rai:dataLimitations"] = limitations(record)
     protocol = (f"The rows of {derived['name']} were re-split into train/validation/test configs by resplit {version} "
                 f"with the `{method}` method" + (f" ({record['paper']})" if record.get("paper") else "")
@@ -388,10 +388,11 @@ def export_croissant(folder) -> Path:
 
     path = Path(folder) / FILE
     refuse_link(path, FILE)
-    if path.exists() and (not path.is_file() or not written_before(folder)):
+    ours = written_before(folder) if path.is_file() else {}  # read and hashed once
+    if path.exists() and not ours:
         raise OutputExistsError(f"{str(path)!r} is not a {FILE} resplit wrote; move it elsewhere and export again "
                                 "(nothing was changed)")
-    if path.exists() and written_before(folder)[FILE] == EDITED:
+    if ours.get(FILE) == EDITED:
         raise OutputExistsError(f"{str(path)!r} was edited since resplit wrote it; move it elsewhere (or delete it) "
                                 "and export again (nothing was changed)")
     return write_croissant(folder)[0]

@@ -377,13 +377,19 @@ class Released:
         return table.take(first)
 
 
-def resolve_target(target: str, work: Path) -> Path:
-    """A local folder, or ``HUB_ID[@REVISION]`` downloaded (through ``huggingface_hub``) into ``work``."""
+def is_local_target(target: str) -> bool:
+    """Whether a release ``target`` names a local folder (it exists, or looks like a path) rather than
+    ``HUB_ID[@REVISION]``."""
     from loading_scripts.files import looks_like_path
 
+    return Path(target).expanduser().exists() or looks_like_path(target.partition("@")[0])
+
+
+def resolve_target(target: str, work: Path) -> Path:
+    """A local folder, or ``HUB_ID[@REVISION]`` downloaded (through ``huggingface_hub``) into ``work``."""
     path = Path(target).expanduser()
     repo_id, _, revision = target.partition("@")
-    if path.exists() or looks_like_path(repo_id):
+    if is_local_target(target):
         return check_release_folder(path)
     if repo_id.count("/") != 1:
         raise InvalidParameterError(f"{target!r} is neither an existing folder nor a Hub id org/name[@revision]")
