@@ -431,10 +431,9 @@ def _wait_for_everyone() -> None:
 def _plugin_views(names) -> dict:
     """``{view: {"distribution", "version"}}`` of the views among ``names`` that are not built in (a plug-in's):
     ``built_by.views`` of a build that ran them."""
-    from split_builders.evidence import views
     from split_builders.registry import REGISTRY
     from split_builders.release.provenance import distribution_of
 
-    known = views()
-    return {name: distribution_of(known[name]) for name in names
+    known = REGISTRY.names("views")  # the views that ran are loaded already: only those are read
+    return {name: distribution_of(REGISTRY.get("views", name)) for name in names
             if name in known and REGISTRY.origin("views", name) != "built-in"}

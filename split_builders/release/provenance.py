@@ -51,13 +51,7 @@ beside both under the view's name, so no view may be named like one of either (t
 def environment() -> dict:
     """Versions of Python and the libraries a release's bytes depend on (read from package
     metadata: nothing is imported)."""
-    versions = {"python": platform.python_version()}
-    for package in PACKAGES:
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
-    return versions
+    return {"python": platform.python_version(), **{package: _installed(package) for package in PACKAGES}}
 
 
 RESPLIT = "resplit"
@@ -65,6 +59,7 @@ RESPLIT = "resplit"
 
 
 def _installed(name: str) -> str | None:
+    """The installed version of the distribution ``name`` (None where it is not installed)."""
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -90,11 +85,9 @@ def built_by(method) -> dict:
 def distribution_of(thing) -> dict:
     """``{"distribution", "version"}`` of the installed distribution whose package defines ``thing``'s class
     (resplit's for its own code; None for a class no installed distribution provides). Nothing is imported."""
-    from split_builders._version import __version__
-
     top = type(thing).__module__.partition(".")[0]
     if top == "split_builders":
-        return {"distribution": RESPLIT, "version": __version__}
+        return {"distribution": RESPLIT, "version": resplit_version()}
     import sys
 
     distribution = (_distributions(tuple(sys.path)).get(top) or [None])[0]
