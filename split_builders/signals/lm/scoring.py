@@ -78,20 +78,12 @@ def encode(tokenizer, prompts, queries, *, max_length: int) -> list[Encoded]:
 
 def plan_batches(encoded: list[Encoded], *, batch_size: int, max_batch_tokens: int) -> list[np.ndarray]:
     """Group examples of similar length: longest first, at most ``batch_size`` examples and
-    ``max_batch_tokens`` padded tokens per batch (a single longer example still gets a batch)."""
-    lengths = np.array([len(e.ids) for e in encoded])
-    order = np.argsort(-lengths, kind="stable")
-    batches, current, current_max = [], [], 0
-    for index in order:
-        longest = max(current_max, lengths[index])
-        if current and (len(current) >= batch_size or longest * (len(current) + 1) > max_batch_tokens):
-            batches.append(np.array(current))
-            current, longest = [], lengths[index]
-        current.append(index)
-        current_max = longest
-    if current:
-        batches.append(np.array(current))
-    return batches
+    ``max_batch_tokens`` padded tokens per batch (a single longer example still gets a batch;
+    :func:`~split_builders.signals.lm.packing.plan_passes`)."""
+    from split_builders.signals.lm.packing import plan_passes
+
+    return plan_passes([len(e.ids) for e in encoded], batch_size=batch_size, max_batch_tokens=max_batch_tokens,
+                       padded=True)
 
 
 def model_context_length(model) -> int:
