@@ -238,11 +238,12 @@ class LikelihoodScorer:
         inputs, rows, starts = self._packed(batch) if self.packing == "packed" else self._padded(batch)
         lane, col, targets, owner = [], [], [], []
         for number, (example, row, start) in enumerate(zip(batch, rows, starts)):
-            scored = range(example.query_start, len(example.ids))
-            lane.extend([row] * len(scored))
-            col.extend(start + t - 1 for t in scored)  # the hidden state before a token predicts it
-            targets.extend(example.ids[t] for t in scored)
-            owner.extend([number] * len(scored))
+            count = len(example.ids) - example.query_start
+            lane.extend([row] * count)
+            # the hidden state before a token predicts it (ranges and slices: no Python step per token)
+            col.extend(range(start + example.query_start - 1, start + len(example.ids) - 1))
+            targets.extend(example.ids[example.query_start:])
+            owner.extend([number] * count)
         where = (torch.tensor(lane, device=self.device), torch.tensor(col, device=self.device))
         targets = torch.tensor(targets, device=self.device)
         if shortcut:
