@@ -104,7 +104,7 @@ DENSE_PACK_LENGTH = 256
 LOGIT_CHUNK = 1 << 26
 
 
-def resolve_packing(packing: str, device) -> str:
+def resolve_packing(packing: str) -> str:
     """``"padded"`` or ``"packed"``; ``auto`` is packed (on a CPU, lanes of 256 tokens measured
     1.3x padded batches in float32 and level in bfloat16: ``benchmarks/scoring.py --packing``)."""
     if packing not in PACKINGS:
@@ -168,7 +168,7 @@ class LikelihoodScorer:
         self.batch_size, self.max_batch_tokens, self.padding_side = batch_size, max_batch_tokens, padding_side
         self.max_length = model_context_length(model)
         self.device = next(model.parameters()).device
-        self.packing = resolve_packing(packing, self.device)
+        self.packing = resolve_packing(packing)
         # One lane per pass through varlen attention where the kernel exists, else lanes of pack_length.
         self.varlen = self.packing == "packed" and use_varlen(self.device, next(model.parameters()).dtype)
         self.pack_length = None if self.varlen else (pack_length or DENSE_PACK_LENGTH)
@@ -380,7 +380,7 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
 
     engine = engine_record(dtype)  # an unknown dtype, or int8 without its engine, is one line
     state = process_state(device)
-    packing = resolve_packing(packing, state.device)  # checked whatever the engine
+    packing = resolve_packing(packing)  # checked whatever the engine
     if engine:
         packing = "padded"  # CTranslate2 pads its own batches: packing is PyTorch's
     key = cache_key(prompts, queries, model_identity=model_ref.identity, dtype=dtype,
