@@ -24,24 +24,34 @@ import numpy as np
 VARLEN_ATTENTION = "resplit_varlen"  # the name registered with transformers' AttentionInterface
 
 
-def plan_packs(lengths, *, max_batch_tokens: int, batch_size: int | None = None) -> list[np.ndarray]:
-    """Forward passes by tokens: rows longest first (ties in input order), each pass holding at
-    most ``max_batch_tokens`` real tokens (a single longer row gets a pass of its own) and at most
-    ``batch_size`` rows. The plan depends only on the lengths, so it is the same whatever the
-    number of processes."""
+def plan_passes(lengths, *, max_batch_tokens: int, batch_size: int | None = None,
+                padded: bool = False) -> list[np.ndarray]:
+    """Forward passes of rows of ``lengths``: longest first (ties in input order), each pass holding
+    at most ``batch_size`` rows and at most ``max_batch_tokens`` tokens: real tokens, or with
+    ``padded`` the pass's rows times its longest (a single longer row gets a pass of its own). The
+    plan depends only on the lengths, so it is the same whatever the number of processes. The one
+    planner of scoring: :func:`plan_packs` and :func:`~split_builders.signals.lm.scoring.plan_batches`."""
     lengths = np.asarray(lengths)
     order = np.argsort(-lengths, kind="stable")
     batches, current, tokens = [], [], 0
     for index in order:
-        full = batch_size is not None and len(current) >= batch_size
-        if current and (full or tokens + lengths[index] > max_batch_tokens):
-            batches.append(np.array(current))
-            current, tokens = [], 0
+        if current:
+            full = batch_size is not None and len(current) >= batch_size
+            # rows come longest first: a padded pass is as wide as its first row
+            cost = lengths[current[0]] * (len(current) + 1) if padded else tokens + lengths[index]
+            if full or cost > max_batch_tokens:
+                batches.append(np.array(current))
+                current, tokens = [], 0
         current.append(index)
         tokens += int(lengths[index])
     if current:
         batches.append(np.array(current))
     return batches
+
+
+def plan_packs(lengths, *, max_batch_tokens: int, batch_size: int | None = None) -> list[np.ndarray]:
+    """Packed passes by real tokens (:func:`plan_passes`)."""
+    return plan_passes(lengths, max_batch_tokens=max_batch_tokens, batch_size=batch_size)
 
 
 def pack_lanes(lengths, *, pack_length: int | None) -> list[list[int]]:

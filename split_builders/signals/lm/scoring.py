@@ -78,20 +78,12 @@ def encode(tokenizer, prompts, queries, *, max_length: int) -> list[Encoded]:
 
 def plan_batches(encoded: list[Encoded], *, batch_size: int, max_batch_tokens: int) -> list[np.ndarray]:
     """Group examples of similar length: longest first, at most ``batch_size`` examples and
-    ``max_batch_tokens`` padded tokens per batch (a single longer example still gets a batch)."""
-    lengths = np.array([len(e.ids) for e in encoded])
-    order = np.argsort(-lengths, kind="stable")
-    batches, current, current_max = [], [], 0
-    for index in order:
-        longest = max(current_max, lengths[index])
-        if current and (len(current) >= batch_size or longest * (len(current) + 1) > max_batch_tokens):
-            batches.append(np.array(current))
-            current, longest = [], lengths[index]
-        current.append(index)
-        current_max = longest
-    if current:
-        batches.append(np.array(current))
-    return batches
+    ``max_batch_tokens`` padded tokens per batch (a single longer example still gets a batch;
+    :func:`~split_builders.signals.lm.packing.plan_passes`)."""
+    from split_builders.signals.lm.packing import plan_passes
+
+    return plan_passes([len(e.ids) for e in encoded], batch_size=batch_size, max_batch_tokens=max_batch_tokens,
+                       padded=True)
 
 
 def model_context_length(model) -> int:
@@ -112,7 +104,7 @@ DENSE_PACK_LENGTH = 256
 LOGIT_CHUNK = 1 << 26
 
 
-def resolve_packing(packing: str, device) -> str:
+def resolve_packing(packing: str) -> str:
     """``"padded"`` or ``"packed"``; ``auto`` is packed (on a CPU, lanes of 256 tokens measured
     1.3x padded batches in float32 and level in bfloat16: ``benchmarks/scoring.py --packing``)."""
     if packing not in PACKINGS:
@@ -176,7 +168,7 @@ class LikelihoodScorer:
         self.batch_size, self.max_batch_tokens, self.padding_side = batch_size, max_batch_tokens, padding_side
         self.max_length = model_context_length(model)
         self.device = next(model.parameters()).device
-        self.packing = resolve_packing(packing, self.device)
+        self.packing = resolve_packing(packing)
         # One lane per pass through varlen attention where the kernel exists, else lanes of pack_length.
         self.varlen = self.packing == "packed" and use_varlen(self.device, next(model.parameters()).dtype)
         self.pack_length = None if self.varlen else (pack_length or DENSE_PACK_LENGTH)
@@ -246,11 +238,12 @@ class LikelihoodScorer:
         inputs, rows, starts = self._packed(batch) if self.packing == "packed" else self._padded(batch)
         lane, col, targets, owner = [], [], [], []
         for number, (example, row, start) in enumerate(zip(batch, rows, starts)):
-            scored = range(example.query_start, len(example.ids))
-            lane.extend([row] * len(scored))
-            col.extend(start + t - 1 for t in scored)  # the hidden state before a token predicts it
-            targets.extend(example.ids[t] for t in scored)
-            owner.extend([number] * len(scored))
+            count = len(example.ids) - example.query_start
+            lane.extend([row] * count)
+            # the hidden state before a token predicts it (ranges and slices: no Python step per token)
+            col.extend(range(start + example.query_start - 1, start + len(example.ids) - 1))
+            targets.extend(example.ids[example.query_start:])
+            owner.extend([number] * count)
         where = (torch.tensor(lane, device=self.device), torch.tensor(col, device=self.device))
         targets = torch.tensor(targets, device=self.device)
         if shortcut:
@@ -387,7 +380,7 @@ def compute_scores(prompts, queries, *, model_ref, cache_dir: Path, dtype: str =
 
     engine = engine_record(dtype)  # an unknown dtype, or int8 without its engine, is one line
     state = process_state(device)
-    packing = resolve_packing(packing, state.device)  # checked whatever the engine
+    packing = resolve_packing(packing)  # checked whatever the engine
     if engine:
         packing = "padded"  # CTranslate2 pads its own batches: packing is PyTorch's
     key = cache_key(prompts, queries, model_identity=model_ref.identity, dtype=dtype,
