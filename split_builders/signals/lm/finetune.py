@@ -389,9 +389,10 @@ def _varlen_training(trainer, collator, *, dtype: str):
     a torch without the kernel, padded batches) nothing changes: the block-diagonal mask of ``transformers``."""
     import torch
 
+    from split_builders.signals.lm.models import torch_dtype
     from split_builders.signals.lm.packing import VARLEN_ATTENTION, attention_implementation, use_varlen
 
-    half = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype, torch.float32)
+    half = torch_dtype(dtype) if dtype in ("bfloat16", "float16") else torch.float32
     if not (isinstance(collator, PackedCollator) and use_varlen(torch.device(trainer.args.device), half)):
         yield
         return
@@ -455,11 +456,12 @@ def _fold_progress(label: str, *, progress: bool):
 def _score_rows(model, tokenizer, encoded, rows: np.ndarray, *, options: FinetuneOptions, dtype: str,
                 state) -> np.ndarray:
     """s(x) of ``rows`` with the trained model, batches shared r::N over processes and gathered."""
-    import torch
     from accelerate.utils import gather_object
 
+    from split_builders.signals.lm.models import torch_dtype
+
     model.eval()
-    model.to({"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype])
+    model.to(torch_dtype(dtype))
     # the scoring path itself (packed passes planned by tokens where training packs; padded batches otherwise)
     scorer = LikelihoodScorer(model, tokenizer, batch_size=options.score_batch_size,
                               max_batch_tokens=options.max_batch_tokens,

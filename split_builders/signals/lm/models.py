@@ -199,6 +199,14 @@ class LoadedModel:
     tokenizer: object
 
 
+def torch_dtype(name: str):
+    """The torch dtype of a float dtype's name (``"float32"``, ``"bfloat16"``, ``"float16"``), as ``--dtype`` and
+    the fine-tuning options name them."""
+    import torch
+
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+
+
 def ensure_local(ref: ModelRef) -> Path:
     """Make sure ``ref.path`` holds a ``transformers`` folder (converting the GGUF default once).
 

@@ -336,10 +336,9 @@ def _scorer(model_ref, *, dtype: str, engine: dict, device, batch_size: int, max
                          plan=partial(plan_batches, batch_size=batch_size, max_batch_tokens=max_batch_tokens))
     import torch
 
-    from split_builders.signals.lm.models import load_model
+    from split_builders.signals.lm.models import load_model, torch_dtype
 
-    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
-    loaded = load_model(model_ref, dtype=torch_dtype, device=device)
+    loaded = load_model(model_ref, dtype=torch_dtype(dtype), device=device)
     return LikelihoodScorer(loaded.model, loaded.tokenizer, batch_size=batch_size, max_batch_tokens=max_batch_tokens,
                             packing=packing)
 
