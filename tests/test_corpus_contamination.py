@@ -12,11 +12,13 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import signal
 from pathlib import Path
 
 import datasets
 import pandas as pd
 import pyarrow.parquet as pq
+
 import pytest
 
 from conftest import refused_in_one_line
@@ -137,12 +139,14 @@ def test_the_same_records_whatever_the_executor_and_task_count(planted, one_task
     assert len(reference) >= 15 + 3 and reference.exact.sum() == 15
     pd.testing.assert_frame_equal(_records(tmp_path / "four"), reference)
     assert (tmp_path / "four" / "records.parquet").read_bytes() == (one_task["work"] / "records.parquet").read_bytes()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    handler = signal.getsignal(signal.SIGTERM)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)  # the user's own session: the run uses it
     try:
         on_ray = _corpus_run(capsys, small_release, planted["corpus"], tmp_path / "ray", "--executor", "ray",
                              "--tasks", "4", "--workers", "2")
     finally:
         ray.shutdown()
+        signal.signal(signal.SIGTERM, handler)  # ray.init's SIGTERM handler outlives shutdown: the next tests' back
     assert on_ray["against"] == four["against"] and on_ray["corpus"]["executor"] == "ray"
     pd.testing.assert_frame_equal(_records(tmp_path / "ray"), reference)
 

@@ -115,6 +115,7 @@ def test_ray_attaches_to_a_cluster_started_with_ray_start(small_release, corpus,
         assert recorded.is_file(), "ray start --head did not come up"
         monkeypatch.setenv("RAY_TMPDIR", str(ray_tmp))
         monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        handler = signal.getsignal(signal.SIGTERM)
         out, _ = _run(capsys, _argv(small_release, corpus, tmp_path / "work", "--executor", "ray", "--tasks", "2",
                                     "--workers", "2", "--json", "--no-progress"))
         report = json.loads(out)
@@ -125,6 +126,7 @@ def test_ray_attaches_to_a_cluster_started_with_ray_start(small_release, corpus,
         import ray
 
         assert not ray.is_initialized()  # this run's connection closed
+        assert signal.getsignal(signal.SIGTERM) is handler  # and ray.init's SIGTERM handler with it
     finally:
         os.killpg(head.pid, signal.SIGTERM)  # ray start --block stops its cluster on SIGTERM
         try:
@@ -152,7 +154,13 @@ def test_ray_address_env_and_none_running(monkeypatch, tmp_path):
         address_info = {"gcs_address": "10.0.0.1:6379"}
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
-    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw) or Context())
+    def init(**kw):  # as ray.init does: a SIGTERM handler of its own, which ray.shutdown leaves behind
+        signal.signal(signal.SIGTERM, lambda *args: None)
+        calls.append(kw)
+        return Context()
+
+    handler = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(ray, "init", init)
     monkeypatch.setattr(ray, "shutdown", lambda: calls.append("shutdown"))
     monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))  # no cluster recorded here
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
@@ -168,6 +176,7 @@ def test_ray_address_env_and_none_running(monkeypatch, tmp_path):
     assert attach_flag["address"] == "10.0.0.1:6379" and attach_env["address"] is None
     assert not {"num_cpus", "num_gpus", "object_store_memory", "resources"} & (set(attach_flag) | set(attach_env))
     assert local["num_cpus"] == 3 and calls.count("shutdown") == 3
+    assert signal.getsignal(signal.SIGTERM) is handler  # the process's own handler back after each session
 
 
 # ---------------------------------------------------------------------------------------------

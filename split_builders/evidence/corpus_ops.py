@@ -115,12 +115,14 @@ def ray_session(address: str | None, *, workers: int):
         yield {"address": ray.get_runtime_context().gcs_address, "attached": True}
         return
     found = address or _running_cluster()
+    kept = _signal_handlers()  # ray.init installs its own SIGTERM handler, which ray.shutdown leaves behind
     try:
         if found:
             context = ray.init(address=address, log_to_driver=False)  # None: Ray's lookup, as found above
         else:
             context = ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     except (ConnectionError, ValueError, RuntimeError) as error:
+        _restore_signal_handlers(kept)
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise InvalidParameterError(f"--executor ray: cannot attach to the Ray cluster at {found} ({detail[:200]}); "
                                     "start it (ray start --head), or give another --ray-address / RAY_ADDRESS") \
@@ -129,6 +131,25 @@ def ray_session(address: str | None, *, workers: int):
         yield {"address": context.address_info.get("gcs_address") or found, "attached": bool(found)}
     finally:
         ray.shutdown()
+        _restore_signal_handlers(kept)
+
+
+def _signal_handlers() -> dict:
+    """This process's SIGTERM and SIGINT handlers (only the main thread can set them: none elsewhere)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
+
+
+def _restore_signal_handlers(kept: dict) -> None:
+    import signal
+
+    for number, handler in kept.items():
+        if handler is not None and signal.getsignal(number) is not handler:
+            signal.signal(number, handler)
 
 
 # ---------------------------------------------------------------------------------------------
