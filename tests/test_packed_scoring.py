@@ -109,6 +109,28 @@ def test_packed_equals_padded_on_smollm2_float32(smollm2, snli30):
     np.testing.assert_allclose(packed, padded, atol=5e-5, rtol=0)
 
 
+def test_a_bfloat16_model_projects_only_query_positions_and_a_soft_capped_one_its_own_logits(smollm2, snli30):
+    """The shortcut (the head only where a query token is predicted, in float32) is checked in the model's own
+    precision: bfloat16 SmolLM2 takes it (compared with float32's projection, its bfloat16 logits differed by
+    rounding, so it used to project every position of every pass), and its scores stay near float32's; a
+    soft-capped model's logits are not its head's projection, so it keeps its own in either precision."""
+    import copy
+
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    prompts, queries = snli30
+    half = LikelihoodScorer(copy.deepcopy(smollm2.model).to(torch.bfloat16), smollm2.tokenizer, packing="padded")
+    assert half._shortcut
+    full = LikelihoodScorer(smollm2.model, smollm2.tokenizer, packing="padded").score(prompts[:8], queries[:8])
+    assert np.abs(half.score(prompts[:8], queries[:8]) - full).max() < 1.0  # bfloat16 rounding, not another score
+    torch.manual_seed(0)
+    capped = Gemma2ForCausalLM(Gemma2Config(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                            num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                                            final_logit_softcapping=1.0, initializer_range=1.0)).eval()
+    for dtype in (torch.float32, torch.bfloat16):
+        assert not LikelihoodScorer(capped.to(dtype), None, packing="padded")._shortcut
+
+
 @pytest.fixture(scope="module")
 def llama_float64():
     """A tiny float64 model of SmolLM2's architecture (Llama: rotary positions, grouped-query attention with 9 query

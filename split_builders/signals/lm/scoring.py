@@ -263,15 +263,21 @@ class LikelihoodScorer:
         return np.bincount(owner, weights=token_lp, minlength=len(batch))
 
     def _shortcut_matches(self) -> bool:
+        """Whether the shortcut may stand for the model's logits: on a small probe, the logits are the
+        head's projection of the last hidden state (:func:`~split_builders.signals.lm.linear_ce.logits_are_projection`,
+        in the model's own precision)."""
         import torch
+
+        from split_builders.signals.lm.linear_ce import logits_are_projection
 
         probe = [Encoded(ids=[1, 2, 3, 4, 5, 6], query_start=3), Encoded(ids=[6, 5, 4], query_start=1)]
         vocab = self._head_weight.shape[0]
         probe = [Encoded(ids=[i % vocab for i in e.ids], query_start=e.query_start) for e in probe]
+        inputs, _, _ = self._packed(probe) if self.packing == "packed" else self._padded(probe)
         with torch.inference_mode():
-            fast, _ = self._token_logprobs(probe, shortcut=True)
-            full, _ = self._token_logprobs(probe, shortcut=False)
-        return bool(np.allclose(fast, full, atol=1e-2))
+            hidden = self._forward(self.model.base_model, inputs).last_hidden_state
+            logits = self._forward(self.model, inputs).logits
+        return logits_are_projection(self.model, logits, hidden)
 
     # -- many examples --------------------------------------------------------------------
     def score(self, prompts, queries, *, progress: bool = False) -> np.ndarray:
