@@ -97,7 +97,7 @@ TINY_BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, int
 SIZES = {
     "rows": (100_000, 24),             # SNLI pairs scored by resplit bf16 (the throughput figure)
     "peer_rows": (2_000, 24),          # pairs scored by every method (fp32, evaluate's, the reference loop)
-    "other_model_rows": (20_000, 12),  # resplit bf16 rows for GPT-2 large and the 1B model
+    "other_model_rows": (20_000, 24),  # resplit bf16 rows for GPT-2 large and the 1B model
     "cpu_rows": (256, 8),              # pairs scored on the CPU too (device fp32 against CPU fp32)
     "plan_rows": (20_000, 12),         # pairs scored under each batch plan
     "finetune_rows": (20_000, 24),
