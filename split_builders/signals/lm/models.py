@@ -82,7 +82,7 @@ def _gguf_read_once():
     vocabulary, about a third of the conversion), and the weights' name mapping builds the same
     ``gguf.get_tensor_name_map(arch, layers)`` once per module of the model (~400 times, another third). Both are
     read-only and depend only on their arguments: while converting, each is made once per argument and reused;
-    transformers' own code computes the same weights from them (``tests/test_models.py`` compares every tensor)."""
+    transformers' own code computes the same weights from them (``benchmarks/gguf_conversion.py`` compares every tensor)."""
     import functools
 
     import gguf
