@@ -21,12 +21,12 @@ REPO = Path(__file__).resolve().parents[1]
 def pairs():
     source = load_source("snli-sample")
     prompts, queries = render_all(resolve_template(None, task="snli", prompt_field=None, query_field=None), source)
-    return prompts[:24], queries[:24]
+    return prompts[:12], queries[:12]  # three batches of 4: two before an interruption, one after
 
 
 @pytest.fixture(scope="module")
 def in_batches_of_four(pairs, tmp_path_factory):
-    """``compute_scores`` over the 24 pairs in batches of 4, one process: what a resumed run and two processes must
+    """``compute_scores`` over the 12 pairs in batches of 4, one process: what a resumed run and two processes must
     give (computed once for both)."""
     prompts, queries = pairs
     return compute_scores(prompts, queries, model_ref=resolve_model(None), batch_size=4,
@@ -133,7 +133,7 @@ def test_an_interrupted_run_resumes_and_gives_the_same_scores(pairs, in_batches_
 
 
 def test_two_processes_give_the_same_scores_as_one(pairs, in_batches_of_four, tmp_path):
-    n_rows = 24
+    n_rows = 12  # batches of 4 shared out over 2 processes: one takes two, the other one
     out = tmp_path / "reports"
     reports = run_two_processes("distributed_worker.py", tmp_path / "cache2", out, n_rows, out=out)
     assert [r["rank"] for r in reports] == [0, 1]

@@ -74,6 +74,37 @@ def _smollm2_gguf() -> Path:
     return path
 
 
+@contextlib.contextmanager
+def _gguf_read_once():
+    """transformers reading a GGUF file once, not three times, and building gguf's tensor-name table once.
+
+    Loading the tokenizer, the config and the weights each parse the whole file (``gguf.GGUFReader``: its 49k-token
+    vocabulary, about a third of the conversion), and the weights' name mapping builds the same
+    ``gguf.get_tensor_name_map(arch, layers)`` once per module of the model (~400 times, another third). Both are
+    read-only and depend only on their arguments: while converting, each is made once per argument and reused;
+    transformers' own code computes the same weights from them (``benchmarks/gguf_conversion.py`` compares every tensor)."""
+    import functools
+
+    import gguf
+
+    real_reader, real_name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers = {}
+
+    def reader(path, mode="r"):
+        key = (os.fspath(path), mode)
+        if mode != "r":  # a writable view is never shared
+            return real_reader(path, mode)
+        if key not in readers:
+            readers[key] = real_reader(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = reader, functools.lru_cache(maxsize=None)(real_name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = real_reader, real_name_map
+
+
 def _convert_gguf(gguf: Path, target: Path) -> None:
     """Dequantise a GGUF checkpoint once into a transformers folder (written atomically)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -81,8 +112,9 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
     try:
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        with _gguf_read_once():
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
         # The weights are plain float tensors after dequantisation; what blocks saving is only
         # the quantiser marker left on the model and its config.
         model.hf_quantizer = None
