@@ -175,8 +175,9 @@ def float64_scores(ref, encoded, device):
 
 
 def int8_scorers(ref, fp32, prompts, queries, encoded, batch_size: int) -> dict:
-    """The int8 rows (CPU): resplit's ``--dtype int8`` (CTranslate2 in resplit's batch plan), CTranslate2's own
-    batching as the peer, and PyTorch's own int8 (deprecated ``quantize_dynamic``; ``torchao`` where installed),
+    """The int8 rows (CPU): resplit's ``--dtype int8`` (CTranslate2 on the SmoothQuant-folded model, in resplit's
+    batch plan), CTranslate2 as it comes as the peer (the model converted as it is, its own batching), and PyTorch's
+    own int8 (deprecated ``quantize_dynamic``; ``torchao`` where installed),
     the body's linear layers quantised and the output projection kept in float32 (a quantised head ranks worse)."""
     import copy
     import importlib.util
@@ -196,9 +197,19 @@ def int8_scorers(ref, fp32, prompts, queries, encoded, batch_size: int) -> dict:
                 scores[batch] = ct2.score_batch([encoded[i] for i in batch])
             return scores
 
+        import tempfile
+
+        import ctranslate2
+
+        from split_builders.signals.lm.models import ensure_local
+
+        plain = Path(tempfile.mkdtemp(prefix="ct2-plain-")) / "model"  # `ct2-transformers-converter --quantization int8`
+        ctranslate2.converters.TransformersConverter(str(ensure_local(ref))).convert(str(plain), quantization="int8")
+        peer = ctranslate2.Generator(str(plain), device="cpu", compute_type="int8", intra_threads=torch.get_num_threads())
+
         def ctranslate2_own():  # CTranslate2 sorts and splits the whole input itself
             tokens = [ct2.tokenizer.convert_ids_to_tokens(e.ids) for e in encoded]
-            results = ct2.generator.score_batch(tokens, max_batch_size=batch_size, max_input_length=0)
+            results = peer.score_batch(tokens, max_batch_size=batch_size, max_input_length=0)
             return np.array([sum(r.log_probs[e.query_start - 1:]) for e, r in zip(encoded, results)])
 
         rows.update(resplit_int8=(None, resplit_int8), ctranslate2_int8=(None, ctranslate2_own))

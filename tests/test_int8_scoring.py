@@ -1,5 +1,6 @@
-"""The int8 scoring path (``--dtype int8``: CTranslate2 on the CPU) with the real SmolLM2-135M: it ranks rows as
-float32 does, and its scores are recorded as int8 scores (cache key, cache metadata, release provenance)."""
+"""The int8 scoring path (``--dtype int8``: CTranslate2 on the CPU, SmoothQuant folded in first) with the real
+SmolLM2-135M: it ranks rows as float32 does, and its scores are recorded as int8 scores (cache key, cache metadata,
+release provenance)."""
 
 import importlib.util
 import json
@@ -37,14 +38,16 @@ def int8_run(pairs, tmp_path_factory):
 def test_int8_scores_rank_the_rows_as_float32_does(smollm2, pairs, int8_run):
     reference = LikelihoodScorer(smollm2.model, smollm2.tokenizer).score(*pairs)  # PyTorch, float32
     assert int8_run.scores.shape == (ROWS,) and np.all(int8_run.scores < 0)
-    assert spearmanr(int8_run.scores, reference).statistic >= 0.98
-    # the same quantity (query tokens + EOS given BOS + prompt), not merely a correlated one: within a few nats
-    assert np.median(np.abs(int8_run.scores - reference)) < 2.0
+    # unsmoothed int8 gave Spearman 0.989 and a mean |error| of 1.35 nats on 300 pairs, smoothed 0.996 and 0.61
+    assert spearmanr(int8_run.scores, reference).statistic >= 0.99
+    # the same quantity (query tokens + EOS given BOS + prompt), not merely a correlated one: within a nat
+    assert np.median(np.abs(int8_run.scores - reference)) < 1.0
 
 
 def test_int8_scores_are_cached_and_recorded_as_such(pairs, int8_run):
     meta = json.loads(int8_run.cache_file.with_suffix(".json").read_text())
     assert meta["dtype"] == "int8" and meta["engine"] == "ctranslate2" and meta["engine_version"]
+    assert meta["smoothing"].startswith("SmoothQuant alpha 0.5")
     # the engine and its version key the cache: another version's int8 scores are not reused
     common = dict(model_identity=resolve_model(None).identity, dtype="int8", batch_size=32, max_batch_tokens=8192)
     record = engine_record("int8")

@@ -266,8 +266,9 @@ def _load_error(ref: ModelRef, error: Exception) -> ModelLoadError:
 
 
 @contextlib.contextmanager
-def _weight_loading_bar(enabled: bool):
-    """transformers' "Loading weights" bar on or off while loading; its previous state is restored."""
+def weight_bars(enabled: bool):
+    """transformers' progress bars ("Loading weights", "Writing model shards") on or off; their previous state is
+    restored."""
     from transformers.utils import logging as hf_logging
 
     def switch(on: bool) -> None:
@@ -294,7 +295,7 @@ def load_causal_lm(ref: ModelRef, *, dtype=None, progress: bool = False):
 
     ensure_local(ref)
     try:
-        with _weight_loading_bar(progress):
+        with weight_bars(progress):
             return AutoModelForCausalLM.from_pretrained(ref.path, dtype=dtype or torch.float32,
                                                         trust_remote_code=False)
     except (OSError, ValueError) as error:
