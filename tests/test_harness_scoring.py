@@ -188,9 +188,10 @@ def test_curriculums_default_group_scores_each_phenomenon_once_and_inoculation_i
 
 def test_one_task_per_family_runs_on_the_real_smollm2(exported, harness_cache):
     """The real default LM (SmolLM2-135M-Instruct, converted into resplit's cache) through the harness's own
-    ``hf`` model, on the first task of every family and of the SQuAD suite, two documents each: every task reports
-    its metrics within their range, and every answer a generation task keeps is a non-empty line (the first-line
-    filter finds the answer in what a real causal LM writes after the few-shot prompt)."""
+    ``hf`` model, on the first task of every family and of the SQuAD suite, one document each (two took twice the
+    time: the model's forward passes over the few-shot prompts are the test's cost): every task reports its metrics
+    within their range, and every answer a generation task keeps is a non-empty line (the first-line filter finds
+    the answer in what a real causal LM writes after the few-shot prompt)."""
     import lm_eval
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
@@ -202,7 +203,7 @@ def test_one_task_per_family_runs_on_the_real_smollm2(exported, harness_cache):
     manager = TaskManager(include_path=[str(result.folder) for _, result in exported.values() if result.tasks],
                           include_defaults=False)
     model = HFLM(pretrained=str(ensure_local(resolve_model(None))), device="cpu", dtype="float32", batch_size=8)
-    run = lm_eval.simple_evaluate(model=model, tasks=sorted(firsts.values()), task_manager=manager, limit=2,
+    run = lm_eval.simple_evaluate(model=model, tasks=sorted(firsts.values()), task_manager=manager, limit=1,
                                   gen_kwargs="max_gen_toks=16", bootstrap_iters=0, log_samples=True,
                                   verbosity="ERROR")
     generated = 0
@@ -217,7 +218,7 @@ def test_one_task_per_family_runs_on_the_real_smollm2(exported, harness_cache):
             if "exact_match" in sample:  # a generation task: the kept answer is the first line, never empty
                 generated += 1
                 assert isinstance(sample["filtered_resps"][0], str) and sample["filtered_resps"][0].strip(), sample
-    assert generated >= 6  # tmcd, mcd and the SQuAD suite, two documents each
+    assert generated >= 3  # tmcd, mcd and the SQuAD suite, one document each
 
 
 def test_every_config_with_an_evaluation_split_has_a_task_or_a_reason_in_the_card(exported):

@@ -204,8 +204,10 @@ def test_diff_with_a_missing_revision_is_a_clear_error(published, tmp_path):
 
 # -- level 3: rebuild from the recorded options --------------------------------------------------------
 def _tmcd(source: Path, out: Path, seed=1):
+    """A short search (one restart of 2,000 swaps): level 3 re-runs it, and these tests are about the rebuild, not
+    the search (four restarts, the default, made each build and each rescore four times as long)."""
     assert main(["tmcd", "--source", str(source), "--seed", str(seed), "--configs", "tmcd,length",
-                 "--iterations", "2000", "--no-published", "--out", str(out), "--no-progress"]) == 0
+                 "--iterations", "2000", "--restarts", "1", "--no-published", "--out", str(out), "--no-progress"]) == 0
     return out
 
 
