@@ -300,10 +300,19 @@ def test_lm_with_given_scores_is_refused_in_python_too(snli_rows):
 
 # -- interrupts, in a real process ----------------------------------------------------------------------------------
 
+def _as_from_a_terminal() -> None:
+    """The child starts with Ctrl-C's default disposition, as a shell gives it. An ignored SIGINT is inherited
+    across exec, and Python then installs no KeyboardInterrupt handler: a test worker where an earlier in-process
+    command or library left SIGINT ignored made this test's Ctrl-C vanish (exit 0) now and then."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(script: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, preexec_fn=_as_from_a_terminal)
 
 
 INTERRUPT_AT_IMPORT = """
