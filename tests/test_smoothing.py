@@ -98,5 +98,6 @@ def test_calibration_text_is_the_models_own_seeded_sample_and_leaves_the_callers
 def test_only_declared_architectures_are_smoothed():
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    assert smoothable(tiny_llama(outliers=False))
-    assert not smoothable(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50, n_positions=16)))
+    assert smoothable(tiny_llama(outliers=False).config)
+    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50, n_positions=16))
+    assert not smoothable(gpt2.config)

@@ -4,8 +4,8 @@ The int8 path is for CPUs: CTranslate2 (the optional extra ``resplit[ct2]``) con
 int8 weights (kept in resplit's cache) and runs int8 matrix products with int8 activations quantised per
 token (VNNI on CPUs that have it). Llama-shaped models are smoothed first (SmoothQuant,
 :mod:`~split_builders.signals.lm.smoothing`), which halves the int8 error of s(x). It scores the very same
-token sequences as the PyTorch scorer (``BOS prompt | query EOS`` from :func:`~split_builders.signals.lm.scoring.encode`, in the same batch plan)
-and sums the same log-probabilities (query tokens and EOS). Measured against PyTorch's own int8 (``torchao``'s
+token sequences as the PyTorch scorer (``BOS prompt | query EOS`` from
+:func:`~split_builders.signals.lm.scoring.encode`, in the same batch plan) and sums the same log-probabilities (query tokens and EOS). Measured against PyTorch's own int8 (``torchao``'s
 dynamic int8 linear layers and the deprecated ``torch.ao.quantization.quantize_dynamic``), CTranslate2 was
 2.4x faster at the same agreement with float32, and ``quantize_dynamic`` lost the ranking (Spearman 0.77):
 see ``benchmarks/scoring.py --int8``. Scores of the int8 path differ from float32 by more than rounding, so
@@ -68,10 +68,10 @@ def ct2_folder(model_ref) -> Path:
     from filelock import FileLock
 
     from split_builders.cache import cache_root
-    from split_builders.signals.lm.models import ensure_local
+    from split_builders.signals.lm.models import ensure_local, weight_bars
 
-    record = engine_record("int8")
-    tag = hashlib.sha256(f"{model_ref.identity}|int8|{ctranslate2.__version__}|{record['smoothing']}".encode()).hexdigest()[:16]
+    smoothing = engine_record("int8")["smoothing"]
+    tag = hashlib.sha256(f"{model_ref.identity}|int8|{ctranslate2.__version__}|{smoothing}".encode()).hexdigest()[:16]
     target = cache_root() / "models" / f"ct2-int8-{tag}"
     if (target / "model.bin").is_file():
         return target
@@ -82,8 +82,9 @@ def ct2_folder(model_ref) -> Path:
             return target
         staging = Path(tempfile.mkdtemp(prefix=".ct2-", dir=target.parent))
         try:
-            ctranslate2.converters.TransformersConverter(str(_smoothed(model_ref, source, staging))).convert(
-                str(staging / "model"), quantization="int8")
+            with weight_bars(False):  # transformers' loading and saving bars, for the smoothed copy and the converter
+                ctranslate2.converters.TransformersConverter(str(_smoothed(model_ref, source, staging))).convert(
+                    str(staging / "model"), quantization="int8")
             if target.exists():  # an incomplete earlier conversion of ours
                 shutil.rmtree(target)
             os.replace(staging / "model", target)
@@ -97,21 +98,20 @@ def ct2_folder(model_ref) -> Path:
 
 def _smoothed(model_ref, source: Path, staging: Path) -> Path:
     """The model folder CTranslate2 converts: ``source`` itself, or, for an architecture SmoothQuant's folding knows
-    (:mod:`~split_builders.signals.lm.smoothing`), a smoothed float32 copy saved in ``staging``."""
+    (:mod:`~split_builders.signals.lm.smoothing`), a smoothed float32 copy saved in ``staging`` (the model is loaded
+    only then)."""
     import torch
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoConfig
 
-    from split_builders.signals.lm.models import load_causal_lm, weight_bars
-    from split_builders.signals.lm.smoothing import SMOOTHABLE, smooth_for_int8
+    from split_builders.signals.lm.models import load_model
+    from split_builders.signals.lm.smoothing import smooth_for_int8, smoothable
 
-    if getattr(AutoConfig.from_pretrained(source, trust_remote_code=False), "model_type", None) not in SMOOTHABLE:
+    if not smoothable(AutoConfig.from_pretrained(source, trust_remote_code=False)):
         return source
-    model = load_causal_lm(model_ref, dtype=torch.float32).eval()
-    tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
-    smooth_for_int8(model, tokenizer)
-    with weight_bars(False):
-        model.save_pretrained(staging / "smoothed")
-    tokenizer.save_pretrained(staging / "smoothed")
+    loaded = load_model(model_ref, dtype=torch.float32)
+    smooth_for_int8(loaded.model, loaded.tokenizer)
+    loaded.model.save_pretrained(staging / "smoothed")
+    loaded.tokenizer.save_pretrained(staging / "smoothed")
     return staging / "smoothed"
 
 

@@ -264,8 +264,8 @@ class LikelihoodScorer:
 
     def _shortcut_matches(self) -> bool:
         """Whether the shortcut may stand for the model's logits: on a small probe, the logits are the
-        head's projection of the last hidden state (:func:`~split_builders.signals.lm.linear_ce.logits_are_projection`,
-        in the model's own precision)."""
+        head's projection of the last hidden state, in the model's own precision
+        (:func:`~split_builders.signals.lm.linear_ce.logits_are_projection`)."""
         import torch
 
         from split_builders.signals.lm.linear_ce import logits_are_projection
@@ -340,8 +340,6 @@ def _scorer(model_ref, *, dtype: str, engine: dict, device, batch_size: int, max
 
         return CT2Scorer(model_ref, device=device, context_length=model_context_length,
                          plan=partial(plan_batches, batch_size=batch_size, max_batch_tokens=max_batch_tokens))
-    import torch
-
     from split_builders.signals.lm.models import load_model, torch_dtype
 
     loaded = load_model(model_ref, dtype=torch_dtype(dtype), device=device)

@@ -32,9 +32,10 @@ SMOOTHABLE = ("llama", "mistral", "qwen2")  # decoder layers: input/post-attenti
 CALIBRATION = {"sequences": 32, "length": 64, "seed": 0}  # part of the converted model's cache tag
 
 
-def smoothable(model) -> bool:
-    """Whether the model's architecture is one whose layout :func:`smooth` knows (:data:`SMOOTHABLE`)."""
-    return getattr(model.config, "model_type", None) in SMOOTHABLE
+def smoothable(config) -> bool:
+    """Whether a model of ``config`` (its ``transformers`` config) has a layout :func:`smooth` knows
+    (:data:`SMOOTHABLE`)."""
+    return getattr(config, "model_type", None) in SMOOTHABLE
 
 
 def calibration_ids(model, tokenizer, *, sequences: int, length: int, seed: int) -> torch.Tensor:
@@ -121,9 +122,7 @@ def smooth(model, maxima: list[dict], *, alpha: float = ALPHA) -> None:
             _fold_into_rows(mlp.up_proj, mlp.down_proj, seen["down"], alpha)
 
 
-def smooth_for_int8(model, tokenizer) -> bool:
-    """Calibrate on the model's own text and fold the scales in, where the architecture allows; whether it did."""
-    if not smoothable(model):
-        return False
+def smooth_for_int8(model, tokenizer) -> None:
+    """Calibrate on the model's own text (:data:`CALIBRATION`) and fold the scales in (a model :func:`smoothable`
+    says yes to)."""
     smooth(model, channel_maxima(model, calibration_ids(model, tokenizer, **CALIBRATION)))
-    return True
