@@ -68,6 +68,9 @@ def test_an_int8_release_records_dtype_and_engine(tmp_path, capsys):
     signal = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])["resplit"]["signal"]
     assert signal["dtype"] == "int8" and signal["engine"] == "ctranslate2"
     assert signal["engine_version"] == __import__("ctranslate2").__version__
+    assert signal["smoothing"].startswith("SmoothQuant alpha 0.5")
+    used = json.loads((out / "croissant.json").read_text())["prov:wasGeneratedBy"]["prov:used"]
+    assert {p["name"]: p["value"] for p in used["additionalProperty"]}["smoothing"] == signal["smoothing"]
 
 
 def test_int8_without_ctranslate2_or_an_unknown_dtype_is_one_line(pairs, tmp_path, monkeypatch, capsys):

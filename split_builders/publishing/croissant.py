@@ -291,7 +291,7 @@ def _document(metadata: dict, body: str, record: dict, distribution: list, recor
 
 
 SIGNAL_KEYS = ("kind", "model", "model_revision", "template", "dtype", "engine", "engine_version", "quantization",
-               "scorer_version")
+               "smoothing", "scorer_version")
 
 
 def _signal(signal) -> dict | None:
